@@ -1,0 +1,100 @@
+"""Result files that say how they were made, written atomically.
+
+Every file is written to a temporary sibling and then renamed (``os.replace``), so a reader never
+sees a half-written result and an interrupted run leaves the previous file intact.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["atomic_write_bytes", "atomic_write_json", "provenance", "to_jsonable"]
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert NumPy/JAX arrays and scalars (recursively) to plain JSON types."""
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "__array__") and not isinstance(obj, str | bytes):
+        arr = np.asarray(obj)
+        if arr.dtype.kind == "b":
+            return arr.tolist()
+        if arr.dtype.kind in "iu":
+            return arr.tolist()
+        if arr.dtype.kind == "f":
+            return np.where(np.isfinite(arr), arr, np.nan).tolist() if arr.ndim else float(arr)
+        return arr.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def atomic_write_json(path: str | os.PathLike, payload: Any) -> Path:
+    text = json.dumps(to_jsonable(payload), indent=2, sort_keys=False, allow_nan=True)
+    return atomic_write_bytes(path, (text + "\n").encode())
+
+
+def _git_revision() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=here, capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here, capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def provenance() -> dict[str, Any]:
+    """Version, git revision, platform and time: what every result file records."""
+    import jax
+
+    from . import __version__
+
+    return {
+        "simplexlab_version": __version__,
+        "git_revision": _git_revision(),
+        "jax_version": jax.__version__,
+        "jax_backend": jax.default_backend(),
+        "x64": bool(jax.config.read("jax_enable_x64")),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else None,
+    }

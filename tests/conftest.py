@@ -1,0 +1,33 @@
+"""Test configuration: float64 everywhere, strict dtype promotion, shared tolerance helpers."""
+
+import os
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_numpy_dtype_promotion", "strict")
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("SIMPLEXLAB_PROGRESS", "0")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "dev", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def assert_close(actual, expected, *, rtol=1e-12, atol=1e-12, err_msg=""):
+    """``np.testing.assert_allclose`` on NumPy copies (works for JAX arrays and pytrees leaves)."""
+    np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=rtol, atol=atol,
+                               err_msg=err_msg)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261121)
