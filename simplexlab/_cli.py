@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="skip experiments whose result file for this mode and seed exists")
     p_rep.set_defaults(func=_cmd_reproduce)
     args = parser.parse_args(argv)
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # experiments compare against exact closed forms
     return int(args.func(args))
 
 

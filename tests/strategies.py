@@ -1,0 +1,62 @@
+"""Hypothesis strategies shared by the test suite (simplex points, sizes, gains, verifier noise).
+
+Append new strategies in a delimited section; keep each strategy cheap to draw.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+__all__ = ["gains", "interior_simplex_points", "simplex_points", "sizes", "verifier_noise"]
+
+
+def sizes(min_value: int = 1, max_value: int = 8):
+    """Number of modes K or M."""
+    return st.integers(min_value=min_value, max_value=max_value)
+
+
+@st.composite
+def simplex_points(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 8,
+                   min_entry: float = 0.0, near_faces: bool = True):
+    """A point of the (n−1)-simplex as a float64 NumPy vector.
+
+    Mixes Dirichlet-like interior points with points close to faces and vertices (some entries
+    of order 1e-9) when ``near_faces``; every entry is at least ``min_entry`` (then renormalised).
+    """
+    n = draw(st.integers(min_n, max_n)) if n is None else n
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    kind = draw(st.sampled_from(["dirichlet", "sparse", "vertex"] if near_faces else ["dirichlet"]))
+    alpha = draw(st.sampled_from([0.3, 1.0, 5.0]))
+    x = rng.gamma(alpha, size=n) + 1e-300
+    if kind == "sparse" and n > 1:
+        k = rng.integers(1, n)
+        x[rng.choice(n, size=k, replace=False)] *= 1e-9
+    elif kind == "vertex":
+        x = np.full(n, 1e-9)
+        x[rng.integers(n)] = 1.0
+    x = x / x.sum()
+    if min_entry > 0:
+        x = np.maximum(x, min_entry)
+        x = x / x.sum()
+    return x
+
+
+def interior_simplex_points(n: int | None = None, *, min_n: int = 1, max_n: int = 8,
+                            min_entry: float = 1e-3):
+    """Simplex points bounded away from the faces (every entry >= ~min_entry)."""
+    return simplex_points(n, min_n=min_n, max_n=max_n, min_entry=min_entry)
+
+
+def gains(min_value: float = 0.0, max_value: float = 5.0):
+    return st.floats(min_value=min_value, max_value=max_value, allow_nan=False,
+                     allow_infinity=False)
+
+
+@st.composite
+def verifier_noise(draw, max_total: float = 0.45):
+    """``(delta_fn, delta_fp)`` with ``delta_fn + delta_fp <= max_total`` (so J >= 1 − max_total)."""
+    fn = draw(st.floats(0.0, max_total))
+    fp = draw(st.floats(0.0, max_total - fn))
+    return fn, fp
