@@ -9,6 +9,34 @@ Public namespaces:
 
 __version__ = "0.1.0"
 
-from . import lab
+from . import lab, meanfield
+from .meanfield import (
+    GRPO,
+    ConstantGain,
+    GoodBonus,
+    Neutralized,
+    ScheduleA,
+    ScheduleB,
+    Solution,
+    State,
+    Verifier,
+    make_state,
+    solve,
+)
 
-__all__ = ["__version__", "lab"]
+__all__ = [
+    "GRPO",
+    "ConstantGain",
+    "GoodBonus",
+    "Neutralized",
+    "ScheduleA",
+    "ScheduleB",
+    "Solution",
+    "State",
+    "Verifier",
+    "__version__",
+    "lab",
+    "make_state",
+    "meanfield",
+    "solve",
+]

@@ -1,0 +1,207 @@
+r"""Integrate a mean-field system with diffrax: ``solve(dynamics, state0, t1=...)``.
+
+Integration variable: physical time ``t`` (``time="physical"``) or the internal time ``τ`` of
+G²RPO eq. (24) (``time="inner"``). The other clock is integrated alongside (``dτ/dt = κ(p)``, or
+``dt/dτ = 1/κ(p)``) so both are always reported.
+
+Boundary rule (documented, never NaN): integration stops at the first time the bad mass leaves
+``[p_floor, 1 − p_floor]`` (a diffrax terminating event). Save points after that time hold the
+state (and both clocks) at the stopping point; ``Solution.stopped`` and ``Solution.t_end`` say
+so (``t_end`` is where integration ended: ``t1``, or the stopping time). The simplex faces ``y_j = 0`` are invariant for every field here (Lemma A.3), so no clamp is
+applied to ``y`` or ``z``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._checks import is_concrete
+from ._closed_forms import concentration
+from ._fields import AbstractDynamics
+from ._state import State, make_state
+
+__all__ = ["Solution", "solve"]
+
+
+class Solution(eqx.Module):
+    """A solved trajectory (leading axis: save points; extra leading axes when vmapped).
+
+    ``ts`` are the save points in the integration variable; ``t`` and ``tau`` are the physical
+    and internal times there; ``state`` holds ``p``, ``y``, ``z`` at the save points.
+    """
+
+    ts: jnp.ndarray
+    t: jnp.ndarray
+    tau: jnp.ndarray
+    state: State
+    stopped: jnp.ndarray
+    t_end: jnp.ndarray
+    num_steps: jnp.ndarray
+    time: str = eqx.field(static=True)
+
+    @property
+    def p(self):
+        return self.state.p
+
+    @property
+    def y(self):
+        return self.state.y
+
+    @property
+    def z(self):
+        return self.state.z
+
+    @property
+    def L_y(self):
+        return concentration(self.state.y)
+
+    @property
+    def L_z(self):
+        return concentration(self.state.z)
+
+    @property
+    def K_eff(self):
+        """Effective number of good modes ``1/L_y`` (G²RPO §4)."""
+        return 1.0 / self.L_y
+
+
+class _Aug(eqx.Module):
+    state: State
+    clock: jnp.ndarray  # tau when integrating in t; t when integrating in tau
+
+
+def _default_solver(name):
+    return {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8,
+            "heun": diffrax.Heun, "euler": diffrax.Euler, "bosh3": diffrax.Bosh3}[name]()
+
+
+_SOLVERS = ("tsit5", "dopri5", "dopri8", "heun", "euler", "bosh3")
+
+
+def solve(
+    dynamics: AbstractDynamics,
+    state0: State,
+    *,
+    t1,
+    t0=0.0,
+    time: Literal["physical", "inner"] = "physical",
+    saveat=None,
+    n_save: int = 101,
+    solver: str | diffrax.AbstractSolver = "tsit5",
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    dt0=None,
+    adaptive: bool = True,
+    max_steps: int = 1_000_000,
+    p_floor: float = 1e-12,
+) -> Solution:
+    r"""Solve the (p, y, z) system ``dynamics`` from ``state0`` over ``[t0, t1]``.
+
+    Args:
+        dynamics: :class:`GRPO`, :class:`GoodBonus`, :class:`Neutralized` or any
+            :class:`AbstractDynamics`.
+        state0: initial :class:`State` (validated: p ∈ (0, 1), y and z on their simplices).
+        t1, t0: interval in the integration variable (``time``).
+        time: ``"physical"`` integrates in t; ``"inner"`` in τ (G²RPO eq. 24), which needs
+            ``J > 0`` so that τ increases with t.
+        saveat: array of save points in ``[t0, t1]``; default ``n_save`` equispaced points.
+        solver: a diffrax solver or one of ``"tsit5"`` (default), ``"dopri5"``, ``"dopri8"``,
+            ``"heun"``, ``"bosh3"``, ``"euler"``.
+        rtol, atol: tolerances of the adaptive PID controller (``adaptive=True``).
+        dt0: initial (adaptive) or fixed (``adaptive=False``) step size.
+        p_floor: the boundary rule's threshold (see module docstring).
+
+    Works under ``jax.jit`` and ``jax.vmap`` over ``state0`` and the array leaves of
+    ``dynamics`` (use ``eqx.filter_vmap``); bad inputs raise eagerly (``ValueError``) or at run time.
+    """
+    if time not in ("physical", "inner"):
+        raise ValueError(f"time must be 'physical' or 'inner'; got {time!r}")
+    if isinstance(solver, str):
+        if solver not in _SOLVERS:
+            raise ValueError(f"unknown solver {solver!r}; choose one of {_SOLVERS} or pass a "
+                             "diffrax solver")
+        solver = _default_solver(solver)
+    if not isinstance(dynamics, AbstractDynamics):
+        raise TypeError(f"dynamics must be an AbstractDynamics (GRPO, GoodBonus, Neutralized, ...); "
+                        f"got {type(dynamics).__name__}")
+    if not adaptive and dt0 is None:
+        raise ValueError("adaptive=False needs a fixed step size dt0")
+    if not 0.0 < p_floor < 0.5:
+        raise ValueError(f"p_floor must be in (0, 0.5); got {p_floor}")
+    for name, v in (("t0", t0), ("t1", t1)):
+        if is_concrete(v) and not np.isfinite(np.asarray(v)):
+            raise ValueError(f"{name} must be finite; got {v}")
+    if is_concrete(t0) and is_concrete(t1) and not float(t1) > float(t0):
+        raise ValueError(f"need t1 > t0; got t0={t0}, t1={t1}")
+    if time == "inner" and dynamics.verifier.allow_flipped:
+        J = dynamics.verifier.J
+        if is_concrete(J) and np.any(np.asarray(J) <= 0):
+            raise ValueError(f"inner time needs J > 0 (dτ/dt = κ > 0); got J = {np.asarray(J)}")
+    state0 = make_state(state0.p, state0.y, state0.z)
+    if saveat is None:
+        saveat = jnp.linspace(t0, t1, n_save)
+    else:
+        saveat = jnp.asarray(saveat, dtype=float)
+        if saveat.ndim != 1 or saveat.shape[0] < 1:
+            raise ValueError(f"saveat must be a non-empty 1-D array; got shape {saveat.shape}")
+        if is_concrete(saveat):
+            s = np.asarray(saveat)
+            if np.any(np.diff(s) < 0) or s[0] < float(t0) or s[-1] > float(t1):
+                raise ValueError(f"saveat must be non-decreasing and inside [t0, t1] = "
+                                 f"[{t0}, {t1}]; got {s}")
+    if dt0 is not None:
+        if is_concrete(dt0) and not float(dt0) > 0:
+            raise ValueError(f"dt0 must be > 0; got {dt0}")
+        dt0 = jnp.asarray(dt0, dtype=float)
+    dynamics = dynamics.checked()
+    return _solve(dynamics, state0, jnp.asarray(t0, dtype=float), jnp.asarray(t1, dtype=float),
+                  saveat, solver, rtol, atol, dt0, adaptive, max_steps, p_floor, time)
+
+
+@eqx.filter_jit
+def _solve(dynamics, state0, t0, t1, saveat, solver, rtol, atol, dt0, adaptive, max_steps,
+           p_floor, time):
+    if time == "physical":
+        def f(t, aug, args):
+            return _Aug(dynamics.vector_field(t, aug.state), dynamics.kappa(aug.state.p))
+    else:
+        def f(t, aug, args):
+            return _Aug(dynamics.inner_vector_field(t, aug.state), 1.0 / dynamics.kappa(aug.state.p))
+
+    def boundary(t, aug, args, **kwargs):
+        p = aug.state.p
+        return (p < p_floor) | (p > 1.0 - p_floor) | ~jnp.isfinite(p)
+
+    controller = (diffrax.PIDController(rtol=rtol, atol=atol) if adaptive
+                  else diffrax.ConstantStepSize())
+    y0 = _Aug(state0, jnp.zeros_like(state0.p))
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(f), solver, t0, t1, dt0, y0,
+        saveat=diffrax.SaveAt(ts=saveat, t1=True),
+        stepsize_controller=controller,
+        event=diffrax.Event(boundary),
+        max_steps=max_steps,
+        throw=True,
+    )
+    ys, ts = sol.ys, sol.ts
+    # with an event, diffrax stores the stopping point right after the last save point it
+    # reached and fills the rest with inf: the last finite entry is where integration ended
+    last = jnp.sum(jnp.isfinite(ts)) - 1
+    final = jax.tree_util.tree_map(lambda a: a[last], ys)
+    t_end = ts[last]
+    stopped = sol.result == diffrax.RESULTS.event_occurred
+    # hold the state at the stopping point for save points past it (diffrax fills them with inf)
+    past = saveat > t_end
+    held = jax.tree_util.tree_map(
+        lambda a, b: jnp.where(past.reshape((-1,) + (1,) * (a.ndim - 1)), b[None], a[:-1]),
+        ys, final)
+    reached = jnp.where(past, t_end, saveat)
+    t_phys, tau = (reached, held.clock) if time == "physical" else (held.clock, reached)
+    return Solution(ts=saveat, t=t_phys, tau=tau, state=held.state, stopped=stopped,
+                    t_end=t_end, num_steps=sol.stats["num_steps"], time=time)
