@@ -55,7 +55,10 @@ def check(
     """
     if is_concrete(x):
         arr = np.asarray(x)
-        if bool(np.any(np.asarray(bad(arr)))):
+        # evaluate eagerly even inside a jit trace (concrete constants stay concrete)
+        with jax.ensure_compile_time_eval():
+            flagged = bool(np.any(np.asarray(bad(arr))))
+        if flagged:
             raise ValueError(f"{message}; got {_describe(arr)}" if show else message)
         return jnp.asarray(x) if isinstance(x, jax.Array) else x
     return eqx.error_if(x, jnp.any(bad(x)), message)

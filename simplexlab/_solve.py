@@ -100,6 +100,7 @@ def solve(
     adaptive: bool = True,
     max_steps: int = 1_000_000,
     p_floor: float = 1e-12,
+    adjoint: diffrax.AbstractAdjoint | None = None,
 ) -> Solution:
     r"""Solve the (p, y, z) system ``dynamics`` from ``state0`` over ``[t0, t1]``.
 
@@ -116,6 +117,9 @@ def solve(
         rtol, atol: tolerances of the adaptive PID controller (``adaptive=True``).
         dt0: initial (adaptive) or fixed (``adaptive=False``) step size.
         p_floor: the boundary rule's threshold (see module docstring).
+        adjoint: diffrax adjoint; default ``diffrax.ForwardMode()`` (a plain while loop: fastest
+            for forward simulation, supports ``jax.jvp``). Pass
+            ``diffrax.RecursiveCheckpointAdjoint()`` to differentiate in reverse mode.
 
     Works under ``jax.jit`` and ``jax.vmap`` over ``state0`` and the array leaves of
     ``dynamics`` (use ``eqx.filter_vmap``); bad inputs raise eagerly (``ValueError``) or at run time.
@@ -160,13 +164,14 @@ def solve(
             raise ValueError(f"dt0 must be > 0; got {dt0}")
         dt0 = jnp.asarray(dt0, dtype=float)
     dynamics = dynamics.checked()
+    adjoint = diffrax.ForwardMode() if adjoint is None else adjoint
     return _solve(dynamics, state0, jnp.asarray(t0, dtype=float), jnp.asarray(t1, dtype=float),
-                  saveat, solver, rtol, atol, dt0, adaptive, max_steps, p_floor, time)
+                  saveat, solver, rtol, atol, dt0, adaptive, max_steps, p_floor, time, adjoint)
 
 
 @eqx.filter_jit
 def _solve(dynamics, state0, t0, t1, saveat, solver, rtol, atol, dt0, adaptive, max_steps,
-           p_floor, time):
+           p_floor, time, adjoint):
     if time == "physical":
         def f(t, aug, args):
             return _Aug(dynamics.vector_field(t, aug.state), dynamics.kappa(aug.state.p))
@@ -187,6 +192,7 @@ def _solve(dynamics, state0, t0, t1, saveat, solver, rtol, atol, dt0, adaptive, 
         stepsize_controller=controller,
         event=diffrax.Event(boundary),
         max_steps=max_steps,
+        adjoint=adjoint,
         throw=True,
     )
     ys, ts = sol.ys, sol.ts
