@@ -4,12 +4,17 @@ Public namespaces:
 
 - :mod:`simplexlab.meanfield` -- the (p, y, z) mean-field ODEs of G²RPO (§3, App. A, C, D) and
   ``solve``; the most used names are re-exported here.
+- :mod:`simplexlab.shaping` -- group-relative advantage baselines and shaping rules (G²RPO,
+  F-GRPO, IAC, GRPO-N, GRPO-TN, ProGRPO) with an explicit composition API.
+- :mod:`simplexlab.metrics` -- diversity metrics (pass@k, L_y, K_eff, entropies, distinct-n, ...).
+- :mod:`simplexlab.sampling` -- sampling theory: F-GRPO §3/App. A–E (activity, tail-miss, N*,
+  Lemma B.1, identities 8/13) and sharpening-collapse §2 (Thm 2.2–2.4, Cor. 2.2).
 - :mod:`simplexlab.lab` -- experiment registry used by ``experiments/`` and the CLI.
 """
 
 __version__ = "0.1.0"
 
-from . import lab, meanfield
+from . import lab, meanfield, metrics, sampling, shaping
 from .meanfield import (
     GRPO,
     ConstantGain,
@@ -38,5 +43,8 @@ __all__ = [
     "lab",
     "make_state",
     "meanfield",
+    "metrics",
+    "sampling",
+    "shaping",
     "solve",
 ]

@@ -1,0 +1,35 @@
+"""Diversity and exploration metrics (SPEC C6): pass@k (FG eq. 25), Avg K, L_y, K_eff,
+(normalized) entropy, sequence/token-level entropy (G² App. G.2), answer-level entropy
+(TS App. C.6), distinct-n and Self-BLEU (PG Table 5)."""
+
+from ._diversity import (
+    answer_entropy,
+    avg_num_modes,
+    cluster_distribution,
+    concentration,
+    distinct_n,
+    effective_num_modes,
+    entropy,
+    normalized_entropy,
+    num_modes,
+    pass_at_k,
+    self_bleu,
+    sequence_entropy,
+    token_entropy,
+)
+
+__all__ = [
+    "answer_entropy",
+    "avg_num_modes",
+    "cluster_distribution",
+    "concentration",
+    "distinct_n",
+    "effective_num_modes",
+    "entropy",
+    "normalized_entropy",
+    "num_modes",
+    "pass_at_k",
+    "self_bleu",
+    "sequence_entropy",
+    "token_entropy",
+]
