@@ -4,6 +4,8 @@ Public namespaces:
 
 - :mod:`simplexlab.meanfield` -- the (p, y, z) mean-field ODEs of G²RPO (§3, App. A, C, D) and
   ``solve``; the most used names are re-exported here.
+- :mod:`simplexlab.geometry` -- bonus-to-drift geometry (G²RPO App. B, D): J(P), the generic
+  drift η J(P)²(A + B) and its push-forward (eq. 15), closed forms, fixed points and stability.
 - :mod:`simplexlab.shaping` -- group-relative advantage baselines and shaping rules (G²RPO,
   F-GRPO, IAC, GRPO-N, GRPO-TN, ProGRPO) with an explicit composition API.
 - :mod:`simplexlab.metrics` -- diversity metrics (pass@k, L_y, K_eff, entropies, distinct-n, ...).
@@ -14,7 +16,7 @@ Public namespaces:
 
 __version__ = "0.1.0"
 
-from . import lab, meanfield, metrics, sampling, shaping
+from . import geometry, lab, meanfield, metrics, sampling, shaping
 from .meanfield import (
     GRPO,
     ConstantGain,
@@ -40,6 +42,7 @@ __all__ = [
     "State",
     "Verifier",
     "__version__",
+    "geometry",
     "lab",
     "make_state",
     "meanfield",

@@ -1,4 +1,11 @@
-r"""Fixed points of within-block simplex fields and their stability.
+r"""Fixed points of within-block simplex fields and their stability (G²RPO Prop. A.5, Thm. A.7).
+
+A *within-block field* is a callable ``f: Δ^{n−1} → T Δ`` (one block, the others frozen), e.g.
+``V``, ``−V``, ``(1 − λ0) V`` (eq. 68) or the schedule-A neutralized y-field (63), whose
+coefficient depends on ``L_y`` and can vanish on a whole level set. :func:`block_field` builds one
+from any mean-field system; :func:`find_fixed_points` finds the zeros on the interior and on
+every face (uniform-on-support candidates plus a damped Gauss–Newton root finder restricted to
+each face); :func:`classify` labels them.
 
 Stability is read from the eigenvalues of the field's Jacobian restricted to the tangent space
 of the simplex, ``{v : Σ v = 0}`` (the whole simplex, so a face point's transverse directions
@@ -16,10 +23,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["FixedPoint", "classify", "tangent_basis", "tangent_jacobian", "uniform_on_support"]
+__all__ = [
+    "FixedPoint",
+    "block_field",
+    "classify",
+    "find_fixed_points",
+    "support_of",
+    "tangent_basis",
+    "tangent_jacobian",
+    "uniform_on_support",
+]
 
 
 class FixedPoint(NamedTuple):
+    """A zero of a within-block field: the point, its support (indices of nonzero entries), the
+    eigenvalues of :func:`tangent_jacobian` there and the label from :func:`classify`."""
+
     point: np.ndarray
     support: tuple[int, ...]
     eigenvalues: np.ndarray
@@ -50,6 +69,10 @@ def tangent_jacobian(field: Callable, x) -> np.ndarray:
 def classify(field: Callable, x, *, tol: float = 1e-9) -> tuple[np.ndarray, str]:
     """Eigenvalues of :func:`tangent_jacobian` and the label sink/source/saddle/non-hyperbolic."""
     eig = np.linalg.eigvals(tangent_jacobian(field, x))
+    return eig, _label(eig, tol)
+
+
+def _label(eig: np.ndarray, tol: float) -> str:
     re = eig.real
     if eig.size == 0 or np.any(np.abs(re) <= tol):
         kind = "non-hyperbolic"
@@ -59,7 +82,7 @@ def classify(field: Callable, x, *, tol: float = 1e-9) -> tuple[np.ndarray, str]
         kind = "source"
     else:
         kind = "saddle"
-    return eig, kind
+    return kind
 
 
 def uniform_on_support(n: int, field: Callable | None = None, *, tol: float = 1e-9
@@ -76,4 +99,115 @@ def uniform_on_support(n: int, field: Callable | None = None, *, tol: float = 1e
             x[list(support)] = 1.0 / m
             eig, kind = classify(field, x, tol=tol)
             out.append(FixedPoint(x, support, eig, kind))
+    return out
+
+
+def support_of(x, *, tol: float = 1e-9) -> tuple[int, ...]:
+    """Indices ``i`` with ``x_i > tol``."""
+    return tuple(int(i) for i in np.flatnonzero(np.asarray(x) > tol))
+
+
+def block_field(dynamics, state, block: str = "y", *, time: str = "inner", t=0.0) -> Callable:
+    r"""The within-block field ``x ↦ d(block)/dτ`` (or ``d/dt``) of a mean-field system with the
+    other coordinates frozen at ``state`` — e.g. ``block_field(Neutralized(ScheduleA(λ0)), s)`` is
+    the y-field (63) ``[1 − λ0 (L_z + 1/K)/(L_y + L_z)] V(y)`` at the frozen ``(p, z)``.
+    Batched over leading axes of ``x``; usable by :func:`find_fixed_points` and for plotting."""
+    from ._state import State
+
+    if block not in ("y", "z"):
+        raise ValueError(f"block must be 'y' or 'z'; got {block!r}")
+    if time not in ("inner", "physical"):
+        raise ValueError(f"time must be 'inner' or 'physical'; got {time!r}")
+    vf = dynamics.inner_vector_field if time == "inner" else dynamics.vector_field
+
+    def field(x):
+        x = jnp.asarray(x)
+        batch = x.shape[:-1]
+        p = jnp.broadcast_to(state.p, batch)
+        if block == "y":
+            z = jnp.broadcast_to(state.z, (*batch, state.z.shape[-1]))
+            return vf(t, State(p, x, z)).y
+        y = jnp.broadcast_to(state.y, (*batch, state.y.shape[-1]))
+        return vf(t, State(p, y, x)).z
+
+    return field
+
+
+def _newton_solver(field: Callable, n: int, n_iter: int):
+    """Compiled, vmapped damped Gauss–Newton on the faces given by 0/1 masks."""
+
+    def one(x0, mask):
+        m = jnp.sum(mask)
+        Pf = jnp.diag(mask) - jnp.outer(mask, mask) / m  # projector onto the face's tangent space
+
+        def body(_, x):
+            r = field(x)
+            Jf = jax.jacfwd(field)(x)
+            # Levenberg–Marquardt step with a tiny damping: a pseudo-inverse step on the face
+            A = Jf @ Pf
+            AtA = A.T @ A
+            mu = 1e-13 * (1.0 + jnp.trace(AtA))
+            d = -Pf @ jnp.linalg.solve(AtA + mu * jnp.eye(n), A.T @ r)
+            # fraction-to-boundary: stay in the relative interior of the face
+            ratio = jnp.where((d < 0) & (mask > 0), x / jnp.where(d < 0, -d, 1.0), jnp.inf)
+            alpha = jnp.minimum(1.0, 0.9 * jnp.min(ratio))
+            x = (x + alpha * d) * mask
+            return x / jnp.sum(x)
+
+        x = jax.lax.fori_loop(0, n_iter, body, x0)
+        return x, jnp.max(jnp.abs(field(x)))
+
+    return jax.jit(jax.vmap(one))
+
+
+def find_fixed_points(field: Callable, n: int, *, n_starts: int = 6, seed: int = 0,
+                      n_iter: int = 40, tol: float = 1e-11, dedupe_tol: float = 1e-7,
+                      classify_tol: float = 1e-9, max_faces: int = 1023) -> list[FixedPoint]:
+    r"""All zeros of the within-block ``field`` on ``Δ^{n−1}`` found on the interior and on every
+    face, classified by :func:`classify`.
+
+    Candidates per face (support ``S``): the uniform point on ``S`` (the equilibria ``E_m`` of any
+    ``a(x) V(x)``, Prop. A.5) and ``n_starts`` seeded Dirichlet points of the face, each refined
+    by ``n_iter`` damped Gauss–Newton (Levenberg–Marquardt) steps restricted to the face (so
+    non-isolated zeros — e.g. where the coefficient of (63) vanishes on a level set of ``L_y`` —
+    are reached too; those come out ``"non-hyperbolic"``). Kept: ``max |f| <= tol`` and every
+    support entry ``> 1e-8``; points closer than ``dedupe_tol`` are merged. Sorted by support
+    size, then support, then point. Deterministic for a given ``seed``.
+    """
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n (simplex dimension + 1) must be an integer >= 1; got {n!r}")
+    n = int(n)
+    faces = [s for m in range(1, n + 1) for s in itertools.combinations(range(n), m)]
+    if len(faces) > max_faces:
+        raise ValueError(f"n={n} has {len(faces)} faces > max_faces={max_faces}")
+    rng = np.random.default_rng(seed)
+    x0s, masks = [], []
+    for s in faces:
+        mask = np.zeros(n)
+        mask[list(s)] = 1.0
+        starts = [mask / len(s)]
+        if len(s) > 1:
+            for _ in range(n_starts):
+                w = np.zeros(n)
+                w[list(s)] = rng.dirichlet(np.ones(len(s)))
+                starts.append(w)
+        x0s += starts
+        masks += [mask] * len(starts)
+    solver = _newton_solver(field, n, n_iter)
+    xs, res = solver(jnp.asarray(np.array(x0s)), jnp.asarray(np.array(masks)))
+    xs, res, masks = np.asarray(xs), np.asarray(res), np.array(masks)
+    keep = (res <= tol) & np.all((xs > 1e-8) | (masks == 0), axis=-1)
+    found: list[np.ndarray] = []
+    for x in xs[keep]:
+        if not any(np.max(np.abs(x - f)) < dedupe_tol for f in found):
+            found.append(x)
+    out = []
+    if found:
+        jac = np.asarray(jax.jit(jax.vmap(jax.jacfwd(field)))(jnp.asarray(np.array(found))))
+        Q = tangent_basis(n)
+        P = np.eye(n) - 1.0 / n
+        for x, Jf in zip(found, jac, strict=True):
+            eig = np.linalg.eigvals(Q.T @ P @ Jf @ Q) if n > 1 else np.zeros(0)
+            out.append(FixedPoint(x, support_of(x), eig, _label(eig, classify_tol)))
+    out.sort(key=lambda fp: (len(fp.support), fp.support, tuple(fp.point)))
     return out

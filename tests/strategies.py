@@ -8,7 +8,17 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-__all__ = ["gains", "interior_simplex_points", "simplex_points", "sizes", "verifier_noise"]
+__all__ = [
+    "bonus_vectors",
+    "block_states",
+    "SMALL_SHAPES",
+    "etas",
+    "gains",
+    "interior_simplex_points",
+    "simplex_points",
+    "sizes",
+    "verifier_noise",
+]
 
 
 def sizes(min_value: int = 1, max_value: int = 8):
@@ -60,3 +70,46 @@ def verifier_noise(draw, max_total: float = 0.45):
     fn = draw(st.floats(0.0, max_total))
     fp = draw(st.floats(0.0, max_total - fn))
     return fn, fp
+
+
+# ----------------------------------------------------------------- block states and bonuses
+
+
+@st.composite
+def block_states(draw, *, min_K: int = 1, max_K: int = 6, min_M: int = 1, max_M: int = 6,
+                 shapes: list[tuple[int, int]] | None = None, min_entry: float = 1e-3,
+                 near_faces: bool = False, p_min: float = 0.01, p_max: float = 0.99):
+    """``(p, y, z)`` as NumPy values: ``y ∈ Δ^{K−1}``, ``z ∈ Δ^{M−1}``, ``p ∈ [p_min, p_max]``.
+
+    ``shapes`` (a list of ``(K, M)``) restricts the sizes to a few pairs — JAX compiles once per
+    shape, so a short fixed list keeps property tests fast. With ``near_faces`` the compositions
+    may have entries of order 1e-9 (faces and vertices); otherwise every entry is at least
+    ~``min_entry``."""
+    if shapes is not None:
+        K, M = draw(st.sampled_from(shapes))
+    else:
+        K = draw(sizes(min_K, max_K))
+        M = draw(sizes(min_M, max_M))
+    if near_faces:
+        y, z = draw(simplex_points(K)), draw(simplex_points(M))
+    else:
+        y = draw(simplex_points(K, min_entry=min_entry))
+        z = draw(simplex_points(M, min_entry=min_entry))
+    p = draw(st.floats(p_min, p_max))
+    return p, y, z
+
+
+@st.composite
+def bonus_vectors(draw, n: int, *, scale: float = 5.0):
+    """An arbitrary (uncentered) bonus vector of length ``n``, entries in ``[−scale, scale]``."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    return np.random.default_rng(seed).uniform(-scale, scale, size=n)
+
+
+#: three (K, M) pairs covering K = 1, M = 1, K > M and K < M (see ``block_states(shapes=...)``)
+SMALL_SHAPES = [(1, 3), (3, 1), (4, 5)]
+
+
+def etas(min_value: float = 0.1, max_value: float = 2.0):
+    """Learning rates η."""
+    return st.floats(min_value, max_value)
