@@ -1,4 +1,5 @@
-"""Benchmark: a vmapped batch of (p, y, z) trajectories vs scipy ``solve_ivp`` looped per trajectory.
+"""Benchmark: a vmapped batch of (p, y, z) trajectories vs scipy ``solve_ivp`` looped per
+trajectory.
 
 Both integrate the same system (G²RPO eq. 56, neutralized bonus with schedule B, random λ0 per
 trajectory, noisy verifier), K = 3, M = 2, physical time t ∈ [0, T], rtol = 1e-8, atol = 1e-10,
@@ -102,8 +103,8 @@ def main():
     print(f"problem: G²RPO eq. (56) + schedule B, K={K}, M={M}, t in [0, {T}], rtol={RTOL}, "
           f"atol={ATOL}, 11 save points")
     print(f"simplexlab vmapped diffrax Tsit5: batch {n}: {jax_total * 1e3:.1f} ms total "
-          f"(best of {args.repeats}; compile {compile_s:.1f} s) -> {jax_per * 1e6:.1f} us/trajectory,"
-          f" max steps {int(np.max(np.asarray(sols.num_steps)))}")
+          f"(best of {args.repeats}; compile {compile_s:.1f} s) -> "
+          f"{jax_per * 1e6:.1f} us/trajectory, max steps {int(np.max(np.asarray(sols.num_steps)))}")
     print(f"baseline scipy solve_ivp RK45 looped: {nb} trajectories -> "
           f"{scipy_per * 1e6:.1f} us/trajectory")
     print(f"max |difference| between the two solutions: {max_err:.2e}")

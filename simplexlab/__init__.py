@@ -11,12 +11,14 @@ Public namespaces:
 - :mod:`simplexlab.metrics` -- diversity metrics (pass@k, L_y, K_eff, entropies, distinct-n, ...).
 - :mod:`simplexlab.sampling` -- sampling theory: F-GRPO §3/App. A–E (activity, tail-miss, N*,
   Lemma B.1, identities 8/13) and sharpening-collapse §2 (Thm 2.2–2.4, Cor. 2.2).
+- :mod:`simplexlab.categorical` -- the softmax categorical policy simulator of F-GRPO App. J
+  (count sampler, count-form surrogate gradients, optax optimizers, ``lax.scan`` runs).
 - :mod:`simplexlab.lab` -- experiment registry used by ``experiments/`` and the CLI.
 """
 
 __version__ = "0.1.0"
 
-from . import geometry, lab, meanfield, metrics, sampling, shaping
+from . import categorical, geometry, lab, meanfield, metrics, sampling, shaping
 from .meanfield import (
     GRPO,
     ConstantGain,
@@ -42,6 +44,7 @@ __all__ = [
     "State",
     "Verifier",
     "__version__",
+    "categorical",
     "geometry",
     "lab",
     "make_state",

@@ -41,7 +41,8 @@ def _cmd_reproduce(args) -> int:
         if args.resume and result_file.exists():
             try:
                 rec = json.loads(result_file.read_text())
-                if rec.get("mode") == ("quick" if quick else "full") and rec.get("seed") == args.seed:
+                same_mode = rec.get("mode") == ("quick" if quick else "full")
+                if same_mode and rec.get("seed") == args.seed:
                     print(f"[{name}] already done ({result_file}); skipping (--resume)")
                     continue
             except (OSError, json.JSONDecodeError):

@@ -120,7 +120,8 @@ def find_experiments_dir(explicit: str | os.PathLike | None = None) -> Path:
         candidates.append(Path(explicit))
     if os.environ.get("SIMPLEXLAB_EXPERIMENTS"):
         candidates.append(Path(os.environ["SIMPLEXLAB_EXPERIMENTS"]))
-    candidates += [Path.cwd() / "experiments", Path(__file__).resolve().parent.parent / "experiments"]
+    candidates += [Path.cwd() / "experiments",
+                   Path(__file__).resolve().parent.parent / "experiments"]
     for c in candidates:
         if c.is_dir() and any(c.glob("*.py")):
             return c.resolve()

@@ -7,8 +7,9 @@ G²RPO eq. (24) (``time="inner"``). The other clock is integrated alongside (``d
 Boundary rule (documented, never NaN): integration stops at the first time the bad mass leaves
 ``[p_floor, 1 − p_floor]`` (a diffrax terminating event). Save points after that time hold the
 state (and both clocks) at the stopping point; ``Solution.stopped`` and ``Solution.t_end`` say
-so (``t_end`` is where integration ended: ``t1``, or the stopping time). The simplex faces ``y_j = 0`` are invariant for every field here (Lemma A.3), so no clamp is
-applied to ``y`` or ``z``.
+so (``t_end`` is where integration ended: ``t1``, or the stopping time). The simplex faces
+``y_j = 0`` are invariant for every field here (Lemma A.3), so no clamp is applied to ``y``
+or ``z``.
 """
 
 from __future__ import annotations
@@ -122,7 +123,8 @@ def solve(
             ``diffrax.RecursiveCheckpointAdjoint()`` to differentiate in reverse mode.
 
     Works under ``jax.jit`` and ``jax.vmap`` over ``state0`` and the array leaves of
-    ``dynamics`` (use ``eqx.filter_vmap``); bad inputs raise eagerly (``ValueError``) or at run time.
+    ``dynamics`` (use ``eqx.filter_vmap``); bad inputs raise eagerly (``ValueError``) or at run
+    time.
     """
     if time not in ("physical", "inner"):
         raise ValueError(f"time must be 'physical' or 'inner'; got {time!r}")
@@ -132,8 +134,8 @@ def solve(
                              "diffrax solver")
         solver = _default_solver(solver)
     if not isinstance(dynamics, AbstractDynamics):
-        raise TypeError(f"dynamics must be an AbstractDynamics (GRPO, GoodBonus, Neutralized, ...); "
-                        f"got {type(dynamics).__name__}")
+        raise TypeError("dynamics must be an AbstractDynamics (GRPO, GoodBonus, Neutralized, "
+                        f"...); got {type(dynamics).__name__}")
     if not adaptive and dt0 is None:
         raise ValueError("adaptive=False needs a fixed step size dt0")
     if not 0.0 < p_floor < 0.5:
@@ -177,7 +179,8 @@ def _solve(dynamics, state0, t0, t1, saveat, solver, rtol, atol, dt0, adaptive, 
             return _Aug(dynamics.vector_field(t, aug.state), dynamics.kappa(aug.state.p))
     else:
         def f(t, aug, args):
-            return _Aug(dynamics.inner_vector_field(t, aug.state), 1.0 / dynamics.kappa(aug.state.p))
+            k = dynamics.kappa(aug.state.p)
+            return _Aug(dynamics.inner_vector_field(t, aug.state), 1.0 / k)
 
     def boundary(t, aug, args, **kwargs):
         p = aug.state.p

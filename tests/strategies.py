@@ -66,7 +66,7 @@ def gains(min_value: float = 0.0, max_value: float = 5.0):
 
 @st.composite
 def verifier_noise(draw, max_total: float = 0.45):
-    """``(delta_fn, delta_fp)`` with ``delta_fn + delta_fp <= max_total`` (so J >= 1 − max_total)."""
+    """``(delta_fn, delta_fp)`` with ``delta_fn + delta_fp <= max_total`` (J >= 1 − max_total)."""
     fn = draw(st.floats(0.0, max_total))
     fp = draw(st.floats(0.0, max_total - fn))
     return fn, fp

@@ -102,8 +102,8 @@ def test_corollary_a10_envelopes_hold_along_trajectories():
     rng = np.random.default_rng(7)
     for K, M in [(3, 2), (5, 4)]:
         s0 = random_state(rng, K, M, p=0.8)
-        sol = sl.solve(sl.GRPO(verifier=sl.Verifier(0.1, 0.05)), s0, t1=8.0, time="inner", n_save=81,
-                       **TIGHT)
+        dyn = sl.GRPO(verifier=sl.Verifier(0.1, 0.05))
+        sol = sl.solve(dyn, s0, t1=8.0, time="inner", n_save=81, **TIGHT)
         p, tau = np.asarray(sol.p), np.asarray(sol.tau)
         p0 = 0.8
         lower = 1.0 / (1.0 + (1 - p0) / p0 * np.exp(2 * tau))

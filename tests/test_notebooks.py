@@ -19,4 +19,5 @@ def test_notebook_runs_in_quick_mode(path, tmp_path):
     env = dict(os.environ, SIMPLEXLAB_QUICK="1", MPLBACKEND="Agg", SIMPLEXLAB_PROGRESS="0")
     proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    assert proc.returncode == 0, (
+        f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")

@@ -1,0 +1,390 @@
+r"""Categorical softmax policy simulator (SPEC C4; F-GRPO §5.1, Fig. 4, App. J; BroRL setup).
+
+A softmax policy over ``A`` actions, the first ``K`` of which are correct (reward ``R_c``), the
+rest incorrect (reward ``R_w``). Action 0 is the *anchor* (F-GRPO App. J: logits 5.0 for the
+anchor, 3.0 for the other correct actions, 0.0 for incorrect ones; ``A = 128,000``,
+``K = 10,000``). Each step draws ``N`` i.i.d. actions, forms group-relative advantages with any
+function of :mod:`simplexlab.shaping`, takes the gradient of the chosen surrogate in *count form*
+(O(A)) and applies an ``optax`` optimizer.
+
+Pure ``(init, step)`` pair over a :class:`SimState` pytree (jax-md style); :func:`run` scans
+``step`` with :func:`jax.lax.scan` and records :class:`Metrics` every ``stride`` steps. Everything
+jits and vmaps over seeds and over the array fields of :class:`CategoricalConfig`
+(``learning_rate``, ``focal_gamma``, the policy logits and rewards). ``group_size``, the surrogate,
+reduction, advantage function and optimizer are static: one compilation per group size ``N``.
+
+**The options the paper leaves open** (SPEC C4 "Known ambiguity"): App. J says "gradient ascent on
+``L = (1/N) Σ_j r̃_j p_j``" with ``η = 10⁻²`` but names neither the optimizer nor whether ``p_j`` is
+a probability or a likelihood; all four choices are exposed:
+
+- ``surrogate="probability"``: ``L = s Σ_j Â_j π(a_j)`` (App. J read literally; F-GRPO eq. 7);
+  ``surrogate="log_likelihood"``: ``L = s Σ_j Â_j log π(a_j)`` (REINFORCE / TS Lemma 1);
+- ``reduction="mean"``: ``s = 1/N``; ``reduction="sum"``: ``s = 1``;
+- ``optimizer``: any ``learning_rate -> optax.GradientTransformation`` (default ``optax.sgd``).
+
+**Count form.** With counts ``c_i`` (``Σ c_i = N``) and per-action advantage ``α_i`` (every
+rollout of one action has the same reward, hence, for the group-relative methods, the same
+advantage), ``w_i = s g c_i α_i`` (``g`` the focal weight) and ``π = softmax(z)``:
+
+- probability-linear: ``∇_z L = w ⊙ π − π (w · π)``;
+- log-likelihood:     ``∇_z L = w − π Σ_i w_i``.
+
+Both are O(A); :func:`count_gradient` implements them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ._advantages import mean_shifted_advantages, raw_advantages
+from ._checks import check_finite, is_concrete
+from ._focal import focal_weight
+
+__all__ = [
+    "CategoricalConfig",
+    "CategoricalPolicy",
+    "Metrics",
+    "SimState",
+    "action_advantages",
+    "count_gradient",
+    "count_weights",
+    "init",
+    "metrics",
+    "run",
+    "sample_counts",
+    "step",
+]
+
+SURROGATES = ("probability", "log_likelihood")
+REDUCTIONS = ("mean", "sum")
+
+
+def _float_dtype():
+    return jnp.result_type(float)
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _check_finite_scalar(value, name: str):
+    if is_concrete(value) and not np.all(np.isfinite(np.asarray(value, dtype=float))):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+
+
+class CategoricalPolicy(eqx.Module):
+    r"""The policy and reward layout of F-GRPO App. J (defaults) / BroRL.
+
+    Actions ``0 .. num_correct-1`` are correct (reward ``r_correct``), action 0 being the anchor;
+    the others are incorrect (reward ``r_wrong``). Initial logits: ``anchor_logit`` for action 0,
+    ``correct_logit`` for the other correct actions, ``incorrect_logit`` for the incorrect ones.
+    The defaults give ``Q_pos ≈ 0.63``, ``p_anchor ≈ 4.7e-4``, leaf ``≈ 6.3e-5`` (App. J).
+    """
+
+    num_actions: int = eqx.field(default=128_000, kw_only=True, static=True)
+    num_correct: int = eqx.field(default=10_000, kw_only=True, static=True)
+    anchor_logit: float = eqx.field(default=5.0, kw_only=True)
+    correct_logit: float = eqx.field(default=3.0, kw_only=True)
+    incorrect_logit: float = eqx.field(default=0.0, kw_only=True)
+    r_correct: float = eqx.field(default=1.0, kw_only=True)
+    r_wrong: float = eqx.field(default=-1.0, kw_only=True)
+
+    def __check_init__(self):
+        if not _is_int(self.num_actions) or self.num_actions < 2:
+            raise ValueError(f"num_actions A must be an integer >= 2; got {self.num_actions!r}")
+        if not _is_int(self.num_correct) or self.num_correct < 1:
+            raise ValueError(
+                f"num_correct must be an integer >= 1 (the policy needs at least one correct "
+                f"action); got {self.num_correct!r}")
+        if self.num_correct > self.num_actions:
+            raise ValueError(f"num_correct = {self.num_correct} exceeds num_actions = "
+                             f"{self.num_actions}")
+        for name in ("anchor_logit", "correct_logit", "incorrect_logit", "r_correct", "r_wrong"):
+            _check_finite_scalar(getattr(self, name), name)
+
+    def correct_mask(self):
+        """Boolean ``(A,)`` mask of the correct set :math:`\\mathcal A_+`."""
+        return jnp.arange(self.num_actions) < self.num_correct
+
+    def initial_logits(self):
+        """Initial logits ``(A,)``: anchor / other correct / incorrect (F-GRPO App. J)."""
+        dt = _float_dtype()
+        idx = jnp.arange(self.num_actions)
+        z = jnp.where(idx < self.num_correct, jnp.asarray(self.correct_logit, dt),
+                      jnp.asarray(self.incorrect_logit, dt))
+        return z.at[0].set(jnp.asarray(self.anchor_logit, dt))
+
+
+class CategoricalConfig(eqx.Module):
+    r"""One simulator configuration.
+
+    - ``policy``: :class:`CategoricalPolicy`.
+    - ``group_size``: ``N >= 1`` (static; one compilation per ``N``).
+    - ``advantage``: a group-level function of :mod:`simplexlab.shaping` mapping rewards
+      ``(groups, G)`` to advantages (``mean_shifted_advantages`` as in App. J, ``grpo_advantages``,
+      ``rloo_advantages``, ``dr_grpo_advantages``, a ``Pipeline`` with ``IAC`` / ``NegativeOnly``
+      transforms, ...). It must be permutation-equivariant and depend only on the group's rewards
+      (see :func:`action_advantages`). ``N = 1`` requires ``raw_advantages``.
+    - ``focal_gamma``: F-GRPO focal weight ``g = (1 − μ̂_pos)^γ`` (eq. 15–16) scaling the objective
+      as in App. J; ``μ̂_pos = k/N``. An array field, so it vmaps (``0`` = no focal weighting).
+    - ``surrogate``: ``"probability"`` or ``"log_likelihood"``; ``reduction``: ``"mean"`` or
+      ``"sum"`` over the group (module docstring).
+    - ``optimizer``: ``learning_rate -> optax.GradientTransformation`` (static), e.g.
+      ``optax.sgd``, ``optax.adam``; ``learning_rate``: finite, > 0 (an array field, vmaps).
+    """
+
+    policy: CategoricalPolicy = eqx.field(default_factory=CategoricalPolicy, kw_only=True)
+    group_size: int = eqx.field(default=8, kw_only=True, static=True)
+    advantage: Callable = eqx.field(default=mean_shifted_advantages, kw_only=True, static=True)
+    focal_gamma: float = eqx.field(default=0.0, kw_only=True)
+    surrogate: str = eqx.field(default="probability", kw_only=True, static=True)
+    reduction: str = eqx.field(default="mean", kw_only=True, static=True)
+    optimizer: Callable[[Any], optax.GradientTransformation] = eqx.field(
+        default=optax.sgd, kw_only=True, static=True)
+    learning_rate: float = eqx.field(default=1e-2, kw_only=True)
+
+    def __check_init__(self):
+        if not isinstance(self.policy, CategoricalPolicy):
+            raise ValueError(f"policy must be a CategoricalPolicy; got {self.policy!r}")
+        if not _is_int(self.group_size) or self.group_size < 1:
+            raise ValueError(f"group_size N must be an integer >= 1; got {self.group_size!r}")
+        if self.surrogate not in SURROGATES:
+            raise ValueError(f"surrogate must be one of {SURROGATES}; got {self.surrogate!r}")
+        if self.reduction not in REDUCTIONS:
+            raise ValueError(f"reduction must be one of {REDUCTIONS}; got {self.reduction!r}")
+        if not callable(self.advantage):
+            raise ValueError(f"advantage must be callable; got {self.advantage!r}")
+        if not callable(self.optimizer):
+            raise ValueError(f"optimizer must be a callable learning_rate -> "
+                             f"optax.GradientTransformation; got {self.optimizer!r}")
+        if self.group_size == 1 and self.advantage is not raw_advantages:
+            raise ValueError(
+                "group_size N = 1 admits no group-relative advantage; use "
+                f"advantage=raw_advantages (got {self.advantage!r})")
+        if is_concrete(self.learning_rate):
+            lr = np.asarray(self.learning_rate, dtype=float)
+            if not np.all(np.isfinite(lr)) or np.any(lr <= 0):
+                raise ValueError(f"learning_rate must be finite and > 0; got "
+                                 f"{self.learning_rate!r}")
+        if is_concrete(self.focal_gamma):
+            g = np.asarray(self.focal_gamma, dtype=float)
+            if not np.all(np.isfinite(g)) or np.any(g < 0):
+                raise ValueError(f"focal_gamma must be finite and >= 0; got "
+                                 f"{self.focal_gamma!r}")
+
+    def make_optimizer(self) -> optax.GradientTransformation:
+        return self.optimizer(check_finite(self.learning_rate, "learning_rate"))
+
+
+# --------------------------------------------------------------------------------------------
+# Sampler
+# --------------------------------------------------------------------------------------------
+
+
+def sample_counts(key, logits, n: int):
+    r"""Counts ``c`` of ``n`` i.i.d. draws from ``softmax(logits)`` (last axis of length ``A``):
+    ``c ~ Multinomial(n, softmax(logits))`` exactly, in O(A + n log A) work.
+
+    Inverse CDF: ``cdf = cumsum(π)`` (O(A)); ``n`` uniforms ``u ~ U[0, cdf[-1])`` are located with
+    ``searchsorted(cdf, u, side="right")`` (O(n log A), each draw is action ``i`` with probability
+    ``cdf_i − cdf_{i−1} = π_i``, zero-probability actions are never hit); a scatter-add
+    (``bincount``, O(n + A)) gives the counts. Chosen over binomial splitting because it is exact
+    for any ``n`` with a single ``searchsorted`` and no sequential chain of ``A`` binomial draws
+    (which is O(A) *sequential* work or a ``log A``-deep tree of binomial samplers whose cost
+    depends on ``n``). Scaling ``u`` by ``cdf[-1]`` rather than 1 keeps rounding in the cumsum
+    from producing an out-of-range index. Draws are independent given ``key``; ``n`` is static.
+    Precision: an action's effective probability is ``π_i`` up to the rounding of ``cdf``
+    (≈ ulp(1)/π_i relative: ~1e-3 for the App. J leaf ``6.3e-5`` in float32, ~1e-12 in float64);
+    enable x64 for quantitative runs.
+    """
+    if not _is_int(n) or n < 1:
+        raise ValueError(f"number of draws n must be an integer >= 1; got {n!r}")
+    logits = jnp.asarray(logits)
+    if logits.ndim != 1 or logits.shape[0] < 1:
+        raise ValueError(f"logits must have shape (A,); got {logits.shape}")
+    a = logits.shape[0]
+    cdf = jnp.cumsum(jax.nn.softmax(logits))
+    u = jax.random.uniform(key, (n,), dtype=cdf.dtype) * cdf[-1]
+    idx = jnp.clip(jnp.searchsorted(cdf, u, side="right"), 0, a - 1)
+    return jnp.bincount(idx, length=a)
+
+
+# --------------------------------------------------------------------------------------------
+# Advantages and the count-form gradient
+# --------------------------------------------------------------------------------------------
+
+
+def action_advantages(config: CategoricalConfig, num_correct_drawn):
+    r"""Advantages ``(α_correct, α_wrong)`` of a correct and an incorrect rollout in a group of
+    ``N`` rollouts of which ``k = num_correct_drawn`` are correct, and the focal weight ``g``.
+
+    The shaping function is called on the group's actual reward vector (in sorted order:
+    ``k`` copies of ``R_c`` then ``N − k`` of ``R_w``, shape ``(1, N)``), so no formula is
+    re-derived: for a permutation-equivariant function of the rewards alone (every baseline of
+    :mod:`simplexlab.shaping` and the IAC / negative-only / focal transforms) the advantage of
+    rollout ``j`` depends only on its reward and the group, and entry 0 / entry ``N − 1`` are the
+    advantages of every correct / incorrect rollout. Costs O(N). Methods that need more than
+    rewards (G²RPO cluster ids, ProGRPO confidences, GRPO-TN token trees) are not functions of
+    ``(reward, group)`` and cannot be used here. The entry for a reward absent from the group
+    (``k = 0`` or ``k = N``) is meaningless and is multiplied by a zero count downstream.
+
+    ``g = focal_weight(k/N, focal_gamma)`` (F-GRPO eq. 15).
+    """
+    pol = config.policy
+    n = config.group_size
+    dt = _float_dtype()
+    k = jnp.asarray(num_correct_drawn)
+    rc = jnp.asarray(pol.r_correct, dt)
+    rw = jnp.asarray(pol.r_wrong, dt)
+    if n == 1:  # raw_advantages only (checked in the config); it is elementwise, so a
+        # two-entry representative group evaluates it exactly.
+        adv = config.advantage(jnp.stack([rc, rw])[None])
+        a_c, a_w = adv[0, 0], adv[0, 1]
+    else:
+        rewards = jnp.where(jnp.arange(n, dtype=k.dtype) < k, rc, rw)[None]
+        adv = config.advantage(rewards)
+        a_c, a_w = adv[0, 0], adv[0, n - 1]
+    mu = k.astype(dt) / jnp.asarray(n, dt)
+    g = focal_weight(mu, jnp.asarray(config.focal_gamma, dt))
+    return a_c, a_w, g
+
+
+def count_gradient(logits, weights, surrogate: str):
+    r"""Gradient w.r.t. the logits ``z`` of the count-form surrogate, O(A).
+
+    ``weights`` ``w_i`` = (reduction scale) × (focal weight) × ``c_i α_i``, i.e. the surrogate is
+    ``Σ_i w_i f(π_i)``, equal to ``s g Σ_j Â_j f(π(a_j))`` over the ``N`` rollouts:
+
+    - ``"probability"`` (``f = π``): ``∇ = w ⊙ π − π (w · π)`` (at 0/1 counts with raw rewards
+      and ``s = 1/N`` this is F-GRPO eq. 7 divided by ``η``);
+    - ``"log_likelihood"`` (``f = log π``): ``∇ = w − π Σ w`` (TS Lemma 1 summed over rollouts).
+    """
+    if surrogate not in SURROGATES:
+        raise ValueError(f"surrogate must be one of {SURROGATES}; got {surrogate!r}")
+    if np.shape(weights) != np.shape(logits):
+        raise ValueError(f"logits {np.shape(logits)} and weights {np.shape(weights)} must have "
+                         "the same shape")
+    p = jax.nn.softmax(logits)
+    if surrogate == "probability":
+        return weights * p - p * jnp.sum(weights * p)
+    return weights - p * jnp.sum(weights)
+
+
+def count_weights(config: CategoricalConfig, counts):
+    r"""Per-action weights ``w_i = s g c_i α_i`` of the count-form surrogate and the number ``k``
+    of correct rollouts, from the counts ``c`` of one group (see :func:`count_gradient`)."""
+    dt = _float_dtype()
+    correct = config.policy.correct_mask()
+    k = jnp.sum(jnp.where(correct, counts, jnp.zeros((), counts.dtype)))
+    a_c, a_w, g = action_advantages(config, k)
+    scale = 1.0 / config.group_size if config.reduction == "mean" else 1.0
+    alpha = jnp.where(correct, a_c, a_w)
+    return jnp.asarray(scale, dt) * g * counts.astype(dt) * alpha, k
+
+
+# --------------------------------------------------------------------------------------------
+# State, init, step, metrics, run
+# --------------------------------------------------------------------------------------------
+
+
+class SimState(NamedTuple):
+    """Simulator state (a pytree)."""
+
+    logits: jax.Array  #: current logits ``z`` ``(A,)``
+    opt_state: Any  #: optax optimizer state
+    key: jax.Array  #: PRNG key (split once per step: ``key, sub = split(key)``)
+    step: jax.Array  #: number of steps taken
+    probs0: jax.Array  #: initial policy ``π_0`` ``(A,)`` (reference of eq. 26)
+    batch_correct: jax.Array  #: correct rollouts ``k`` in the last group (per-step metric)
+
+
+class Metrics(NamedTuple):
+    """Recorded metrics (F-GRPO App. J)."""
+
+    step: jax.Array  #: step at which they were recorded
+    q_pos: jax.Array  #: total correct mass ``Q_pos = Σ_{A+} π_t``
+    m_ret: jax.Array  #: retained positive mass ``M_ret`` (F-GRPO eq. 26)
+    entropy: jax.Array  #: policy entropy ``−Σ π log π`` (nats)
+    anchor: jax.Array  #: anchor mass ``π_t(0)``
+    num_above: jax.Array  #: number of correct actions with ``π_t(a) > π_0(a)``
+    batch_correct: jax.Array  #: correct rollouts ``k`` in the last group
+
+
+def init(config: CategoricalConfig, key) -> SimState:
+    """Initial state: App. J logits, fresh optimizer state, the given PRNG key."""
+    z = config.policy.initial_logits()
+    return SimState(logits=z, opt_state=config.make_optimizer().init(z), key=key,
+                    step=jnp.zeros((), jnp.int32), probs0=jax.nn.softmax(z),
+                    batch_correct=jnp.zeros((), jnp.int32))
+
+
+def step(config: CategoricalConfig, state: SimState) -> SimState:
+    r"""One update: sample ``N`` actions as counts (:func:`sample_counts`), advantages from the
+    shaping function (:func:`action_advantages`), ascend the count-form surrogate
+    (:func:`count_gradient`) with the optax optimizer (updates from ``−∇L``)."""
+    key, sub = jax.random.split(state.key)
+    counts = sample_counts(sub, state.logits, config.group_size)
+    w, k = count_weights(config, counts)
+    grad = count_gradient(state.logits, w, config.surrogate)
+    updates, opt_state = config.make_optimizer().update(-grad, state.opt_state, state.logits)
+    logits = optax.apply_updates(state.logits, updates)
+    return SimState(logits=logits, opt_state=opt_state, key=key, step=state.step + 1,
+                    probs0=state.probs0, batch_correct=k.astype(jnp.int32))
+
+
+def metrics(config: CategoricalConfig, state: SimState) -> Metrics:
+    r"""Metrics of the current policy (F-GRPO App. J): ``Q_pos``;
+    ``M_ret = 1 − Σ_{A+} max(0, π_0 − π_t) / Σ_{A+} π_0`` (eq. 26); entropy; anchor mass; the
+    number of correct actions above their initial probability."""
+    correct = config.policy.correct_mask()
+    logp = jax.nn.log_softmax(state.logits)
+    p = jax.nn.softmax(state.logits)  # as in init, so that M_ret(0) = 1 exactly
+    zero = jnp.zeros((), p.dtype)
+    p0 = state.probs0
+    lost = jnp.sum(jnp.where(correct, jnp.maximum(zero, p0 - p), zero))
+    return Metrics(
+        step=state.step,
+        q_pos=jnp.sum(jnp.where(correct, p, zero)),
+        m_ret=1.0 - lost / jnp.sum(jnp.where(correct, p0, zero)),
+        entropy=-jnp.sum(p * logp),
+        anchor=p[0],
+        num_above=jnp.sum(correct & (p > p0), dtype=jnp.int32),
+        batch_correct=state.batch_correct,
+    )
+
+
+def run(config: CategoricalConfig, key, num_steps: int, stride: int = 1):
+    r"""Run ``num_steps`` steps with :func:`jax.lax.scan`, recording :class:`Metrics` at step 0
+    and every ``stride`` steps (``num_steps // stride + 1`` records; ``num_steps`` must be a
+    multiple of ``stride``). Returns ``(final_state, metrics)``. Pure: jit it with
+    ``static_argnames=("num_steps", "stride")`` and vmap it over keys and config arrays."""
+    for name, v in (("num_steps", num_steps), ("stride", stride)):
+        if not _is_int(v) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+    if num_steps % stride:
+        raise ValueError(f"num_steps = {num_steps} must be a multiple of stride = {stride}")
+    state = init(config, key)
+
+    def inner(s, _):
+        return step(config, s), None
+
+    def outer(s, _):
+        s, _ = jax.lax.scan(inner, s, None, length=stride)
+        return s, metrics(config, s)
+
+    final, rec = jax.lax.scan(outer, state, None, length=num_steps // stride)
+    first = metrics(config, state)
+    rec = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, rec)
+    return final, rec

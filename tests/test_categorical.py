@@ -1,0 +1,332 @@
+"""Categorical policy simulator (SPEC C4; F-GRPO §5.1, App. J; TS Lemma 1).
+
+References are independent of the code under test: ``jax.grad`` of the explicit per-sample
+surrogate over a list of sampled actions (advantages from the shaping function on the unsorted
+reward vector, focal weight coded by hand); chi-square against the exact multinomial law
+(``scipy.stats``); TS Lemma 1 and F-GRPO eq. 7 (``simplexlab.sampling.logit_update``, itself
+tested against an independent eq. 7) for one update; metrics recomputed with NumPy.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from helpers import assert_close
+from scipy import stats
+
+from simplexlab import categorical as C
+from simplexlab import sampling as S
+from simplexlab import shaping as SH
+
+SMALL = C.CategoricalPolicy(num_actions=30, num_correct=8, anchor_logit=2.0, correct_logit=1.0,
+                            incorrect_logit=0.0)
+run_jit = jax.jit(C.run, static_argnames=("num_steps", "stride"))
+
+
+# ---------------------------------------------------------------------------------------------
+# count-form gradient == jax.grad of the explicit per-sample surrogate
+# ---------------------------------------------------------------------------------------------
+
+METHODS = {
+    "mean_shifted": (SH.mean_shifted_advantages, 0.0),
+    "grpo": (SH.grpo_advantages, 0.0),
+    "rloo": (SH.rloo_advantages, 0.0),
+    "raw": (SH.raw_advantages, 0.0),
+    "focal_mean_shifted": (SH.mean_shifted_advantages, 1.0),
+    "focal_grpo_half": (SH.grpo_advantages, 0.5),
+    "iac": (SH.Pipeline(transforms=(SH.IAC(alpha=1.0),)), 0.0),
+    "grpo_n": (SH.grpo_n(), 0.0),
+}
+
+
+def _explicit_grad(z, actions, policy, method, gamma, surrogate, reduction):
+    """jax.grad of s g Σ_j Â_j f(π(a_j)) over the explicit list of rollouts."""
+    n = len(actions)
+    correct = actions < policy.num_correct
+    rewards = np.where(correct, policy.r_correct, policy.r_wrong)
+    adv = np.asarray(method(jnp.asarray(rewards)[None]))[0]
+    g = 1.0 if gamma == 0 else (1.0 - correct.sum() / n) ** gamma
+    s = 1.0 / n if reduction == "mean" else 1.0
+    idx = jnp.asarray(actions)
+
+    def loss(zz):
+        p = jax.nn.softmax(zz)[idx]
+        f = p if surrogate == "probability" else jnp.log(p)
+        return s * g * jnp.sum(jnp.asarray(adv) * f)
+
+    return jax.grad(loss)(z)
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_count_gradient_equals_grad_of_per_sample_surrogate(rng, name):
+    method, gamma = METHODS[name]
+    a, k = SMALL.num_actions, SMALL.num_correct
+    for n, kind in [(7, "mixed"), (5, "all_correct"), (5, "all_wrong"), (2, "mixed")]:
+        if kind == "all_correct":
+            actions = rng.integers(0, k, n)
+        elif kind == "all_wrong":
+            actions = rng.integers(k, a, n)
+        else:  # a few repeated actions and both rewards present
+            actions = rng.integers(0, 12, n)
+            actions[0], actions[1] = 0, a - 1
+            rng.shuffle(actions)
+        z = jnp.asarray(rng.normal(size=a) * 2.0)
+        counts = jnp.asarray(np.bincount(actions, minlength=a))
+        for surrogate in ("probability", "log_likelihood"):
+            for reduction in ("mean", "sum"):
+                cfg = C.CategoricalConfig(policy=SMALL, group_size=n, advantage=method,
+                                          focal_gamma=gamma, surrogate=surrogate,
+                                          reduction=reduction)
+                w, kk = C.count_weights(cfg, counts)
+                assert int(kk) == int((actions < k).sum())
+                got = C.count_gradient(z, w, surrogate)
+                want = _explicit_grad(z, actions, SMALL, method, gamma, surrogate, reduction)
+                assert_close(got, want, rtol=1e-10, atol=1e-13,
+                             err_msg=f"{name} {kind} n={n} {surrogate} {reduction}")
+
+
+def test_count_gradient_agrees_with_fgrpo_eq7_logit_update(rng):
+    """Probability-linear surrogate, raw rewards, mean over N, distinct draws: η ∇L is eq. (7)."""
+    a = SMALL.num_actions
+    correct = np.asarray(SMALL.correct_mask())
+    for _ in range(5):
+        n = 9
+        sampled = np.zeros(a, bool)
+        sampled[rng.permutation(a)[:n]] = True
+        z = jnp.asarray(rng.normal(size=a))
+        cfg = C.CategoricalConfig(policy=SMALL, group_size=n, advantage=SH.raw_advantages,
+                                  surrogate="probability", reduction="mean")
+        w, _ = C.count_weights(cfg, jnp.asarray(sampled.astype(np.int64)))
+        eta = 0.37
+        got = eta * C.count_gradient(z, w, "probability")
+        want = S.logit_update(jax.nn.softmax(z), jnp.asarray(correct), jnp.asarray(sampled), n, eta)
+        assert_close(got, want, rtol=1e-10, atol=1e-15)
+
+
+def test_simulator_step_agrees_with_fgrpo_eq7():
+    """One SGD step with counts all <= 1 moves the logits by eq. (7) (F-GRPO §2.3)."""
+    pol = C.CategoricalPolicy(num_actions=200, num_correct=50, anchor_logit=0.5,
+                              correct_logit=0.2, incorrect_logit=0.0)
+    eta, n = 0.3, 4
+    cfg = C.CategoricalConfig(policy=pol, group_size=n, advantage=SH.raw_advantages,
+                              surrogate="probability", reduction="mean",
+                              optimizer=optax.sgd, learning_rate=eta)
+    done = 0
+    step = jax.jit(C.step)
+    for seed in range(20):
+        s0 = C.init(cfg, jax.random.key(seed))
+        s1 = step(cfg, s0)
+        delta = np.asarray(s1.logits - s0.logits)
+        counts = np.asarray(C.sample_counts(jax.random.split(s0.key)[1], s0.logits, n))
+        if counts.max() > 1:
+            continue
+        want = S.logit_update(s0.probs0, pol.correct_mask(), jnp.asarray(counts > 0), n, eta)
+        assert_close(delta, want, rtol=1e-9, atol=1e-15)
+        done += 1
+    assert done >= 5
+
+
+# ---------------------------------------------------------------------------------------------
+# TS Lemma 1: N = 1, raw reward, log-likelihood surrogate, SGD
+# ---------------------------------------------------------------------------------------------
+
+
+def test_one_step_n1_is_ts_lemma1():
+    eta = 0.25
+    cfg = C.CategoricalConfig(policy=SMALL, group_size=1, advantage=SH.raw_advantages,
+                              surrogate="log_likelihood", reduction="mean",
+                              optimizer=optax.sgd, learning_rate=eta)
+    z0 = np.asarray(SMALL.initial_logits())
+    pi = np.exp(z0) / np.exp(z0).sum()
+    seen = set()
+    step = jax.jit(C.step)
+    for seed in range(12):
+        s0 = C.init(cfg, jax.random.key(seed))
+        s1 = step(cfg, s0)
+        counts = np.asarray(C.sample_counts(jax.random.split(s0.key)[1], s0.logits, 1))
+        assert counts.sum() == 1
+        v = int(np.argmax(counts))
+        adv = SMALL.r_correct if v < SMALL.num_correct else SMALL.r_wrong
+        seen.add(adv)
+        want = z0 + eta * adv * (-pi)                    # z_u ← z_u + η Â(v) (−π(u)), u ≠ v
+        want[v] = z0[v] + eta * adv * (1.0 - pi[v])      # z_v ← z_v + η Â(v) (1 − π(v))
+        assert_close(s1.logits, want, rtol=1e-12, atol=1e-14)
+        assert int(s1.batch_correct) == int(v < SMALL.num_correct)
+    assert seen == {SMALL.r_correct, SMALL.r_wrong}
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampler: exactly multinomial
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sampler_joint_law_is_multinomial_chi_square():
+    """Joint law of the count vector (A = 3, N = 4: 15 compositions) vs the exact pmf."""
+    logits = jnp.asarray([0.3, -0.4, 1.1])
+    p = np.asarray(jax.nn.softmax(logits))
+    n, reps = 4, 20_000
+    keys = jax.random.split(jax.random.key(7), reps)
+    counts = np.asarray(jax.jit(jax.vmap(lambda k: C.sample_counts(k, logits, n)))(keys))
+    assert (counts.sum(1) == n).all()
+    comps = [(i, j, n - i - j) for i in range(n + 1) for j in range(n + 1 - i)]
+    index = {c: t for t, c in enumerate(comps)}
+    obs = np.bincount([index[tuple(c)] for c in counts], minlength=len(comps))
+    exp = reps * np.array([stats.multinomial.pmf(c, n, p) for c in comps])
+    assert_close(exp.sum(), reps, rtol=1e-12)
+    assert stats.chisquare(obs, exp).pvalue > 1e-3
+
+
+def test_sampler_marginals_chi_square_and_zero_mass(rng):
+    a, n = 200, 200_000
+    z = rng.normal(size=a)
+    z[5] = -np.inf  # zero probability: never drawn
+    counts = np.asarray(C.sample_counts(jax.random.key(3), jnp.asarray(z), n))
+    assert counts.shape == (a,) and counts.sum() == n and counts[5] == 0
+    p = np.exp(z - z[np.isfinite(z)].max())
+    p /= p.sum()
+    keep = p > 0
+    assert stats.chisquare(counts[keep], n * p[keep]).pvalue > 1e-3
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics and initial policy
+# ---------------------------------------------------------------------------------------------
+
+
+def test_default_policy_matches_fgrpo_app_j():
+    pol = C.CategoricalPolicy()
+    z = np.where(np.arange(128_000) < 10_000, 3.0, 0.0)
+    z[0] = 5.0
+    assert_close(pol.initial_logits(), z, rtol=0, atol=0)
+    p = np.exp(z) / np.exp(z).sum()
+    assert abs(p[:10_000].sum() - 0.63) < 0.005
+    assert abs(p[0] - 4.7e-4) < 0.05e-4 and abs(p[1] - 6.3e-5) < 0.05e-5
+
+
+def test_metrics_equal_direct_computation(rng):
+    cfg = C.CategoricalConfig(policy=SMALL, group_size=4)
+    s = C.init(cfg, jax.random.key(0))
+    z = np.asarray(s.logits) + rng.normal(size=SMALL.num_actions)
+    s = s._replace(logits=jnp.asarray(z), step=jnp.asarray(17, jnp.int32))
+    m = C.metrics(cfg, s)
+    z0 = np.asarray(SMALL.initial_logits())
+    p0, p = np.exp(z0) / np.exp(z0).sum(), np.exp(z) / np.exp(z).sum()
+    k = SMALL.num_correct
+    assert_close(m.q_pos, p[:k].sum())
+    assert_close(m.m_ret, 1 - np.maximum(0, p0[:k] - p[:k]).sum() / p0[:k].sum())  # eq. 26
+    assert_close(m.entropy, -(p * np.log(p)).sum())
+    assert_close(m.anchor, p[0])
+    assert int(m.num_above) == int((p[:k] > p0[:k]).sum())
+    assert int(m.step) == 17
+    m0 = C.metrics(cfg, C.init(cfg, jax.random.key(0)))
+    assert_close(m0.m_ret, 1.0) and int(m0.num_above) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# run: strided recording, jit/vmap over seeds, learning rate and gamma
+# ---------------------------------------------------------------------------------------------
+
+
+def test_strided_recording_subsamples_the_full_trajectory():
+    cfg = C.CategoricalConfig(policy=SMALL, group_size=6, learning_rate=jnp.asarray(0.5))
+    key = jax.random.key(1)
+    f1, m1 = run_jit(cfg, key, num_steps=12, stride=1)
+    f4, m4 = run_jit(cfg, key, num_steps=12, stride=4)
+    assert m1.q_pos.shape == (13,) and m4.q_pos.shape == (4,)
+    assert_close(f1.logits, f4.logits, rtol=0, atol=0)
+    for a, b in zip(m1, m4, strict=True):
+        assert_close(np.asarray(a)[::4], b, rtol=0, atol=0)
+    assert_close(m4.step, [0, 4, 8, 12], rtol=0, atol=0)
+    assert np.ptp(np.asarray(m1.q_pos)) > 0  # the policy moves
+
+
+def _momentum(lr):
+    return optax.sgd(lr, momentum=0.9)  # (optax.adam's bias correction fails strict promotion)
+
+
+def test_vmap_over_seeds_learning_rate_and_gamma_equals_loop():
+    optimizer = _momentum
+    base = C.CategoricalConfig(policy=SMALL, group_size=5, optimizer=optimizer,
+                               advantage=SH.grpo_advantages, surrogate="log_likelihood")
+    keys = jax.random.split(jax.random.key(2), 3)
+    lrs = jnp.asarray([0.05, 0.2, 1.0])
+    gammas = jnp.asarray([0.0, 1.0, 0.5])
+
+    def one(key, lr, gamma):
+        cfg = eqx.tree_at(lambda c: (c.learning_rate, c.focal_gamma), base, (lr, gamma))
+        return C.run(cfg, key, num_steps=6, stride=3)
+
+    batched = jax.jit(jax.vmap(one))(keys, lrs, gammas)
+    for i in range(3):
+        cfg = C.CategoricalConfig(policy=SMALL, group_size=5, optimizer=optimizer,
+                                  advantage=SH.grpo_advantages, surrogate="log_likelihood",
+                                  learning_rate=float(lrs[i]), focal_gamma=float(gammas[i]))
+        single = run_jit(cfg, keys[i], num_steps=6, stride=3)
+        for a, b in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(single),
+                        strict=True):
+            if jnp.issubdtype(b.dtype, jax.dtypes.prng_key):
+                a, b = jax.random.key_data(a), jax.random.key_data(b)
+            assert_close(np.asarray(a)[i], b, rtol=1e-12, atol=1e-14)
+    assert not np.allclose(batched[1].q_pos[0], batched[1].q_pos[1])
+
+
+def test_one_compilation_per_group_size():
+    traced = []
+
+    def f(cfg, key):
+        traced.append(cfg.group_size)
+        return C.run(cfg, key, num_steps=1, stride=1)[1].q_pos
+
+    jf = jax.jit(f)
+    for n in (2, 4, 2, 4):
+        for lr in (0.1, 0.3):
+            jf(C.CategoricalConfig(policy=SMALL, group_size=n, learning_rate=jnp.asarray(lr)),
+               jax.random.key(0))
+    assert traced == [2, 4]
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: C.CategoricalPolicy(num_actions=1, num_correct=1), "num_actions A"),
+        (lambda: C.CategoricalPolicy(num_actions=10, num_correct=0), "at least one correct"),
+        (lambda: C.CategoricalPolicy(num_actions=10, num_correct=11), "exceeds"),
+        (lambda: C.CategoricalPolicy(anchor_logit=float("nan")), "anchor_logit must be finite"),
+        (lambda: C.CategoricalConfig(group_size=0), "group_size N"),
+        (lambda: C.CategoricalConfig(group_size=1), "N = 1"),
+        (lambda: C.CategoricalConfig(learning_rate=float("nan")), "learning_rate"),
+        (lambda: C.CategoricalConfig(learning_rate=float("inf")), "learning_rate"),
+        (lambda: C.CategoricalConfig(learning_rate=0.0), "learning_rate"),
+        (lambda: C.CategoricalConfig(focal_gamma=-1.0), "focal_gamma"),
+        (lambda: C.CategoricalConfig(surrogate="ratio"), "surrogate"),
+        (lambda: C.CategoricalConfig(reduction="max"), "reduction"),
+        (lambda: C.sample_counts(jax.random.key(0), jnp.zeros(5), 0), "n must be"),
+        (lambda: C.run(C.CategoricalConfig(policy=SMALL), jax.random.key(0), 10, 3), "multiple"),
+    ],
+)
+def test_bad_input_raises(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_non_finite_learning_rate_under_jit_raises():
+    cfg = eqx.tree_at(lambda c: c.learning_rate, C.CategoricalConfig(policy=SMALL, group_size=6),
+                      jnp.asarray(jnp.nan))
+    with pytest.raises(Exception, match="learning_rate must be finite"):
+        jax.block_until_ready(run_jit(cfg, jax.random.key(0), num_steps=12, stride=4))
+
+
+def test_full_size_app_j_run_is_cheap():
+    """A = 128,000, N = 131,072 (the largest Fig. 4 group): counts, never an (N, A) array."""
+    cfg = C.CategoricalConfig(group_size=131_072)
+    final, m = run_jit(cfg, jax.random.key(0), num_steps=2, stride=2)
+    assert int(final.step) == 2 and m.q_pos.shape == (2,)
+    assert_close(m.q_pos[0], 0.63, atol=5e-3)
+    assert 0.5 < int(m.batch_correct[1]) / 131_072 < 0.75
