@@ -31,6 +31,7 @@ from .meanfield import (
     Verifier,
     make_state,
     solve,
+    solve_ensemble,
 )
 
 __all__ = [
@@ -53,4 +54,5 @@ __all__ = [
     "sampling",
     "shaping",
     "solve",
+    "solve_ensemble",
 ]

@@ -16,12 +16,22 @@ def _cmd_list(args) -> int:
     if not exps:
         print("no experiments registered")
         return 1
+    import shutil
+    import textwrap
+
     w = max(len(n) for n in exps)
+    indent = " " * (w + 22)
+    width = max(60, shutil.get_terminal_size((100, 20)).columns)
     print(f"{'name':<{w}}  {'quick':>8}  {'full':>8}  reproduces")
     for name, e in exps.items():
-        print(f"{name:<{w}}  {e.cost['quick']:>8}  {e.cost['full']:>8}  {e.reproduces}")
+        text = e.reproduces if args.verbose else e.reproduces.split(". What differs")[0]
+        lines = textwrap.wrap(text, width - len(indent)) or [""]
+        print(f"{name:<{w}}  {e.cost['quick']:>8}  {e.cost['full']:>8}  {lines[0]}")
+        for line in lines[1:]:
+            print(indent + line)
         if args.verbose and e.description:
-            print(f"{'':<{w}}  {e.description}")
+            for line in textwrap.wrap(e.description, width - len(indent)):
+                print(indent + line)
     return 0
 
 

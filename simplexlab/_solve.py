@@ -27,7 +27,7 @@ from ._closed_forms import concentration
 from ._fields import AbstractDynamics
 from ._state import State, make_state
 
-__all__ = ["Solution", "solve"]
+__all__ = ["Solution", "solve", "solve_ensemble"]
 
 
 class Solution(eqx.Module):
@@ -126,6 +126,15 @@ def solve(
     ``dynamics`` (use ``eqx.filter_vmap``); bad inputs raise eagerly (``ValueError``) or at run
     time.
     """
+    args = _prepare(dynamics, state0, t0, t1, time, saveat, n_save, solver, adaptive, dt0,
+                    p_floor, adjoint)
+    return _solve(*args, rtol=rtol, atol=atol, adaptive=adaptive, max_steps=max_steps,
+                  p_floor=p_floor, time=time)
+
+
+def _prepare(dynamics, state0, t0, t1, time, saveat, n_save, solver, adaptive, dt0, p_floor,
+             adjoint):
+    """Validate the arguments shared by :func:`solve` and :func:`solve_ensemble`."""
     if time not in ("physical", "inner"):
         raise ValueError(f"time must be 'physical' or 'inner'; got {time!r}")
     if isinstance(solver, str):
@@ -167,13 +176,13 @@ def solve(
         dt0 = jnp.asarray(dt0, dtype=float)
     dynamics = dynamics.checked()
     adjoint = diffrax.ForwardMode() if adjoint is None else adjoint
-    return _solve(dynamics, state0, jnp.asarray(t0, dtype=float), jnp.asarray(t1, dtype=float),
-                  saveat, solver, rtol, atol, dt0, adaptive, max_steps, p_floor, time, adjoint)
+    return (dynamics, state0, jnp.asarray(t0, dtype=float), jnp.asarray(t1, dtype=float), saveat,
+            solver, dt0, adjoint)
 
 
 @eqx.filter_jit
-def _solve(dynamics, state0, t0, t1, saveat, solver, rtol, atol, dt0, adaptive, max_steps,
-           p_floor, time, adjoint):
+def _solve(dynamics, state0, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol, adaptive,
+           max_steps, p_floor, time):
     if time == "physical":
         def f(t, aug, args):
             return _Aug(dynamics.vector_field(t, aug.state), dynamics.kappa(aug.state.p))
@@ -214,3 +223,90 @@ def _solve(dynamics, state0, t0, t1, saveat, solver, rtol, atol, dt0, adaptive, 
     t_phys, tau = (reached, held.clock) if time == "physical" else (held.clock, reached)
     return Solution(ts=saveat, t=t_phys, tau=tau, state=held.state, stopped=stopped,
                     t_end=t_end, num_steps=sol.stats["num_steps"], time=time)
+
+
+def _max_norm(tree):
+    return jnp.max(jnp.stack([jnp.max(jnp.abs(leaf)) for leaf in jax.tree_util.tree_leaves(tree)]))
+
+
+def solve_ensemble(
+    dynamics: AbstractDynamics,
+    states: State,
+    *,
+    t1,
+    t0=0.0,
+    time: Literal["physical", "inner"] = "physical",
+    saveat=None,
+    n_save: int = 101,
+    solver: str | diffrax.AbstractSolver = "tsit5",
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    dt0=None,
+    max_steps: int = 1_000_000,
+    p_floor: float = 1e-12,
+) -> Solution:
+    r"""Solve a batch of trajectories as one ODE system with a shared adaptive step.
+
+    ``states`` has a leading batch axis (``p`` of shape ``(n,)``, ``y`` ``(n, K)``, ``z``
+    ``(n, M)``); array leaves of ``dynamics`` (gains, verifier rates, η) may be scalars or
+    ``(n,)`` arrays, one value per trajectory. The error is controlled in the max-norm over the
+    whole ensemble, so every trajectory meets ``rtol``/``atol`` (a stricter test than
+    :func:`solve`'s RMS norm over one trajectory); the step count is that of the hardest
+    trajectory. This is the fast path for sweeps: the same batch through ``vmap(solve)`` pays
+    for batched control flow at every step.
+
+    Boundary rule: a trajectory whose ``p`` leaves ``[p_floor, 1 − p_floor]`` is frozen (its
+    derivative, and its clocks', set to zero) while the others go on; ``stopped`` and ``t_end``
+    are per trajectory. Returns a :class:`Solution` laid out like ``vmap(solve)``: leading axis
+    = trajectory, then save points.
+    """
+    if np.ndim(states.p) != 1:
+        raise ValueError(f"states must have exactly one batch axis; got p of shape "
+                         f"{np.shape(states.p)}")
+    dynamics, states, t0, t1, saveat, solver, dt0, adjoint = _prepare(
+        dynamics, states, t0, t1, time, saveat, n_save, solver, True, dt0, p_floor, None)
+    return _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, rtol=rtol,
+                           atol=atol, max_steps=max_steps, p_floor=p_floor, time=time)
+
+
+class _EnsAug(eqx.Module):
+    state: State
+    clock: jnp.ndarray
+    active_time: jnp.ndarray
+
+
+@eqx.filter_jit
+def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol,
+                    max_steps, p_floor, time):
+    def f(t, aug, args):
+        s = aug.state
+        p = s.p
+        active = ((p >= p_floor) & (p <= 1.0 - p_floor) & jnp.isfinite(p)).astype(p.dtype)
+        p_safe = jnp.where(active > 0, p, 0.5)  # keep frozen entries finite
+        s = State(p_safe, s.y, s.z)
+        k = dynamics.kappa(p_safe)
+        if time == "physical":
+            d, dclock = dynamics.vector_field(t, s), k
+        else:
+            d, dclock = dynamics.inner_vector_field(t, s), 1.0 / k
+        d = State(d.p * active, d.y * active[:, None], d.z * active[:, None])
+        return _EnsAug(d, dclock * active, active)
+
+    zeros = jnp.zeros_like(states.p)
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(f), solver, t0, t1, dt0, _EnsAug(states, zeros, zeros),
+        saveat=diffrax.SaveAt(ts=saveat),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, norm=_max_norm),
+        max_steps=max_steps, adjoint=adjoint, throw=True,
+    )
+    ys = sol.ys  # leaves (T, n, ...)
+    st = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, 1), ys.state)
+    clock = ys.clock.T
+    p_last = ys.state.p[-1]
+    stopped = (p_last < p_floor) | (p_last > 1.0 - p_floor) | ~jnp.isfinite(p_last)
+    t_end = jnp.where(stopped, t0 + ys.active_time[-1], t1)
+    reached = jnp.minimum(saveat[None, :], t_end[:, None])
+    t_phys, tau = (reached, clock) if time == "physical" else (clock, reached)
+    n = states.p.shape[0]
+    return Solution(ts=saveat, t=t_phys, tau=tau, state=st, stopped=stopped, t_end=t_end,
+                    num_steps=jnp.broadcast_to(sol.stats["num_steps"], (n,)), time=time)

@@ -2,7 +2,8 @@
 
 Systems: :class:`GRPO` (eq. 22), :class:`GoodBonus` (eq. 48; with :class:`ScheduleA` the adaptive
 system 50–51), :class:`Neutralized` (eq. 56; with :class:`ScheduleA` eq. 62–65, with
-:class:`ScheduleB` eq. 67–70). :func:`solve` integrates any of them in physical or internal time.
+:class:`ScheduleB` eq. 67–70). :func:`solve` integrates any of them in physical or internal time;
+:func:`solve_ensemble` integrates a batch as one system (the fast path for sweeps).
 """
 
 from ._closed_forms import (
@@ -31,7 +32,7 @@ from ._fields import (
     good_bonus_field_j1,
 )
 from ._gains import AbstractGain, ConstantGain, ScheduleA, ScheduleB
-from ._solve import Solution, solve
+from ._solve import Solution, solve, solve_ensemble
 from ._state import State, make_state, state_from_policy
 from ._verifier import Verifier
 
@@ -66,5 +67,6 @@ __all__ = [
     "neutralizer_schedule_b",
     "reciprocal_bonus",
     "solve",
+    "solve_ensemble",
     "state_from_policy",
 ]

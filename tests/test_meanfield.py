@@ -399,3 +399,35 @@ def test_bad_parameters_raise():
     f = jax.jit(lambda lam: sl.solve(sl.GoodBonus(sl.ConstantGain(lam)), s, t1=1.0, n_save=2).p)
     with pytest.raises(Exception, match="finite"):
         jax.block_until_ready(f(jnp.asarray(np.nan)))
+
+
+def test_solve_ensemble_matches_vmapped_solve_and_freezes_at_the_boundary():
+    """The one-system ensemble path equals vmap(solve) to tolerance; trajectories that reach the
+    boundary are frozen individually (finite, flagged) while the others go on."""
+    rng = np.random.default_rng(11)
+    n = 16
+    states = sl.State(jnp.asarray(rng.uniform(0.2, 0.9, n)),
+                      jnp.asarray(rng.dirichlet(np.ones(3), n)),
+                      jnp.asarray(rng.dirichlet(np.ones(2), n)))
+    lam = jnp.asarray(rng.uniform(0.0, 3.0, n))
+    ver = sl.Verifier(0.05, 0.1)
+    ens = sl.solve_ensemble(sl.Neutralized(sl.ScheduleB(lam), verifier=ver), states, t1=20.0,
+                            n_save=11)
+    ref = eqx.filter_vmap(
+        lambda s, g: sl.solve(sl.Neutralized(sl.ScheduleB(g), verifier=ver), s, t1=20.0,
+                              n_save=11))(states, lam)
+    for a, b in [(ens.p, ref.p), (ens.y, ref.y), (ens.z, ref.z), (ens.tau, ref.tau)]:
+        assert_close(a, b, rtol=1e-6, atol=1e-7)
+    assert not np.any(np.asarray(ens.stopped))
+    # boundary: half of the trajectories start near p = 0 and reach the floor in inner time
+    p0 = jnp.where(jnp.arange(n) < n // 2, 1e-9, 0.5)
+    ens = sl.solve_ensemble(sl.GRPO(), sl.State(p0, states.y, states.z), t1=12.0, time="inner",
+                            n_save=13)
+    stopped = np.asarray(ens.stopped)
+    assert stopped[: n // 2].all() and not stopped[n // 2:].any()
+    for leaf in (ens.p, ens.y, ens.z, ens.t, ens.tau):
+        assert np.all(np.isfinite(np.asarray(leaf)))
+    assert np.all(np.asarray(ens.p)[: n // 2, -1] < 1e-12)
+    assert_close(np.asarray(ens.y).sum(-1), 1.0, atol=1e-12)
+    with pytest.raises(ValueError, match="one batch axis"):
+        sl.solve_ensemble(sl.GRPO(), sl.make_state(0.5, Y, Z), t1=1.0)
