@@ -130,3 +130,28 @@ def test_distinct_n_and_self_bleu(rng):
         mt.self_bleu(same[:1])
     with pytest.raises(ValueError, match="n-gram order"):
         mt.distinct_n(same, n=7)
+
+
+def test_metrics_jit_and_vmap_over_groups_equal_eager():
+    """Every array metric jits and vmaps over a batch of groups, matching per-group eager calls."""
+    rng = np.random.default_rng(5)
+    ys = rng.dirichlet(np.ones(4), size=3)
+    ys[1, 2] = 0.0
+    ys[1] /= ys[1].sum()
+    logits = rng.normal(size=(3, 6, 5))
+    answers = rng.integers(0, 4, size=(3, 8))
+    tokens = rng.integers(0, 6, size=(3, 4, 7))
+    cases = [
+        (mt.entropy, (ys,)),
+        (mt.normalized_entropy, (ys,)),
+        (mt.effective_num_modes, (ys,)),
+        (mt.num_modes, (ys,)),
+        (mt.token_entropy, (logits,)),
+        (mt.answer_entropy, (answers,)),
+        (lambda t: mt.distinct_n(t, n=2), (tokens,)),
+        (lambda t: mt.self_bleu(t, max_n=2), (tokens,)),
+    ]
+    for fn, args in cases:
+        batched = jax.jit(jax.vmap(fn))(*args)
+        eager = np.array([np.asarray(fn(*(a[i] for a in args))) for i in range(3)])
+        assert_close(batched, eager, rtol=1e-12, atol=1e-12, err_msg=str(fn))
