@@ -58,6 +58,7 @@ __all__ = [
     "init",
     "metrics",
     "run",
+    "run_many",
     "sample_counts",
     "step",
 ]
@@ -187,6 +188,25 @@ class CategoricalConfig(eqx.Module):
     def make_optimizer(self) -> optax.GradientTransformation:
         return self.optimizer(check_finite(self.learning_rate, "learning_rate"))
 
+    def optimizer_init(self, params):
+        """``make_optimizer().init(params)`` (see :meth:`optimizer_update` on dtype promotion)."""
+        with jax.numpy_dtype_promotion("standard"):
+            return self.make_optimizer().init(params)
+
+    def optimizer_update(self, updates, opt_state, params):
+        """``make_optimizer().update(...)`` under *standard* dtype promotion.
+
+        optax transforms mix Python scalars and int32 step counters with float arrays (e.g.
+        ``optax.adam``'s bias correction ``1 − β^t``), which fails under
+        ``jax_numpy_dtype_promotion="strict"`` (the test suite's setting). The optimizer is
+        third-party code, so it runs under the standard rules; the simulator's own numerics stay
+        strict. The returned updates are cast to the dtype of ``params``.
+        """
+        with jax.numpy_dtype_promotion("standard"):
+            upd, state = self.make_optimizer().update(updates, opt_state, params)
+        upd = jax.tree_util.tree_map(lambda u, p: jnp.asarray(u, p.dtype), upd, params)
+        return upd, state
+
 
 # --------------------------------------------------------------------------------------------
 # Sampler
@@ -214,8 +234,14 @@ def sample_counts(key, logits, n: int):
     logits = jnp.asarray(logits)
     if logits.ndim != 1 or logits.shape[0] < 1:
         raise ValueError(f"logits must have shape (A,); got {logits.shape}")
-    a = logits.shape[0]
-    cdf = jnp.cumsum(jax.nn.softmax(logits))
+    return _counts_from_probs(key, jax.nn.softmax(logits), n)
+
+
+def _counts_from_probs(key, p, n: int):
+    """:func:`sample_counts` from the probabilities ``p`` (the simulator step computes the
+    softmax once and shares it with the gradient)."""
+    a = p.shape[0]
+    cdf = jnp.cumsum(p)
     u = jax.random.uniform(key, (n,), dtype=cdf.dtype) * cdf[-1]
     idx = jnp.clip(jnp.searchsorted(cdf, u, side="right"), 0, a - 1)
     return jnp.bincount(idx, length=a)
@@ -276,7 +302,10 @@ def count_gradient(logits, weights, surrogate: str):
     if np.shape(weights) != np.shape(logits):
         raise ValueError(f"logits {np.shape(logits)} and weights {np.shape(weights)} must have "
                          "the same shape")
-    p = jax.nn.softmax(logits)
+    return _count_gradient_from_probs(jax.nn.softmax(logits), weights, surrogate)
+
+
+def _count_gradient_from_probs(p, weights, surrogate: str):
     if surrogate == "probability":
         return weights * p - p * jnp.sum(weights * p)
     return weights - p * jnp.sum(weights)
@@ -325,7 +354,7 @@ class Metrics(NamedTuple):
 def init(config: CategoricalConfig, key) -> SimState:
     """Initial state: App. J logits, fresh optimizer state, the given PRNG key."""
     z = config.policy.initial_logits()
-    return SimState(logits=z, opt_state=config.make_optimizer().init(z), key=key,
+    return SimState(logits=z, opt_state=config.optimizer_init(z), key=key,
                     step=jnp.zeros((), jnp.int32), probs0=jax.nn.softmax(z),
                     batch_correct=jnp.zeros((), jnp.int32))
 
@@ -335,10 +364,11 @@ def step(config: CategoricalConfig, state: SimState) -> SimState:
     shaping function (:func:`action_advantages`), ascend the count-form surrogate
     (:func:`count_gradient`) with the optax optimizer (updates from ``−∇L``)."""
     key, sub = jax.random.split(state.key)
-    counts = sample_counts(sub, state.logits, config.group_size)
+    p = jax.nn.softmax(state.logits)  # once per step, shared by sampler and gradient
+    counts = _counts_from_probs(sub, p, config.group_size)
     w, k = count_weights(config, counts)
-    grad = count_gradient(state.logits, w, config.surrogate)
-    updates, opt_state = config.make_optimizer().update(-grad, state.opt_state, state.logits)
+    grad = _count_gradient_from_probs(p, w, config.surrogate)
+    updates, opt_state = config.optimizer_update(-grad, state.opt_state, state.logits)
     logits = optax.apply_updates(state.logits, updates)
     return SimState(logits=logits, opt_state=opt_state, key=key, step=state.step + 1,
                     probs0=state.probs0, batch_correct=k.astype(jnp.int32))
@@ -388,3 +418,46 @@ def run(config: CategoricalConfig, key, num_steps: int, stride: int = 1):
     first = metrics(config, state)
     rec = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, rec)
     return final, rec
+
+
+def _run_many(config: CategoricalConfig, keys, learning_rates, focal_gammas, num_steps: int,
+              stride: int) -> Metrics:
+    def one(key, lr, gamma):
+        cfg = eqx.tree_at(lambda c: (c.learning_rate, c.focal_gamma), config, (lr, gamma))
+        return run(cfg, key, num_steps, stride)[1]
+
+    return jax.vmap(one)(keys, learning_rates, focal_gammas)
+
+
+_run_many_jit = jax.jit(_run_many, static_argnames=("num_steps", "stride"))
+
+
+def run_many(config: CategoricalConfig, keys, *, num_steps: int, stride: int = 1,
+             learning_rates=None, focal_gammas=None) -> Metrics:
+    r""":func:`run` vmapped over a batch of runs, compiled once per static configuration (group
+    size, surrogate, reduction, advantage function, optimizer, policy shape).
+
+    ``keys``: ``(B,)`` PRNG keys; ``learning_rates`` / ``focal_gammas``: ``(B,)`` per-run values
+    (default: the config's value for every run). Returns :class:`Metrics` with leading axis ``B``
+    (``num_steps // stride + 1`` records each). The final states are not returned (``B × A``
+    logits), so a sweep's memory is O(B · (A + records))."""
+    keys = jnp.asarray(keys)
+    b = keys.shape[0]
+    dt = _float_dtype()
+
+    def per_run(v, default, name):
+        v = jnp.broadcast_to(jnp.asarray(default if v is None else v, dt), (b,))
+        if is_concrete(v) and not np.all(np.isfinite(np.asarray(v))):
+            raise ValueError(f"{name} must be finite; got {v!r}")
+        return v
+
+    lrs = per_run(learning_rates, config.learning_rate, "learning_rates")
+    gammas = per_run(focal_gammas, config.focal_gamma, "focal_gammas")
+    if is_concrete(lrs) and np.any(np.asarray(lrs) <= 0):
+        raise ValueError(f"learning_rates must be > 0; got {lrs!r}")
+    if is_concrete(gammas) and np.any(np.asarray(gammas) < 0):
+        raise ValueError(f"focal_gammas must be >= 0; got {gammas!r}")
+    for name, v in (("num_steps", num_steps), ("stride", stride)):
+        if not _is_int(v) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+    return _run_many_jit(config, keys, lrs, gammas, num_steps, stride)

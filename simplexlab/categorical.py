@@ -18,6 +18,7 @@ from ._categorical import (
     init,
     metrics,
     run,
+    run_many,
     sample_counts,
     step,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "init",
     "metrics",
     "run",
+    "run_many",
     "sample_counts",
     "step",
 ]

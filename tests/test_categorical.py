@@ -242,12 +242,8 @@ def test_strided_recording_subsamples_the_full_trajectory():
     assert np.ptp(np.asarray(m1.q_pos)) > 0  # the policy moves
 
 
-def _momentum(lr):
-    return optax.sgd(lr, momentum=0.9)  # (optax.adam's bias correction fails strict promotion)
-
-
 def test_vmap_over_seeds_learning_rate_and_gamma_equals_loop():
-    optimizer = _momentum
+    optimizer = optax.adam  # under the suite's strict dtype promotion
     base = C.CategoricalConfig(policy=SMALL, group_size=5, optimizer=optimizer,
                                advantage=SH.grpo_advantages, surrogate="log_likelihood")
     keys = jax.random.split(jax.random.key(2), 3)
@@ -285,6 +281,41 @@ def test_one_compilation_per_group_size():
             jf(C.CategoricalConfig(policy=SMALL, group_size=n, learning_rate=jnp.asarray(lr)),
                jax.random.key(0))
     assert traced == [2, 4]
+
+
+def test_adam_under_strict_promotion_matches_hand_coded_adam():
+    """optax.adam (int32 step counter, Python-float betas) works under strict promotion and
+    equals Adam written out by hand on the count-form gradient of the sampled groups."""
+    assert jax.config.jax_numpy_dtype_promotion == "strict"
+    lr, b1, b2, eps = 0.05, 0.9, 0.999, 1e-8
+    cfg = C.CategoricalConfig(policy=SMALL, group_size=6, optimizer=optax.adam, learning_rate=lr,
+                              advantage=SH.grpo_advantages, surrogate="log_likelihood")
+    s = C.init(cfg, jax.random.key(4))
+    z = np.asarray(s.logits)
+    m = np.zeros_like(z)
+    v = np.zeros_like(z)
+    step = jax.jit(C.step)
+    moved = False
+    for t in range(1, 5):
+        counts = np.asarray(C.sample_counts(jax.random.split(s.key)[1], s.logits, 6))
+        k = int(counts[:SMALL.num_correct].sum())
+        r = np.where(np.arange(SMALL.num_actions) < SMALL.num_correct, 1.0, -1.0)
+        mu = (2 * k - 6) / 6  # group mean of ±1 rewards
+        sd = np.sqrt(max(0.0, 1 - mu * mu))
+        adv = (r - mu) / (sd + 1e-6) if 0 < k < 6 else np.zeros_like(r)
+        w = counts * adv / 6  # mean reduction
+        pz = np.exp(z - z.max())
+        pz /= pz.sum()
+        g = -(w - pz * w.sum())  # descent direction of -L (log-likelihood surrogate)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        mhat, vhat = m / (1 - b1**t), v / (1 - b2**t)
+        z = z - lr * mhat / (np.sqrt(vhat) + eps)
+        s = step(cfg, s)
+        assert s.logits.dtype == jnp.float64
+        assert_close(s.logits, z, rtol=1e-9, atol=1e-10, err_msg=f"step {t}")  # Σw ≈ 0: ε-level
+        moved |= 0 < k < 6
+    assert moved
 
 
 # ---------------------------------------------------------------------------------------------
