@@ -3,11 +3,16 @@
 17 group sizes N ∈ {2, …, 131072} × γ ∈ {0, 1} × 4 seeds × 1000 steps at A = 128,000, with the
 configuration of ``experiments/categorical_regimes.py`` (Adam lr 1e-2, log-likelihood surrogate,
 mean over the group, float64, metrics every 10 steps): one compiled program per N, γ × seeds
-vmapped. Baseline: a straightforward per-configuration loop (one jitted ``step`` called from a
+batched by ``run_many`` (``lax.map`` on CPU, see ``--batching``). Baseline: a straightforward
+per-configuration loop (one jitted ``step`` called from a
 Python loop per step, metrics every 10 steps), timed on a subset of configurations and
 extrapolated to the whole sweep (printed as such).
 
     python benchmarks/bench_categorical.py [--steps 1000] [--baseline-steps 100]
+        [--dtype float64|float32]
+
+``--dtype float32`` runs the simulator in float32 (``CategoricalConfig(dtype=...)``; the bound
+is then computed for 4-byte floats); the default float64 is the configuration of record.
 
 Prints, measured in this one run: the machine; the sweep wall time after compilation (goal
 ≤ 60 s on a 2-core CPU, ≤ 3 s on an H100/H200); the baseline and the ratio; peak memory (goal
@@ -40,9 +45,12 @@ SEEDS = 4
 STRIDE = 10
 
 
+DTYPE = None
+
+
 def config(n: int) -> C.CategoricalConfig:
     return C.CategoricalConfig(group_size=n, surrogate="log_likelihood", reduction="mean",
-                               optimizer=optax.adam, learning_rate=1e-2)
+                               optimizer=optax.adam, learning_rate=1e-2, dtype=DTYPE)
 
 
 def measured_bandwidth(nbytes: int = 256 * 2**20, repeats: int = 5) -> float:
@@ -61,16 +69,23 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--baseline-steps", type=int, default=100)
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    ap.add_argument("--batching", choices=("auto", "vmap", "map"), default="auto",
+                    help="run_many batching of the 8 runs per N (auto: lax.map on CPU)")
     args = ap.parse_args()
+    global DTYPE
+    DTYPE = jnp.dtype(args.dtype)
     a = C.CategoricalPolicy().num_actions
     keys = jnp.concatenate([jax.random.split(jax.random.key(0), SEEDS)] * len(GAMMAS))
     gammas = jnp.repeat(jnp.asarray(GAMMAS), SEEDS)
-    lrs = jnp.full(keys.shape[0], 1e-2)
+    lrs = jnp.full(keys.shape[0], 1e-2, DTYPE)
+    gammas = gammas.astype(DTYPE)
     runs = keys.shape[0]
 
     # ---- compile every N ahead of time (one program per N) ----
     t0 = time.perf_counter()
-    compiled = {n: _run_many_jit.lower(config(n), keys, lrs, gammas, args.steps, STRIDE).compile()
+    compiled = {n: _run_many_jit.lower(config(n), keys, lrs, gammas, args.steps, STRIDE,
+                                          args.batching).compile()
                 for n in NS}
     compile_s = time.perf_counter() - t0
 
@@ -107,7 +122,7 @@ def main():
 
     # ---- memory-traffic bound ----
     bw = measured_bandwidth()
-    itemsize = jnp.zeros((), float).dtype.itemsize
+    itemsize = DTYPE.itemsize
     # state read + written every step: logits, Adam mu and nu (A floats each, read and written)
     state_bytes = 3 * 2 * a * itemsize
     bound = state_bytes / bw
@@ -118,9 +133,11 @@ def main():
           f"jax {jax.__version__} backend={jax.default_backend()} devices={jax.devices()}")
     print(f"problem: A = {a:,}, {len(NS)} N x {len(GAMMAS)} gamma x {SEEDS} seeds x "
           f"{args.steps} steps = {total_steps:,} policy steps; Adam lr 1e-2, log-likelihood, "
-          f"mean, float64, metrics every {STRIDE} steps")
+          f"mean, {args.dtype}, metrics every {STRIDE} steps, batching={args.batching}")
     print(f"compile (17 programs, ahead of time): {compile_s:.1f} s")
     print("per-N wall (s): " + ", ".join(f"{n}: {per_n[n]:.2f}" for n in NS))
+    print("per-N ms per policy step: " + ", ".join(
+        f"{n}: {per_n[n] / (runs * args.steps) * 1e3:.2f}" for n in NS))
     full = sweep_s * 1000 / args.steps  # the Fig. 4 sweep is 1000 steps per run
     note = "" if args.steps == 1000 else (
         f" (measured with {args.steps} steps, scaled x{1000 / args.steps:g})")
@@ -133,7 +150,7 @@ def main():
           + ", ".join(f"N={n}: {base[n] * 1e3:.2f} ms/step" for n in subset))
     print(f"  extrapolated to the full sweep (mean of the subset x {total_steps:,} steps): "
           f"{base_sweep:.0f} s")
-    print(f"ratio (baseline / vmapped sweep): {base_sweep / sweep_s:.2f}x")
+    print(f"ratio (baseline / batched sweep): {base_sweep / sweep_s:.2f}x")
     print(f"peak memory (ru_maxrss): {peak_rss / 2**30:.2f} GiB "
           f"(goal <= 2 GB: {'MET' if peak_rss <= 2e9 else 'NOT MET'})")
     print(f"memory bandwidth (NumPy copy of 256 MiB, read + write): {bw / 1e9:.1f} GB/s")

@@ -119,9 +119,10 @@ class CategoricalPolicy(eqx.Module):
         """Boolean ``(A,)`` mask of the correct set :math:`\\mathcal A_+`."""
         return jnp.arange(self.num_actions) < self.num_correct
 
-    def initial_logits(self):
-        """Initial logits ``(A,)``: anchor / other correct / incorrect (F-GRPO App. J)."""
-        dt = _float_dtype()
+    def initial_logits(self, dtype=None):
+        """Initial logits ``(A,)``: anchor / other correct / incorrect (F-GRPO App. J), of the
+        floating ``dtype`` (default: JAX's default float)."""
+        dt = _float_dtype() if dtype is None else jnp.dtype(dtype)
         idx = jnp.arange(self.num_actions)
         z = jnp.where(idx < self.num_correct, jnp.asarray(self.correct_logit, dt),
                       jnp.asarray(self.incorrect_logit, dt))
@@ -144,6 +145,17 @@ class CategoricalConfig(eqx.Module):
       ``"sum"`` over the group (module docstring).
     - ``optimizer``: ``learning_rate -> optax.GradientTransformation`` (static), e.g.
       ``optax.sgd``, ``optax.adam``; ``learning_rate``: finite, > 0 (an array field, vmaps).
+    - ``dtype``: floating dtype of the logits, optimizer state, sampler and metrics (static):
+      ``None`` (default: JAX's default float, float64 with x64 enabled, the setting for
+      quantitative runs), ``jnp.float32`` or ``jnp.float64``. float32 is ~2x faster per step on
+      CPU at small ``N`` and ~1.1x at ``N = 131072`` (search-bound), ~1.35x over the Fig. 4
+      sweep (``benchmarks/bench_categorical.py --dtype float32``), at a cost in accuracy: the
+      sampler's prefix sums round at ~6e-8 of a block total (each action's probability is exact
+      up to that relative rounding of the sums it lies in, ~1e-3 relative for an App. J leaf of
+      mass 6.3e-5 in the worst case, against ~1e-12 in float64), logits updates lose digits
+      below ~1e-7 of the logit, and the metrics (sums over 10^4-10^5 actions) carry ~1e-6
+      relative error. The law of the draws stays multinomial; only the probabilities it uses are
+      rounded.
     """
 
     policy: CategoricalPolicy = eqx.field(default_factory=CategoricalPolicy, kw_only=True)
@@ -155,12 +167,20 @@ class CategoricalConfig(eqx.Module):
     optimizer: Callable[[Any], optax.GradientTransformation] = eqx.field(
         default=optax.sgd, kw_only=True, static=True)
     learning_rate: float = eqx.field(default=1e-2, kw_only=True)
+    dtype: Any = eqx.field(default=None, kw_only=True, static=True)
 
     def __check_init__(self):
         if not isinstance(self.policy, CategoricalPolicy):
             raise ValueError(f"policy must be a CategoricalPolicy; got {self.policy!r}")
         if not _is_int(self.group_size) or self.group_size < 1:
             raise ValueError(f"group_size N must be an integer >= 1; got {self.group_size!r}")
+        if self.dtype is not None:
+            try:
+                ok = jnp.dtype(self.dtype) in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64))
+            except TypeError:
+                ok = False
+            if not ok:
+                raise ValueError(f"dtype must be None, float32 or float64; got {self.dtype!r}")
         if self.surrogate not in SURROGATES:
             raise ValueError(f"surrogate must be one of {SURROGATES}; got {self.surrogate!r}")
         if self.reduction not in REDUCTIONS:
@@ -184,6 +204,10 @@ class CategoricalConfig(eqx.Module):
             if not np.all(np.isfinite(g)) or np.any(g < 0):
                 raise ValueError(f"focal_gamma must be finite and >= 0; got "
                                  f"{self.focal_gamma!r}")
+
+    def float_dtype(self):
+        """The simulator's floating dtype: ``dtype`` or, if ``None``, JAX's default float."""
+        return _float_dtype() if self.dtype is None else jnp.dtype(self.dtype)
 
     def make_optimizer(self) -> optax.GradientTransformation:
         return self.optimizer(check_finite(self.learning_rate, "learning_rate"))
@@ -220,11 +244,18 @@ def sample_counts(key, logits, n: int):
     Inverse CDF: ``cdf = cumsum(π)`` (O(A)); ``n`` uniforms ``u ~ U[0, cdf[-1])`` are located with
     ``searchsorted(cdf, u, side="right")`` (O(n log A), each draw is action ``i`` with probability
     ``cdf_i − cdf_{i−1} = π_i``, zero-probability actions are never hit); a scatter-add
-    (``bincount``, O(n + A)) gives the counts. Chosen over binomial splitting because it is exact
-    for any ``n`` with a single ``searchsorted`` and no sequential chain of ``A`` binomial draws
-    (which is O(A) *sequential* work or a ``log A``-deep tree of binomial samplers whose cost
-    depends on ``n``). Scaling ``u`` by ``cdf[-1]`` rather than 1 keeps rounding in the cumsum
-    from producing an out-of-range index. Draws are independent given ``key``; ``n`` is static.
+    (``bincount``, O(n + A)) gives the counts. For ``n <= 8192`` the same inverse-CDF draw is done
+    hierarchically, which is cheaper on CPU (no global ``cumsum``): the actions are split into
+    blocks of 64 (strided), blocks of blocks, ...; every level keeps *sequential* prefix sums
+    within each block (nondecreasing, exactly flat over zero-mass entries), a draw picks a block
+    at the top level by inverse CDF, then an entry within it with the residual uniform, and so
+    on down (O(A) + O(n log A)); the probability of action ``i`` is the product of its
+    within-block conditionals, i.e. ``π_i`` up to the rounding of the prefix sums.
+    Inverse CDF is chosen over binomial splitting because it is exact for any ``n`` with no
+    sequential chain of ``A`` binomial draws (which is O(A) *sequential* work or a
+    ``log A``-deep tree of binomial samplers whose cost depends on ``n``).
+    Scaling ``u`` by ``cdf[-1]`` rather than 1 keeps rounding in the cumsum from producing
+    an out-of-range index. Draws are independent given ``key``; ``n`` is static.
     Precision: an action's effective probability is ``π_i`` up to the rounding of ``cdf``
     (≈ ulp(1)/π_i relative: ~1e-3 for the App. J leaf ``6.3e-5`` in float32, ~1e-12 in float64);
     enable x64 for quantitative runs.
@@ -237,14 +268,92 @@ def sample_counts(key, logits, n: int):
     return _counts_from_probs(key, jax.nn.softmax(logits), n)
 
 
-def _counts_from_probs(key, p, n: int):
+_BLOCK = 64  # fan-out of the block tree of the small-N sampler
+_TREE_MAX_N = 8192  # N at or below which the block-tree sampler is used (measured crossover)
+
+
+def _seq_prefix(x):
+    """Prefix sums of ``x`` ``(C, R)`` along axis 0, *sequential* in each column
+    (``out[c] = fl(out[c-1] + x[c])``): nondecreasing for ``x >= 0`` and exactly flat over zero
+    entries, so a zero-probability entry never owns a non-empty interval."""
+    def add(carry, row):
+        carry = carry + row
+        return carry, carry
+
+    return jax.lax.scan(add, jnp.zeros_like(x[0]), x)[1]
+
+
+def _block_tree(p):
+    """Levels of the block tree of ``p`` ``(A,)``, bottom first: level ``l`` is a ``(C, R)``
+    array of sequential prefix sums; entry ``c * R + r`` of a level's input belongs to block
+    ``r`` (strided blocks keep every scan contiguous); the input of level ``l + 1`` is the
+    block totals ``levels[l][-1]`` (exactly the last prefix sum). The top level has ``R = 1``."""
+    levels = []
+    x = p
+    while x.shape[0] > _BLOCK:
+        n = x.shape[0]
+        r = -(-n // _BLOCK)
+        local = _seq_prefix(jnp.pad(x, (0, _BLOCK * r - n)).reshape(_BLOCK, r))
+        levels.append(local)
+        x = local[-1]
+    levels.append(_seq_prefix(x.reshape(x.shape[0], 1)))
+    return levels
+
+
+def _tree_draws(key, p, n: int):
+    """``n`` i.i.d. indices drawn from ``p / Σp`` by descending the block tree: one uniform
+    ``u ∈ [0, total)`` per draw; at each level the entry ``c`` of the current block with
+    ``prefix[c-1] <= u < prefix[c]`` is chosen (binary search, ``⌈log₂ C⌉`` steps) and ``u``
+    becomes the residual ``u − prefix[c-1]`` (clamped below the chosen entry's mass, which is
+    exactly the next level's block total). Each level is inverse-CDF sampling within a block, so
+    the draw is action ``i`` with probability ``π_i`` up to the rounding of the prefix sums."""
+    levels = _block_tree(p)
+    dt = p.dtype
+    zero = jnp.zeros((), dt)
+    total = levels[-1][-1, 0]
+    u = jax.random.uniform(key, (n,), dtype=dt) * total
+    u = jnp.minimum(u, jnp.nextafter(total, zero))
+    r = jnp.zeros((n,), jnp.int32)
+    for lvl in range(len(levels) - 1, -1, -1):
+        local = levels[lvl]
+        c_len, r_len = local.shape
+        flat = local.reshape(-1)
+
+        def get(c, flat=flat, r_len=r_len, r=r):
+            return flat.at[c * r_len + r].get(mode="promise_in_bounds")
+
+        lo = jnp.zeros((n,), jnp.int32)
+        hi = jnp.full((n,), c_len - 1, jnp.int32)
+        for _ in range(int(np.ceil(np.log2(c_len))) if c_len > 1 else 0):
+            mid = (lo + hi) // 2
+            gt = get(mid) > u
+            hi = jnp.where(gt, mid, hi)
+            lo = jnp.where(gt, lo, mid + 1)
+        prev = jnp.where(lo > 0, get(jnp.maximum(lo - 1, 0)), zero)
+        r = lo * r_len + r
+        if lvl > 0:
+            mass = levels[lvl - 1][-1].at[r].get(mode="promise_in_bounds")
+            u = jnp.minimum(u - prev, jnp.nextafter(mass, zero))
+    return r
+
+
+def _counts_from_probs(key, p, n: int, method: str | None = None):
     """:func:`sample_counts` from the probabilities ``p`` (the simulator step computes the
-    softmax once and shares it with the gradient)."""
+    softmax once and shares it with the gradient). ``method``: ``"tree"`` (block tree, the
+    default for ``n <= 8192``) or ``"cdf"`` (global cumsum + ``searchsorted``, the default above);
+    both are exact inverse-CDF samplers, they differ only in cost."""
     a = p.shape[0]
-    cdf = jnp.cumsum(p)
-    u = jax.random.uniform(key, (n,), dtype=cdf.dtype) * cdf[-1]
-    idx = jnp.clip(jnp.searchsorted(cdf, u, side="right"), 0, a - 1)
-    return jnp.bincount(idx, length=a)
+    if method is None:
+        method = "tree" if n <= _TREE_MAX_N else "cdf"
+    if method == "tree":
+        idx = _tree_draws(key, p, n)
+    elif method == "cdf":
+        cdf = jnp.cumsum(p)
+        u = jax.random.uniform(key, (n,), dtype=cdf.dtype) * cdf[-1]
+        idx = jnp.searchsorted(cdf, u, side="right")
+    else:
+        raise ValueError(f"method must be 'tree' or 'cdf'; got {method!r}")
+    return jnp.bincount(jnp.clip(idx, 0, a - 1), length=a)
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,7 +379,7 @@ def action_advantages(config: CategoricalConfig, num_correct_drawn):
     """
     pol = config.policy
     n = config.group_size
-    dt = _float_dtype()
+    dt = config.float_dtype()
     k = jnp.asarray(num_correct_drawn)
     rc = jnp.asarray(pol.r_correct, dt)
     rw = jnp.asarray(pol.r_wrong, dt)
@@ -314,7 +423,7 @@ def _count_gradient_from_probs(p, weights, surrogate: str):
 def count_weights(config: CategoricalConfig, counts):
     r"""Per-action weights ``w_i = s g c_i α_i`` of the count-form surrogate and the number ``k``
     of correct rollouts, from the counts ``c`` of one group (see :func:`count_gradient`)."""
-    dt = _float_dtype()
+    dt = config.float_dtype()
     correct = config.policy.correct_mask()
     k = jnp.sum(jnp.where(correct, counts, jnp.zeros((), counts.dtype)))
     a_c, a_w, g = action_advantages(config, k)
@@ -353,7 +462,7 @@ class Metrics(NamedTuple):
 
 def init(config: CategoricalConfig, key) -> SimState:
     """Initial state: App. J logits, fresh optimizer state, the given PRNG key."""
-    z = config.policy.initial_logits()
+    z = config.policy.initial_logits(config.float_dtype())
     return SimState(logits=z, opt_state=config.optimizer_init(z), key=key,
                     step=jnp.zeros((), jnp.int32), probs0=jax.nn.softmax(z),
                     batch_correct=jnp.zeros((), jnp.int32))
@@ -374,13 +483,21 @@ def step(config: CategoricalConfig, state: SimState) -> SimState:
                     probs0=state.probs0, batch_correct=k.astype(jnp.int32))
 
 
+def _softmax_and_log(z):
+    """``(softmax(z), log_softmax(z))``; ``p`` is exactly ``jax.nn.softmax(z)`` (as in
+    :func:`init`, so that ``π_t = π_0`` bit for bit at step 0) and ``log p = d − log Σ exp d``
+    with ``d = z − max z`` shares its ``exp(d)`` with the softmax (one ``exp`` pass after XLA's
+    common-subexpression elimination instead of the two of ``log_softmax`` + ``softmax``)."""
+    d = z - jax.lax.stop_gradient(jnp.max(z))
+    return jax.nn.softmax(z), d - jnp.log(jnp.sum(jnp.exp(d)))
+
+
 def metrics(config: CategoricalConfig, state: SimState) -> Metrics:
     r"""Metrics of the current policy (F-GRPO App. J): ``Q_pos``;
     ``M_ret = 1 − Σ_{A+} max(0, π_0 − π_t) / Σ_{A+} π_0`` (eq. 26); entropy; anchor mass; the
     number of correct actions above their initial probability."""
     correct = config.policy.correct_mask()
-    logp = jax.nn.log_softmax(state.logits)
-    p = jax.nn.softmax(state.logits)  # as in init, so that M_ret(0) = 1 exactly
+    p, logp = _softmax_and_log(state.logits)  # as in init, so that M_ret(0) = 1 exactly
     zero = jnp.zeros((), p.dtype)
     p0 = state.probs0
     lost = jnp.sum(jnp.where(correct, jnp.maximum(zero, p0 - p), zero))
@@ -420,30 +537,44 @@ def run(config: CategoricalConfig, key, num_steps: int, stride: int = 1):
     return final, rec
 
 
+BATCHINGS = ("auto", "vmap", "map")
+
+
 def _run_many(config: CategoricalConfig, keys, learning_rates, focal_gammas, num_steps: int,
-              stride: int) -> Metrics:
+              stride: int, batching: str = "auto") -> Metrics:
     def one(key, lr, gamma):
         cfg = eqx.tree_at(lambda c: (c.learning_rate, c.focal_gamma), config, (lr, gamma))
         return run(cfg, key, num_steps, stride)[1]
 
-    return jax.vmap(one)(keys, learning_rates, focal_gammas)
+    if batching == "auto":
+        batching = "map" if jax.default_backend() == "cpu" else "vmap"
+    if batching == "vmap":
+        return jax.vmap(one)(keys, learning_rates, focal_gammas)
+    return jax.lax.map(lambda a: one(*a), (keys, learning_rates, focal_gammas))
 
 
-_run_many_jit = jax.jit(_run_many, static_argnames=("num_steps", "stride"))
+_run_many_jit = jax.jit(_run_many, static_argnames=("num_steps", "stride", "batching"))
 
 
 def run_many(config: CategoricalConfig, keys, *, num_steps: int, stride: int = 1,
-             learning_rates=None, focal_gammas=None) -> Metrics:
+             learning_rates=None, focal_gammas=None, batching: str = "auto") -> Metrics:
     r""":func:`run` vmapped over a batch of runs, compiled once per static configuration (group
     size, surrogate, reduction, advantage function, optimizer, policy shape).
 
     ``keys``: ``(B,)`` PRNG keys; ``learning_rates`` / ``focal_gammas``: ``(B,)`` per-run values
     (default: the config's value for every run). Returns :class:`Metrics` with leading axis ``B``
     (``num_steps // stride + 1`` records each). The final states are not returned (``B × A``
-    logits), so a sweep's memory is O(B · (A + records))."""
+    logits), so a sweep's memory is O(B · (A + records)).
+
+    ``batching``: ``"vmap"`` (the runs vectorized together), ``"map"`` (``lax.map``: the runs one
+    after another inside the one compiled program) or ``"auto"`` (default: ``"map"`` on CPU,
+    ``"vmap"`` elsewhere). On CPU the batched scans and gathers of ``vmap`` are slower than the
+    same work done run by run (measured 1.4-1.7x per step at A = 128,000,
+    ``benchmarks/bench_categorical.py``); on accelerators ``vmap`` fills the device. The results
+    are the same up to floating-point rounding."""
     keys = jnp.asarray(keys)
     b = keys.shape[0]
-    dt = _float_dtype()
+    dt = config.float_dtype()
 
     def per_run(v, default, name):
         v = jnp.broadcast_to(jnp.asarray(default if v is None else v, dt), (b,))
@@ -460,4 +591,6 @@ def run_many(config: CategoricalConfig, keys, *, num_steps: int, stride: int = 1
     for name, v in (("num_steps", num_steps), ("stride", stride)):
         if not _is_int(v) or v < 1:
             raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
-    return _run_many_jit(config, keys, lrs, gammas, num_steps, stride)
+    if batching not in BATCHINGS:
+        raise ValueError(f"batching must be one of {BATCHINGS}; got {batching!r}")
+    return _run_many_jit(config, keys, lrs, gammas, num_steps, stride, batching)

@@ -190,6 +190,57 @@ def test_sampler_marginals_chi_square_and_zero_mass(rng):
     assert stats.chisquare(counts[keep], n * p[keep]).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("method", ["tree", "cdf"])
+def test_sampler_methods_marginals_and_zero_mass(rng, method, dtype):
+    """Both count samplers (block tree: A = 5000 gives three levels, with a whole zero-mass
+    block, zero-mass first and last actions, and a tiny-mass action; global CDF) against the
+    exact marginals, and with zero-probability actions never drawn."""
+    from simplexlab._categorical import _counts_from_probs
+
+    a, n, reps = 5000, 4096, 50
+    z = rng.normal(size=a)
+    r_len = -(-a // 64)
+    z[3::r_len] = -np.inf  # every entry of one strided level-0 block
+    z[[0, a - 1, 17]] = -np.inf
+    z[40] = -30.0  # tiny but positive mass
+    p = jax.nn.softmax(jnp.asarray(z, dtype))
+    keys = jax.random.split(jax.random.key(11), reps)
+    counts = np.asarray(jax.jit(jax.vmap(lambda k: _counts_from_probs(k, p, n, method)))(keys))
+    assert (counts.sum(1) == n).all()
+    total = counts.sum(0)
+    pn = np.asarray(p, float)
+    assert total[pn == 0].sum() == 0
+    pn = pn / pn.sum()
+    # pool actions into 100 bins of ~50 actions so that every expected count is large
+    bins = np.arange(a) % 100
+    obs = np.bincount(bins, weights=total, minlength=100)
+    exp = np.bincount(bins, weights=pn * n * reps, minlength=100)
+    assert stats.chisquare(obs, exp).pvalue > 1e-3
+    top = np.argsort(pn)[-20:]  # the largest individual actions
+    assert stats.chisquare(np.append(total[top], n * reps - total[top].sum()),
+                           np.append(pn[top] * n * reps, n * reps * (1 - pn[top].sum()))
+                           ).pvalue > 1e-3
+
+
+def test_sampler_tree_and_cdf_agree_on_app_j_policy():
+    """At A = 128,000 (App. J policy) both samplers give counts with the same law: correct-set
+    counts k ~ Binomial(N, Q_pos) (two-sample chi-square on k's histogram)."""
+    from simplexlab._categorical import _counts_from_probs
+
+    pol = C.CategoricalPolicy()
+    p = jax.nn.softmax(pol.initial_logits())
+    q = float(jnp.sum(p[: pol.num_correct]))
+    n, reps = 64, 400
+    keys = jax.random.split(jax.random.key(5), reps)
+    for method in ("tree", "cdf"):
+        c = jax.jit(jax.vmap(lambda k, m=method: _counts_from_probs(k, p, n, m)))(keys)
+        k = np.asarray(c[:, : pol.num_correct].sum(1))
+        assert (np.asarray(c).sum(1) == n).all()
+        # mean of k: Binomial(n, q) -> z-test at 5 sigma
+        assert abs(k.mean() - n * q) < 5 * np.sqrt(n * q * (1 - q) / reps)
+
+
 # ---------------------------------------------------------------------------------------------
 # Metrics and initial policy
 # ---------------------------------------------------------------------------------------------
@@ -361,3 +412,36 @@ def test_full_size_app_j_run_is_cheap():
     assert int(final.step) == 2 and m.q_pos.shape == (2,)
     assert_close(m.q_pos[0], 0.63, atol=5e-3)
     assert 0.5 < int(m.batch_correct[1]) / 131_072 < 0.75
+
+
+def test_float32_mode_runs_and_tracks_float64():
+    """``dtype=float32``: state, sampler and metrics in float32; the initial metrics agree with
+    float64 to float32 accuracy (the draws differ: the uniforms are drawn in float32)."""
+    kw = dict(policy=SMALL, group_size=6, optimizer=optax.adam, learning_rate=0.05,
+              surrogate="log_likelihood")
+    c32 = C.CategoricalConfig(dtype=jnp.float32, **kw)
+    c64 = C.CategoricalConfig(**kw)
+    f32, m32 = run_jit(c32, jax.random.key(2), num_steps=20, stride=5)
+    f64, m64 = run_jit(c64, jax.random.key(2), num_steps=20, stride=5)
+    assert f32.logits.dtype == jnp.float32 and m32.q_pos.dtype == jnp.float32
+    assert np.all(np.isfinite(np.asarray(m32.entropy)))
+    for a, b in zip(m32[1:5], m64[1:5], strict=True):
+        assert_close(np.asarray(a[0], float), np.asarray(b[0], float), rtol=1e-5)
+    assert np.all(np.isfinite(np.asarray(f32.logits)))
+    ms = C.run_many(c32, jax.random.split(jax.random.key(0), 2), num_steps=10, stride=5)
+    assert ms.q_pos.shape == (2, 3) and ms.q_pos.dtype == jnp.float32
+    with pytest.raises(ValueError, match="dtype"):
+        C.CategoricalConfig(dtype=jnp.int32)
+
+
+def test_run_many_batching_modes_agree():
+    cfg = C.CategoricalConfig(policy=SMALL, group_size=5, optimizer=optax.adam,
+                              learning_rate=0.05, surrogate="log_likelihood")
+    keys = jax.random.split(jax.random.key(9), 3)
+    kw = dict(num_steps=12, stride=4, focal_gammas=jnp.asarray([0.0, 1.0, 0.5]))
+    mv = C.run_many(cfg, keys, batching="vmap", **kw)
+    mm = C.run_many(cfg, keys, batching="map", **kw)
+    for a, b in zip(mv, mm, strict=True):
+        assert_close(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="batching"):
+        C.run_many(cfg, keys, batching="pmap", **kw)
