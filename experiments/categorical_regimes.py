@@ -8,39 +8,19 @@ regimes (see ``CONFIG``).
 
 from __future__ import annotations
 
-import io
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
 from simplexlab import categorical as C
-from simplexlab.lab import Context, atomic_write_bytes, experiment
+from simplexlab.lab import Context, experiment
 
 #: The configuration the figure uses (found by ``categorical-search``).
 CONFIG = {"surrogate": "log_likelihood", "reduction": "mean", "optimizer": "adam",
           "learning_rate": 1e-2}
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 GAMMAS = (0.0, 1.0)
-
-
-def cached_chunk(ctx: Context, tag: str, compute) -> dict:
-    """Load ``<out>/cache/<name>-<mode>-<tag>.npz`` if present, else compute a dict of arrays
-    and write it atomically (an interrupted full run resumes at the first unfinished N)."""
-    path = ctx.out / "cache" / f"{ctx.name}-{ctx.mode}-{tag}.npz"
-    if path.exists():
-        with np.load(path) as f:
-            return {k: f[k] for k in f.files}
-    res = compute()
-    buf = io.BytesIO()
-    np.savez(buf, **res)
-    atomic_write_bytes(path, buf.getvalue())
-    return res
-
-
-def metrics_dict(m: C.Metrics) -> dict:
-    return {k: np.asarray(v) for k, v in m._asdict().items()}
 
 
 def settings(quick: bool) -> dict:
@@ -68,12 +48,11 @@ def simulate(ctx: Context, st: dict) -> dict:
                                   reduction=cfg0.reduction, optimizer=cfg0.optimizer)
 
         def compute(cfg=cfg):
-            return metrics_dict(C.run_many(cfg, keys, num_steps=st["steps"],
-                                           stride=st["stride"], learning_rates=jnp.full(
-                                               keys.shape[0], lr), focal_gammas=gammas))
+            return C.run_many(cfg, keys, num_steps=st["steps"], stride=st["stride"],
+                              learning_rates=jnp.full(keys.shape[0], lr), focal_gammas=gammas)
 
         tag = "-".join(str(v) for v in CONFIG.values()) + f"-N{n}-seeds{s}"
-        out.append(cached_chunk(ctx, tag, compute))
+        out.append(ctx.cached(tag, compute))
     return {k: np.stack([o[k].reshape(len(GAMMAS), s, -1) for o in out]) for k in out[0]}
 
 

@@ -10,7 +10,6 @@ found it.
 
 from __future__ import annotations
 
-import io
 import itertools
 
 import jax
@@ -19,7 +18,7 @@ import numpy as np
 import optax
 
 from simplexlab import categorical as C
-from simplexlab.lab import Context, atomic_write_bytes, experiment
+from simplexlab.lab import Context, experiment
 
 SURROGATES = ("probability", "log_likelihood")
 REDUCTIONS = ("mean", "sum")
@@ -38,24 +37,6 @@ def settings(quick: bool) -> dict:
                 "lr_scale": 10.0}
     return {"policy": C.CategoricalPolicy(), "ns": (2, 128, 2048, 16384, 131072),
             "steps": 1000, "stride": 50, "lr_scale": 1.0}
-
-
-def cached_chunk(ctx: Context, tag: str, compute) -> dict:
-    """Load ``<out>/cache/<tag>.npz`` if present, else compute a dict of arrays and write it
-    atomically (so an interrupted full run resumes at the first unfinished chunk)."""
-    path = ctx.out / "cache" / f"{ctx.name}-{ctx.mode}-{tag}.npz"
-    if path.exists():
-        with np.load(path) as f:
-            return {k: f[k] for k in f.files}
-    res = compute()
-    buf = io.BytesIO()
-    np.savez(buf, **res)
-    atomic_write_bytes(path, buf.getvalue())
-    return res
-
-
-def metrics_dict(m: C.Metrics) -> dict:
-    return {k: np.asarray(v) for k, v in m._asdict().items()}
 
 
 @experiment(
@@ -94,10 +75,9 @@ def run(ctx: Context) -> dict:
 
         def compute(cfg=cfg):
             keys = jnp.stack([key] * len(LRS))  # same seed for every learning rate
-            return metrics_dict(C.run_many(cfg, keys, num_steps=steps, stride=stride,
-                                           learning_rates=lrs))
+            return C.run_many(cfg, keys, num_steps=steps, stride=stride, learning_rates=lrs)
 
-        r = cached_chunk(ctx, f"{sur}-{red}-{opt}-N{n}", compute)
+        r = ctx.cached(f"{sur}-{red}-{opt}-N{n}", compute)
         final_q[ci, :, ni] = r["q_pos"][:, -1]
         final_m[ci, :, ni] = r["m_ret"][:, -1]
         min_m[ci, :, ni] = r["m_ret"].min(axis=1)

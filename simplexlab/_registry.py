@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from ._progress import progress as _progress
 from ._results import atomic_write_bytes, atomic_write_json, provenance
 
@@ -64,6 +66,26 @@ class Context:
     def progress(self, iterable: Iterable[T], desc: str = "", total: int | None = None
                  ) -> Iterator[T]:
         return _progress(iterable, desc=f"[{self.name}] {desc}".strip(), total=total)
+
+    def cached(self, tag: str, compute: Callable[[], dict[str, Any]]) -> dict[str, np.ndarray]:
+        """Resumable chunk: load ``<out>/cache/<name>-<mode>-<tag>.npz`` if it exists, else
+        call ``compute()`` (a dict or NamedTuple of arrays), write it atomically, and return
+        it as a dict. A long run
+        that is interrupted resumes at the first unfinished chunk."""
+        import io
+
+        path = self.out / "cache" / f"{self.name}-{self.mode}-{tag}.npz"
+        if path.exists():
+            with np.load(path) as f:
+                return {k: f[k] for k in f.files}
+        computed = compute()
+        if hasattr(computed, "_asdict"):
+            computed = computed._asdict()
+        result = {k: np.asarray(v) for k, v in computed.items()}
+        buf = io.BytesIO()
+        np.savez(buf, **result)
+        atomic_write_bytes(path, buf.getvalue())
+        return result
 
     def savefig(self, fig, stem: str, *, dpi: int = 150) -> Path:
         """Save a matplotlib figure as ``<out>/<stem>.png`` atomically and close it."""

@@ -57,3 +57,23 @@ def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path):
          "--out", str(tmp_path), "--resume"], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=300)
     assert proc.returncode == 0 and "skipping" in proc.stdout
+
+
+def test_context_cached_chunks_resume(tmp_path):
+    """A cached chunk is computed once, written atomically, and reloaded on the next call."""
+    import numpy as np
+
+    ctx = lab.Context(name="demo", quick=True, out=tmp_path)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"a": np.arange(3.0), "b": np.array([True, False])}
+
+    first = ctx.cached("chunk-1", compute)
+    again = ctx.cached("chunk-1", compute)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(again["a"], [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(first["b"], again["b"])
+    assert (tmp_path / "cache" / "demo-quick-chunk-1.npz").exists()
+    assert not list((tmp_path / "cache").glob("*.tmp"))
