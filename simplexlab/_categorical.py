@@ -44,7 +44,7 @@ import numpy as np
 import optax
 
 from ._advantages import mean_shifted_advantages, raw_advantages
-from ._checks import check_finite, is_concrete
+from ._checks import check_finite, check_parameter, is_concrete
 from ._focal import focal_weight
 
 __all__ = [
@@ -194,16 +194,8 @@ class CategoricalConfig(eqx.Module):
             raise ValueError(
                 "group_size N = 1 admits no group-relative advantage; use "
                 f"advantage=raw_advantages (got {self.advantage!r})")
-        if is_concrete(self.learning_rate):
-            lr = np.asarray(self.learning_rate, dtype=float)
-            if not np.all(np.isfinite(lr)) or np.any(lr <= 0):
-                raise ValueError(f"learning_rate must be finite and > 0; got "
-                                 f"{self.learning_rate!r}")
-        if is_concrete(self.focal_gamma):
-            g = np.asarray(self.focal_gamma, dtype=float)
-            if not np.all(np.isfinite(g)) or np.any(g < 0):
-                raise ValueError(f"focal_gamma must be finite and >= 0; got "
-                                 f"{self.focal_gamma!r}")
+        check_parameter(self.learning_rate, "learning_rate", lower=0.0, strict=True)
+        check_parameter(self.focal_gamma, "focal_gamma", lower=0.0)
 
     def float_dtype(self):
         """The simulator's floating dtype: ``dtype`` or, if ``None``, JAX's default float."""

@@ -21,6 +21,7 @@ __all__ = [
     "check",
     "check_finite",
     "check_in_open_unit_interval",
+    "check_parameter",
     "check_nonnegative",
     "check_simplex",
     "is_concrete",
@@ -66,6 +67,19 @@ def check(
 
 def check_finite(x, name: str):
     return check(x, lambda a: ~jnp.isfinite(a), f"{name} must be finite")
+
+
+def check_parameter(x, name: str, *, lower: float | None = None, strict: bool = False):
+    """A hyperparameter (gain, rate, exponent): finite and, with ``lower``, ``>= lower``
+    (``> lower`` when ``strict``). Used in ``__check_init__`` of configuration modules."""
+    if lower is None:
+        return check(x, lambda a: ~jnp.isfinite(a), f"{name} must be finite")
+    op = ">" if strict else ">="
+    return check(
+        x,
+        lambda a: ~jnp.isfinite(a) | ((a <= lower) if strict else (a < lower)),
+        f"{name} must be finite and {op} {lower:g}",
+    )
 
 
 def check_nonnegative(x, name: str):

@@ -9,18 +9,12 @@ import abc
 
 import equinox as eqx
 import jax.numpy as jnp
-import numpy as np
 
-from ._checks import check_finite, is_concrete
+from ._checks import check_finite, check_parameter
 from ._closed_forms import gain_schedule_a, gain_schedule_b
 from ._verifier import Verifier
 
 __all__ = ["AbstractGain", "ConstantGain", "ScheduleA", "ScheduleB"]
-
-
-def _check_concrete_finite(name: str, value) -> None:
-    if is_concrete(value) and not np.all(np.isfinite(np.asarray(value))):
-        raise ValueError(f"{name} must be finite; got {np.asarray(value)}")
 
 
 class AbstractGain(eqx.Module):
@@ -40,7 +34,7 @@ class ConstantGain(AbstractGain):
     lam: float | jnp.ndarray
 
     def __check_init__(self):
-        _check_concrete_finite("ConstantGain.lam", self.lam)
+        check_parameter(self.lam, "ConstantGain.lam")
 
     def __call__(self, t, p, L_y, L_z, K, verifier):
         return jnp.asarray(self.lam)
@@ -56,7 +50,7 @@ class ScheduleA(AbstractGain):
     lam0: float | jnp.ndarray
 
     def __check_init__(self):
-        _check_concrete_finite("ScheduleA.lam0", self.lam0)
+        check_parameter(self.lam0, "ScheduleA.lam0")
 
     def __call__(self, t, p, L_y, L_z, K, verifier):
         return gain_schedule_a(p, self.lam0, verifier)
@@ -72,7 +66,7 @@ class ScheduleB(AbstractGain):
     lam0: float | jnp.ndarray
 
     def __check_init__(self):
-        _check_concrete_finite("ScheduleB.lam0", self.lam0)
+        check_parameter(self.lam0, "ScheduleB.lam0")
 
     def __call__(self, t, p, L_y, L_z, K, verifier):
         return gain_schedule_b(p, L_y, L_z, K, self.lam0, verifier)

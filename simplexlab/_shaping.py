@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._advantages import grpo_advantages, prepare_group
-from ._checks import check, is_concrete
+from ._checks import check, check_parameter, is_concrete
 from ._focal import focal_weight
 from ._shaping_g2rpo import G2RPOConfig, g2rpo_bonus
 
@@ -122,9 +122,7 @@ class Focal(eqx.Module):
     gamma: float = eqx.field(kw_only=True)
 
     def __check_init__(self):
-        if is_concrete(self.gamma) and not (np.all(np.isfinite(self.gamma))
-                                            and np.all(np.asarray(self.gamma) >= 0)):
-            raise ValueError(f"Focal.gamma must be finite and >= 0; got {self.gamma!r}")
+        check_parameter(self.gamma, "Focal.gamma", lower=0.0)
 
     def __call__(self, adv, rewards, mask=None, **_):
         return focal_advantages(adv, rewards, mask, gamma=self.gamma)
@@ -136,9 +134,7 @@ class IAC(eqx.Module):
     alpha: float = eqx.field(kw_only=True)
 
     def __check_init__(self):
-        if is_concrete(self.alpha) and not (np.all(np.isfinite(self.alpha))
-                                            and np.all(np.asarray(self.alpha) >= 0)):
-            raise ValueError(f"IAC.alpha must be finite and >= 0; got {self.alpha!r}")
+        check_parameter(self.alpha, "IAC.alpha", lower=0.0)
 
     def __call__(self, adv, rewards, mask=None, **_):
         return iac_advantages(adv, rewards, mask, alpha=self.alpha)
