@@ -11,15 +11,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from simplexlab import categorical as C
 from simplexlab.lab import Context, experiment
 
 #: The configuration the figure uses (found by ``categorical-search``).
-CONFIG = {"surrogate": "log_likelihood", "reduction": "mean", "optimizer": "adam",
-          "learning_rate": 1e-2}
-OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
+CONFIG = C.FIG4_CONFIG
 GAMMAS = (0.0, 1.0)
 
 
@@ -36,7 +33,7 @@ def simulate(ctx: Context, st: dict) -> dict:
     """Metrics arrays ``(len(ns), len(GAMMAS), seeds, records)`` (cached per N)."""
     cfg0 = C.CategoricalConfig(policy=st["policy"], surrogate=CONFIG["surrogate"],
                                reduction=CONFIG["reduction"],
-                               optimizer=OPTIMIZERS[CONFIG["optimizer"]])
+                               optimizer=C.OPTIMIZERS[CONFIG["optimizer"]])
     lr = CONFIG["learning_rate"] * st["lr_scale"]
     s = st["seeds"]
     keys = jax.random.split(jax.random.key(ctx.seed), s)

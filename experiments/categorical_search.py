@@ -15,16 +15,16 @@ import itertools
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from simplexlab import categorical as C
 from simplexlab.lab import Context, experiment
 
 SURROGATES = ("probability", "log_likelihood")
 REDUCTIONS = ("mean", "sum")
-OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
+OPTIMIZERS = C.OPTIMIZERS
 LRS = (1e-3, 1e-2, 1e-1)
-CHOSEN = ("log_likelihood", "mean", "adam", 1e-2)  # what categorical-regimes uses
+CHOSEN = tuple(C.FIG4_CONFIG[k] for k in ("surrogate", "reduction", "optimizer",
+                                          "learning_rate"))  # what categorical-regimes uses
 
 
 def settings(quick: bool) -> dict:

@@ -48,6 +48,8 @@ from ._checks import check_finite, check_parameter, is_concrete
 from ._focal import focal_weight
 
 __all__ = [
+    "FIG4_CONFIG",
+    "OPTIMIZERS",
     "CategoricalConfig",
     "CategoricalPolicy",
     "Metrics",
@@ -64,6 +66,15 @@ __all__ = [
 ]
 
 SURROGATES = ("probability", "log_likelihood")
+
+#: Optimizers compared by the ``categorical-search`` experiment (name -> ``lr -> optax``).
+OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
+
+#: The configuration that reproduces F-GRPO Fig. 4's three group-size regimes (found by the
+#: ``categorical-search`` experiment; App. J does not name optimizer or surrogate, and its literal
+#: reading -- SGD on the probability-linear surrogate -- leaves the policy unchanged).
+FIG4_CONFIG = {"surrogate": "log_likelihood", "reduction": "mean", "optimizer": "adam",
+               "learning_rate": 1e-2}
 REDUCTIONS = ("mean", "sum")
 
 

@@ -12,6 +12,8 @@ less accurate; float64 stays the default under x64) and ``run_many(..., batching
 """
 
 from ._categorical import (
+    FIG4_CONFIG,
+    OPTIMIZERS,
     CategoricalConfig,
     CategoricalPolicy,
     Metrics,
@@ -28,6 +30,8 @@ from ._categorical import (
 )
 
 __all__ = [
+    "FIG4_CONFIG",
+    "OPTIMIZERS",
     "CategoricalConfig",
     "CategoricalPolicy",
     "Metrics",
