@@ -244,35 +244,73 @@ def sample_counts(key, logits, n: int):
     r"""Counts ``c`` of ``n`` i.i.d. draws from ``softmax(logits)`` (last axis of length ``A``):
     ``c ~ Multinomial(n, softmax(logits))`` exactly, in O(A + n log A) work.
 
-    Inverse CDF: ``cdf = cumsum(π)`` (O(A)); ``n`` uniforms ``u ~ U[0, cdf[-1])`` are located with
-    ``searchsorted(cdf, u, side="right")`` (O(n log A), each draw is action ``i`` with probability
-    ``cdf_i − cdf_{i−1} = π_i``, zero-probability actions are never hit); a scatter-add
-    (``bincount``, O(n + A)) gives the counts. For ``n <= 8192`` the same inverse-CDF draw is done
-    hierarchically, which is cheaper on CPU (no global ``cumsum``): the actions are split into
-    blocks of 64 (strided), blocks of blocks, ...; every level keeps *sequential* prefix sums
-    within each block (nondecreasing, exactly flat over zero-mass entries), a draw picks a block
-    at the top level by inverse CDF, then an entry within it with the residual uniform, and so
-    on down (O(A) + O(n log A)); the probability of action ``i`` is the product of its
-    within-block conditionals, i.e. ``π_i`` up to the rounding of the prefix sums.
-    Inverse CDF is chosen over binomial splitting because it is exact for any ``n`` with no
-    sequential chain of ``A`` binomial draws (which is O(A) *sequential* work or a
-    ``log A``-deep tree of binomial samplers whose cost depends on ``n``).
-    Scaling ``u`` by ``cdf[-1]`` rather than 1 keeps rounding in the cumsum from producing
-    an out-of-range index. Draws are independent given ``key``; ``n`` is static.
-    Precision: an action's effective probability is ``π_i`` up to the rounding of ``cdf``
-    (≈ ulp(1)/π_i relative: ~1e-3 for the App. J leaf ``6.3e-5`` in float32, ~1e-12 in float64);
-    enable x64 for quantitative runs.
+    Inverse CDF on a block tree (no global ``cumsum``): the unnormalized weights
+    ``e = exp(z − max z)`` are split into 64 strided blocks, blocks of blocks, ...; every level
+    keeps *sequential* prefix sums within each block (nondecreasing, exactly flat over zero-mass
+    entries). A draw takes one uniform ``u ∈ [0, Σe)``, picks a block at the top level by inverse
+    CDF, then an entry within it with the residual ``u``, and so on down (⌈log₆₄ A⌉ levels of 6
+    branch-free binary-search steps, O(n log A); O(A) to build the tree); the probability of
+    action ``i`` is the product of its within-block conditionals, i.e. ``π_i`` up to the
+    rounding of the prefix sums, and zero-probability actions are never drawn. A scatter-add
+    (``bincount``, O(n + A)) gives the counts. Inverse CDF is chosen over binomial splitting
+    because it is exact for any ``n`` with no sequential chain of ``A`` binomial draws.
+
+    The ``n`` uniforms come from a counter-based hash (SplitMix64's finalizer in float64,
+    53 bits per uniform; a 32-bit two-round hash in float32) keyed by bits drawn from ``key``
+    with :func:`jax.random.bits`: ~20x cheaper on CPU than ``n`` threefry uniforms, and
+    deterministic given ``key``. Draws are independent given ``key``; ``n`` is static.
+    Precision: an action's effective probability is ``π_i`` up to the rounding of the prefix
+    sums (≈ ulp(1)/π_i relative: ~1e-3 for the App. J leaf ``6.3e-5`` in float32, ~1e-12 in
+    float64); enable x64 for quantitative runs. ``method="cdf"`` of the private
+    ``_counts_from_weights`` is a plain global ``cumsum`` + ``searchsorted`` reference.
     """
     if not _is_int(n) or n < 1:
         raise ValueError(f"number of draws n must be an integer >= 1; got {n!r}")
     logits = jnp.asarray(logits)
     if logits.ndim != 1 or logits.shape[0] < 1:
         raise ValueError(f"logits must have shape (A,); got {logits.shape}")
-    return _counts_from_probs(key, jax.nn.softmax(logits), n)
+    return _counts_from_weights(key, _unnormalized(logits), n)
 
 
-_BLOCK = 64  # fan-out of the block tree of the small-N sampler
-_TREE_MAX_N = 8192  # N at or below which the block-tree sampler is used (measured crossover)
+def _unnormalized(z):
+    """Unnormalized softmax weights ``exp(z − max z)`` (one definition shared by
+    :func:`sample_counts` and :func:`step`, so both draw the same counts from the same key)."""
+    e = jnp.exp(z - jax.lax.stop_gradient(jnp.max(z)))
+    # materialize e once: without the barrier XLA fuses the exp into each consumer (sum, block
+    # tree, gradient), computing it up to three times per step
+    return jax.lax.optimization_barrier(e)
+
+
+_BLOCK = 64  # fan-out of the block tree of the sampler (6 branch-free search steps per level)
+_LOG2_BLOCK = 6
+_MIX64 = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB)  # SplitMix64 constants
+
+
+def _mix32(x):
+    """A 32-bit integer hash (two xor-shift-multiply rounds, "lowbias32")."""
+    x = (x ^ (x >> 16)) * jnp.uint32(0x7FEB352D)
+    x = (x ^ (x >> 15)) * jnp.uint32(0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def _uniforms(key, n: int, dtype):
+    """``n`` uniforms on ``[0, 1)`` of ``dtype`` from a counter-based hash keyed by ``key``.
+
+    float64: ``x_i = seed + i·φ`` (φ the 64-bit golden ratio, SplitMix64's increment) through
+    SplitMix64's finalizer, top 53 bits; float32: a 32-bit counter through two rounds of
+    :func:`_mix32` keyed by two 32-bit words, top 24 bits. The seed words come from
+    ``jax.random.bits(key)``, so distinct keys give independent-looking streams."""
+    dt = jnp.dtype(dtype)
+    if dt == jnp.dtype(jnp.float64):
+        g, m1, m2 = (jnp.uint64(c) for c in _MIX64)
+        x = jax.random.bits(key, (), jnp.uint64) + jnp.arange(1, n + 1, dtype=jnp.uint64) * g
+        x = (x ^ (x >> 30)) * m1
+        x = (x ^ (x >> 27)) * m2
+        x = x ^ (x >> 31)
+        return (x >> 11).astype(dt) * jnp.asarray(2.0 ** -53, dt)
+    seed = jax.random.bits(key, (2,), jnp.uint32)
+    x = _mix32(_mix32(jnp.arange(n, dtype=jnp.uint32) + seed[0]) ^ seed[1])
+    return (x >> 8).astype(dt) * jnp.asarray(2.0 ** -24, dt)
 
 
 def _seq_prefix(x):
@@ -286,74 +324,73 @@ def _seq_prefix(x):
     return jax.lax.scan(add, jnp.zeros_like(x[0]), x)[1]
 
 
-def _block_tree(p):
-    """Levels of the block tree of ``p`` ``(A,)``, bottom first: level ``l`` is a ``(C, R)``
-    array of sequential prefix sums; entry ``c * R + r`` of a level's input belongs to block
-    ``r`` (strided blocks keep every scan contiguous); the input of level ``l + 1`` is the
-    block totals ``levels[l][-1]`` (exactly the last prefix sum). The top level has ``R = 1``."""
+def _block_tree(e):
+    """Levels of the block tree of the weights ``e`` ``(A,)``, bottom first: level ``l`` is a
+    ``(64, R)`` array of sequential prefix sums; entry ``c * R + r`` of a level's input belongs
+    to block ``r`` (strided blocks keep every scan contiguous); the input of level ``l + 1`` is
+    the block totals ``levels[l][-1]`` (exactly the last prefix sum). The top level has
+    ``R = 1``. Inputs are zero-padded to a multiple of 64: a padded entry has zero mass and a
+    prefix equal to its block's total, so it is never chosen."""
     levels = []
-    x = p
-    while x.shape[0] > _BLOCK:
-        n = x.shape[0]
-        r = -(-n // _BLOCK)
-        local = _seq_prefix(jnp.pad(x, (0, _BLOCK * r - n)).reshape(_BLOCK, r))
+    x = e
+    while True:
+        size = x.shape[0]
+        r = -(-size // _BLOCK)
+        local = _seq_prefix(jnp.pad(x, (0, _BLOCK * r - size)).reshape(_BLOCK, r))
         levels.append(local)
+        if r == 1:
+            return levels
         x = local[-1]
-    levels.append(_seq_prefix(x.reshape(x.shape[0], 1)))
-    return levels
 
 
-def _tree_draws(key, p, n: int):
-    """``n`` i.i.d. indices drawn from ``p / Σp`` by descending the block tree: one uniform
+def _tree_draws(key, e, n: int):
+    """``n`` i.i.d. indices drawn from ``e / Σe`` by descending the block tree: one uniform
     ``u ∈ [0, total)`` per draw; at each level the entry ``c`` of the current block with
-    ``prefix[c-1] <= u < prefix[c]`` is chosen (binary search, ``⌈log₂ C⌉`` steps) and ``u``
-    becomes the residual ``u − prefix[c-1]`` (clamped below the chosen entry's mass, which is
-    exactly the next level's block total). Each level is inverse-CDF sampling within a block, so
-    the draw is action ``i`` with probability ``π_i`` up to the rounding of the prefix sums."""
-    levels = _block_tree(p)
-    dt = p.dtype
+    ``prefix[c-1] <= u < prefix[c]`` is found by a branch-free binary search (``c`` = the number
+    of the block's prefix sums ``<= u``; six steps over 64 entries) and ``u`` becomes the residual
+    ``u − prefix[c-1]`` (clamped below the chosen entry's mass, which is exactly the next level's
+    block total). Each level is inverse-CDF sampling within a block, so the draw is action ``i``
+    with probability ``π_i`` up to the rounding of the prefix sums."""
+    levels = _block_tree(e)
+    dt = e.dtype
     zero = jnp.zeros((), dt)
     total = levels[-1][-1, 0]
-    u = jax.random.uniform(key, (n,), dtype=dt) * total
-    u = jnp.minimum(u, jnp.nextafter(total, zero))
+    u = jnp.minimum(_uniforms(key, n, dt) * total, jnp.nextafter(total, zero))
     r = jnp.zeros((n,), jnp.int32)
     for lvl in range(len(levels) - 1, -1, -1):
-        local = levels[lvl]
-        c_len, r_len = local.shape
-        flat = local.reshape(-1)
+        flat = levels[lvl].reshape(-1)
+        r_len = levels[lvl].shape[1]
 
         def get(c, flat=flat, r_len=r_len, r=r):
             return flat.at[c * r_len + r].get(mode="promise_in_bounds")
 
-        lo = jnp.zeros((n,), jnp.int32)
-        hi = jnp.full((n,), c_len - 1, jnp.int32)
-        for _ in range(int(np.ceil(np.log2(c_len))) if c_len > 1 else 0):
-            mid = (lo + hi) // 2
-            gt = get(mid) > u
-            hi = jnp.where(gt, mid, hi)
-            lo = jnp.where(gt, lo, mid + 1)
-        prev = jnp.where(lo > 0, get(jnp.maximum(lo - 1, 0)), zero)
-        r = lo * r_len + r
+        def search(i, pos, get=get, u=u):  # invariant: the first `pos` prefix sums are <= u
+            s = jnp.right_shift(jnp.int32(_BLOCK // 2), i)
+            return jnp.where(get(pos + (s - 1)) <= u, pos + s, pos)
+
+        # a rolled loop: XLA compiles the six dependent gathers faster than unrolled
+        pos = jax.lax.fori_loop(0, _LOG2_BLOCK, search, jnp.zeros((n,), jnp.int32))
+        prev = jnp.where(pos > 0, get(jnp.maximum(pos, 1) - 1), zero)
+        r = pos * r_len + r
         if lvl > 0:
             mass = levels[lvl - 1][-1].at[r].get(mode="promise_in_bounds")
             u = jnp.minimum(u - prev, jnp.nextafter(mass, zero))
     return r
 
 
-def _counts_from_probs(key, p, n: int, method: str | None = None):
-    """:func:`sample_counts` from the probabilities ``p`` (the simulator step computes the
-    softmax once and shares it with the gradient). ``method``: ``"tree"`` (block tree, the
-    default for ``n <= 8192``) or ``"cdf"`` (global cumsum + ``searchsorted``, the default above);
-    both are exact inverse-CDF samplers, they differ only in cost."""
-    a = p.shape[0]
-    if method is None:
-        method = "tree" if n <= _TREE_MAX_N else "cdf"
+def _counts_from_weights(key, e, n: int, method: str = "tree"):
+    """:func:`sample_counts` from unnormalized weights ``e >= 0`` (the simulator step computes
+    them once and shares them with the gradient). ``method``: ``"tree"`` (the block tree, used
+    by the simulator) or ``"cdf"`` (a global ``cumsum`` + ``searchsorted``, a slower reference
+    with the same uniforms); both are exact inverse-CDF samplers."""
+    a = e.shape[0]
     if method == "tree":
-        idx = _tree_draws(key, p, n)
+        idx = _tree_draws(key, e, n)
     elif method == "cdf":
-        cdf = jnp.cumsum(p)
-        u = jax.random.uniform(key, (n,), dtype=cdf.dtype) * cdf[-1]
-        idx = jnp.searchsorted(cdf, u, side="right")
+        cdf = jnp.cumsum(e)
+        u = _uniforms(key, n, cdf.dtype) * cdf[-1]
+        idx = jnp.searchsorted(cdf, jnp.minimum(u, jnp.nextafter(cdf[-1], 0 * cdf[-1])),
+                               side="right")
     else:
         raise ValueError(f"method must be 'tree' or 'cdf'; got {method!r}")
     return jnp.bincount(jnp.clip(idx, 0, a - 1), length=a)
@@ -428,7 +465,7 @@ def count_weights(config: CategoricalConfig, counts):
     of correct rollouts, from the counts ``c`` of one group (see :func:`count_gradient`)."""
     dt = config.float_dtype()
     correct = config.policy.correct_mask()
-    k = jnp.sum(jnp.where(correct, counts, jnp.zeros((), counts.dtype)))
+    k = jnp.sum(counts[..., : config.policy.num_correct], axis=-1)  # the correct set is a prefix
     a_c, a_w, g = action_advantages(config, k)
     scale = 1.0 / config.group_size if config.reduction == "mean" else 1.0
     alpha = jnp.where(correct, a_c, a_w)
@@ -476,8 +513,9 @@ def step(config: CategoricalConfig, state: SimState) -> SimState:
     shaping function (:func:`action_advantages`), ascend the count-form surrogate
     (:func:`count_gradient`) with the optax optimizer (updates from ``−∇L``)."""
     key, sub = jax.random.split(state.key)
-    p = jax.nn.softmax(state.logits)  # once per step, shared by sampler and gradient
-    counts = _counts_from_probs(sub, p, config.group_size)
+    e = _unnormalized(state.logits)  # once per step, shared by sampler and gradient
+    counts = _counts_from_weights(sub, e, config.group_size)
+    p = e * (1.0 / jnp.sum(e))
     w, k = count_weights(config, counts)
     grad = _count_gradient_from_probs(p, w, config.surrogate)
     updates, opt_state = config.optimizer_update(-grad, state.opt_state, state.logits)

@@ -3,7 +3,7 @@
 A pure ``(init, step)`` pair over a :class:`SimState` pytree, :func:`run` with ``lax.scan`` and
 strided :class:`Metrics` (``Q_pos``, ``M_ret`` of F-GRPO eq. 26, entropy, anchor mass, correct
 actions above their initial probability); an exact O(A + N log A) multinomial count sampler
-(a block tree of sequential prefix sums for N <= 8192, a global CDF with ``searchsorted`` above);
+(inverse CDF on a block tree of sequential prefix sums, branch-free search, hashed uniforms);
 the count-form surrogate gradient (probability-linear or log-likelihood, mean or sum over the
 group) with advantages from :mod:`simplexlab.shaping` and any ``optax`` optimizer. Options for
 speed: ``CategoricalConfig(dtype=jnp.float32)`` (~1.35x faster over the Fig. 4 sweep on CPU,

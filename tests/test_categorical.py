@@ -196,7 +196,7 @@ def test_sampler_methods_marginals_and_zero_mass(rng, method, dtype):
     """Both count samplers (block tree: A = 5000 gives three levels, with a whole zero-mass
     block, zero-mass first and last actions, and a tiny-mass action; global CDF) against the
     exact marginals, and with zero-probability actions never drawn."""
-    from simplexlab._categorical import _counts_from_probs
+    from simplexlab._categorical import _counts_from_weights
 
     a, n, reps = 5000, 4096, 50
     z = rng.normal(size=a)
@@ -206,7 +206,7 @@ def test_sampler_methods_marginals_and_zero_mass(rng, method, dtype):
     z[40] = -30.0  # tiny but positive mass
     p = jax.nn.softmax(jnp.asarray(z, dtype))
     keys = jax.random.split(jax.random.key(11), reps)
-    counts = np.asarray(jax.jit(jax.vmap(lambda k: _counts_from_probs(k, p, n, method)))(keys))
+    counts = np.asarray(jax.jit(jax.vmap(lambda k: _counts_from_weights(k, p, n, method)))(keys))
     assert (counts.sum(1) == n).all()
     total = counts.sum(0)
     pn = np.asarray(p, float)
@@ -226,7 +226,7 @@ def test_sampler_methods_marginals_and_zero_mass(rng, method, dtype):
 def test_sampler_tree_and_cdf_agree_on_app_j_policy():
     """At A = 128,000 (App. J policy) both samplers give counts with the same law: correct-set
     counts k ~ Binomial(N, Q_pos) (two-sample chi-square on k's histogram)."""
-    from simplexlab._categorical import _counts_from_probs
+    from simplexlab._categorical import _counts_from_weights
 
     pol = C.CategoricalPolicy()
     p = jax.nn.softmax(pol.initial_logits())
@@ -234,11 +234,47 @@ def test_sampler_tree_and_cdf_agree_on_app_j_policy():
     n, reps = 64, 400
     keys = jax.random.split(jax.random.key(5), reps)
     for method in ("tree", "cdf"):
-        c = jax.jit(jax.vmap(lambda k, m=method: _counts_from_probs(k, p, n, m)))(keys)
+        c = jax.jit(jax.vmap(lambda k, m=method: _counts_from_weights(k, p, n, m)))(keys)
         k = np.asarray(c[:, : pol.num_correct].sum(1))
         assert (np.asarray(c).sum(1) == n).all()
         # mean of k: Binomial(n, q) -> z-test at 5 sigma
         assert abs(k.mean() - n * q) < 5 * np.sqrt(n * q * (1 - q) / reps)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_hashed_uniforms_are_uniform_and_independent(dtype):
+    """The sampler's counter-hash uniforms: in [0, 1), uniform (Kolmogorov-Smirnov), consecutive
+    pairs uniform on a 16 x 16 grid (chi-square), and streams of different keys uncorrelated."""
+    from simplexlab._categorical import _uniforms
+
+    n = 200_000
+    u = np.asarray(_uniforms(jax.random.key(0), n, jnp.dtype(dtype)), float)
+    v = np.asarray(_uniforms(jax.random.key(1), n, jnp.dtype(dtype)), float)
+    assert u.dtype == np.float64 and (u >= 0).all() and (u < 1).all()
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+    pairs = np.floor(u[: n - 1 : 2] * 16) * 16 + np.floor(u[1::2] * 16)
+    obs = np.bincount(pairs.astype(int), minlength=256)
+    assert stats.chisquare(obs).pvalue > 1e-3
+    assert abs(np.corrcoef(u, v)[0, 1]) < 5 / np.sqrt(n)
+    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 5 / np.sqrt(n)
+
+
+@pytest.mark.parametrize("a", [2, 63, 64, 65, 4096, 4097])
+def test_tree_sampler_at_block_boundaries(rng, a):
+    """The block tree at sizes around powers of its fan-out 64 (one level, a padded level, an
+    exact 64 x 64 tree, one action more), from unnormalized weights: exact marginals."""
+    from simplexlab._categorical import _counts_from_weights
+
+    n, reps = 2048, 40
+    e = np.exp(rng.normal(size=a)) * 1e3
+    keys = jax.random.split(jax.random.key(a), reps)
+    counts = np.asarray(jax.jit(jax.vmap(lambda k: _counts_from_weights(k, jnp.asarray(e), n)))(
+        keys))
+    assert (counts.sum(1) == n).all() and counts.shape == (reps, a)
+    bins = np.arange(a) % min(a, 50)
+    obs = np.bincount(bins, weights=counts.sum(0))
+    exp = np.bincount(bins, weights=e / e.sum() * n * reps)
+    assert stats.chisquare(obs, exp).pvalue > 1e-3
 
 
 # ---------------------------------------------------------------------------------------------
