@@ -352,7 +352,8 @@ def _tree_draws(key, e, n: int):
     of the block's prefix sums ``<= u``; six steps over 64 entries) and ``u`` becomes the residual
     ``u − prefix[c-1]`` (clamped below the chosen entry's mass, which is exactly the next level's
     block total). Each level is inverse-CDF sampling within a block, so the draw is action ``i``
-    with probability ``π_i`` up to the rounding of the prefix sums."""
+    with probability ``π_i`` up to the rounding of the prefix sums. Returns the indices and the
+    total ``Σe`` (the top of the tree)."""
     levels = _block_tree(e)
     dt = e.dtype
     zero = jnp.zeros((), dt)
@@ -377,25 +378,28 @@ def _tree_draws(key, e, n: int):
         if lvl > 0:
             mass = levels[lvl - 1][-1].at[r].get(mode="promise_in_bounds")
             u = jnp.minimum(u - prev, jnp.nextafter(mass, zero))
-    return r
+    return r, total
 
 
-def _counts_from_weights(key, e, n: int, method: str = "tree"):
+def _counts_from_weights(key, e, n: int, method: str = "tree", return_total: bool = False):
     """:func:`sample_counts` from unnormalized weights ``e >= 0`` (the simulator step computes
     them once and shares them with the gradient). ``method``: ``"tree"`` (the block tree, used
     by the simulator) or ``"cdf"`` (a global ``cumsum`` + ``searchsorted``, a slower reference
-    with the same uniforms); both are exact inverse-CDF samplers."""
+    with the same uniforms); both are exact inverse-CDF samplers. ``return_total``: also return
+    ``Σe`` as the sampler summed it (the step normalizes with it: no extra pass over ``e``)."""
     a = e.shape[0]
     if method == "tree":
-        idx = _tree_draws(key, e, n)
+        idx, total = _tree_draws(key, e, n)
     elif method == "cdf":
         cdf = jnp.cumsum(e)
-        u = _uniforms(key, n, cdf.dtype) * cdf[-1]
-        idx = jnp.searchsorted(cdf, jnp.minimum(u, jnp.nextafter(cdf[-1], 0 * cdf[-1])),
+        total = cdf[-1]
+        u = _uniforms(key, n, cdf.dtype) * total
+        idx = jnp.searchsorted(cdf, jnp.minimum(u, jnp.nextafter(total, 0 * total)),
                                side="right")
     else:
         raise ValueError(f"method must be 'tree' or 'cdf'; got {method!r}")
-    return jnp.zeros((a,), jnp.int32).at[jnp.clip(idx, 0, a - 1)].add(1)
+    counts = jnp.zeros((a,), jnp.int32).at[jnp.clip(idx, 0, a - 1)].add(1)
+    return (counts, total) if return_total else counts
 
 
 # --------------------------------------------------------------------------------------------
@@ -456,22 +460,30 @@ def count_gradient(logits, weights, surrogate: str):
     return _count_gradient_from_probs(jax.nn.softmax(logits), weights, surrogate)
 
 
-def _count_gradient_from_probs(p, weights, surrogate: str):
+def _count_gradient_from_probs(p, weights, surrogate: str, weights_sum=None):
     if surrogate == "probability":
         return weights * p - p * jnp.sum(weights * p)
-    return weights - p * jnp.sum(weights)
+    return weights - p * (jnp.sum(weights) if weights_sum is None else weights_sum)
 
 
 def count_weights(config: CategoricalConfig, counts):
     r"""Per-action weights ``w_i = s g c_i α_i`` of the count-form surrogate and the number ``k``
     of correct rollouts, from the counts ``c`` of one group (see :func:`count_gradient`)."""
+    w, k, _ = _count_weights_and_sum(config, counts)
+    return w, k
+
+
+def _count_weights_and_sum(config: CategoricalConfig, counts):
+    """:func:`count_weights` and ``Σ_i w_i = s g (k α_c + (N − k) α_w)``, from scalars (every
+    rollout of a correct action has advantage ``α_c``, every other ``α_w``; ``Σ c = N``)."""
     dt = config.float_dtype()
     correct = config.policy.correct_mask()
     k = jnp.sum(counts[..., : config.policy.num_correct], axis=-1)  # the correct set is a prefix
     a_c, a_w, g = action_advantages(config, k)
-    scale = 1.0 / config.group_size if config.reduction == "mean" else 1.0
+    sg = jnp.asarray(1.0 / config.group_size if config.reduction == "mean" else 1.0, dt) * g
     alpha = jnp.where(correct, a_c, a_w)
-    return jnp.asarray(scale, dt) * g * counts.astype(dt) * alpha, k
+    kf = k.astype(dt)
+    return sg * counts.astype(dt) * alpha, k, sg * (kf * a_c + (config.group_size - kf) * a_w)
 
 
 # --------------------------------------------------------------------------------------------
@@ -516,10 +528,10 @@ def step(config: CategoricalConfig, state: SimState) -> SimState:
     (:func:`count_gradient`) with the optax optimizer (updates from ``−∇L``)."""
     key, sub = jax.random.split(state.key)
     e = _unnormalized(state.logits)  # once per step, shared by sampler and gradient
-    counts = _counts_from_weights(sub, e, config.group_size)
-    p = e * (1.0 / jnp.sum(e))
-    w, k = count_weights(config, counts)
-    grad = _count_gradient_from_probs(p, w, config.surrogate)
+    counts, total = _counts_from_weights(sub, e, config.group_size, return_total=True)
+    p = e * (1.0 / total)
+    w, k, w_sum = _count_weights_and_sum(config, counts)
+    grad = _count_gradient_from_probs(p, w, config.surrogate, w_sum)
     updates, opt_state = config.optimizer_update(-grad, state.opt_state, state.logits)
     logits = optax.apply_updates(state.logits, updates)
     return SimState(logits=logits, opt_state=opt_state, key=key, step=state.step + 1,
