@@ -160,9 +160,9 @@ class CategoricalConfig(eqx.Module):
       ``optax.sgd``, ``optax.adam``; ``learning_rate``: finite, > 0 (an array field, vmaps).
     - ``dtype``: floating dtype of the logits, optimizer state, sampler and metrics (static):
       ``None`` (default: JAX's default float, float64 with x64 enabled, the setting for
-      quantitative runs), ``jnp.float32`` or ``jnp.float64``. float32 is ~2x faster per step on
-      CPU at small ``N`` and ~1.1x at ``N = 131072`` (search-bound), ~1.35x over the Fig. 4
-      sweep (``benchmarks/bench_categorical.py --dtype float32``), at a cost in accuracy: the
+      quantitative runs), ``jnp.float32`` or ``jnp.float64``. float32 is faster on CPU
+      (``benchmarks/bench_categorical.py --dtype float32`` measures by how much; ~1.35x over
+      the Fig. 4 sweep before the hashed-uniform sampler), at a cost in accuracy: the
       sampler's prefix sums round at ~6e-8 of a block total (each action's probability is exact
       up to that relative rounding of the sums it lies in, ~1e-3 relative for an App. J leaf of
       mass 6.3e-5 in the worst case, against ~1e-12 in float64), logits updates lose digits
@@ -277,10 +277,7 @@ def sample_counts(key, logits, n: int):
 def _unnormalized(z):
     """Unnormalized softmax weights ``exp(z − max z)`` (one definition shared by
     :func:`sample_counts` and :func:`step`, so both draw the same counts from the same key)."""
-    e = jnp.exp(z - jax.lax.stop_gradient(jnp.max(z)))
-    # materialize e once: without the barrier XLA fuses the exp into each consumer (sum, block
-    # tree, gradient), computing it up to three times per step
-    return jax.lax.optimization_barrier(e)
+    return jnp.exp(z - jax.lax.stop_gradient(jnp.max(z)))
 
 
 _BLOCK = 64  # fan-out of the block tree of the sampler (6 branch-free search steps per level)

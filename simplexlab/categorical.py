@@ -6,9 +6,10 @@ actions above their initial probability); an exact O(A + N log A) multinomial co
 (inverse CDF on a block tree of sequential prefix sums, branch-free search, hashed uniforms);
 the count-form surrogate gradient (probability-linear or log-likelihood, mean or sum over the
 group) with advantages from :mod:`simplexlab.shaping` and any ``optax`` optimizer. Options for
-speed: ``CategoricalConfig(dtype=jnp.float32)`` (~1.35x faster over the Fig. 4 sweep on CPU,
-less accurate; float64 stays the default under x64) and ``run_many(..., batching=...)``
-(``lax.map`` over runs on CPU, ``vmap`` on accelerators).
+speed: ``CategoricalConfig(dtype=jnp.float32)`` (faster on CPU, less accurate; float64 stays
+the default under x64), ``run_many(..., batching=...)`` (``lax.map`` over runs on CPU,
+``vmap`` on accelerators) and ``run_many(..., workers=...)`` (the runs split over one thread
+per CPU core).
 """
 
 from ._categorical import (
