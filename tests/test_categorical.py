@@ -481,3 +481,22 @@ def test_run_many_batching_modes_agree():
         assert_close(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="batching"):
         C.run_many(cfg, keys, batching="pmap", **kw)
+
+
+def test_run_many_worker_threads_give_the_same_runs():
+    """Splitting the batch over threads (3 runs over 2 workers: chunks of 2 and 1) returns the
+    runs of the single-program call, in order, bit for bit; a bad ``workers`` is refused."""
+    cfg = C.CategoricalConfig(policy=SMALL, group_size=5, optimizer=optax.adam,
+                              learning_rate=0.05, surrogate="log_likelihood")
+    keys = jax.random.split(jax.random.key(4), 3)
+    kw = dict(num_steps=12, stride=4, learning_rates=jnp.asarray([0.05, 0.1, 0.02]),
+              focal_gammas=jnp.asarray([0.0, 1.0, 0.5]))
+    one = C.run_many(cfg, keys, workers=1, **kw)
+    two = C.run_many(cfg, keys, workers=2, **kw)
+    for a, b in zip(one, two, strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert not np.array_equal(np.asarray(one.q_pos[0]), np.asarray(one.q_pos[1]))
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match="workers"):
+            C.run_many(cfg, keys, workers=bad, **kw)
