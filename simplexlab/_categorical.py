@@ -312,6 +312,13 @@ def _uniforms(key, n: int, dtype):
     return (x >> 8).astype(dt) * jnp.asarray(2.0 ** -24, dt)
 
 
+def _uniforms_below(key, n: int, total):
+    """``n`` uniforms on ``[0, total)``: :func:`_uniforms` scaled by ``total`` and clamped below
+    it (the product can round up to ``total``)."""
+    return jnp.minimum(_uniforms(key, n, total.dtype) * total,
+                       jnp.nextafter(total, jnp.zeros((), total.dtype)))
+
+
 def _seq_prefix(x):
     """Prefix sums of ``x`` ``(C, R)`` along axis 0, *sequential* in each column
     (``out[c] = fl(out[c-1] + x[c])``): nondecreasing for ``x >= 0`` and exactly flat over zero
@@ -355,7 +362,7 @@ def _tree_draws(key, e, n: int):
     dt = e.dtype
     zero = jnp.zeros((), dt)
     total = levels[-1][-1, 0]
-    u = jnp.minimum(_uniforms(key, n, dt) * total, jnp.nextafter(total, zero))
+    u = _uniforms_below(key, n, total)
     r = jnp.zeros((n,), jnp.int32)
     for lvl in range(len(levels) - 1, -1, -1):
         flat = levels[lvl].reshape(-1)
@@ -390,9 +397,7 @@ def _counts_from_weights(key, e, n: int, method: str = "tree", return_total: boo
     elif method == "cdf":
         cdf = jnp.cumsum(e)
         total = cdf[-1]
-        u = _uniforms(key, n, cdf.dtype) * total
-        idx = jnp.searchsorted(cdf, jnp.minimum(u, jnp.nextafter(total, 0 * total)),
-                               side="right")
+        idx = jnp.searchsorted(cdf, _uniforms_below(key, n, total), side="right")
     else:
         raise ValueError(f"method must be 'tree' or 'cdf'; got {method!r}")
     counts = jnp.zeros((a,), jnp.int32).at[jnp.clip(idx, 0, a - 1)].add(1)
