@@ -90,9 +90,9 @@ def main():
 
     # ---- compile every N ahead of time (one program per N, for one worker's chunk) ----
     w = min(args.workers, runs)
-    chunk = -(-runs // w)
     if runs % w:
         raise SystemExit(f"--workers must divide the {runs} runs per N")
+    chunk = runs // w  # _in_chunks then splits the batch into w chunks of exactly this size
     t0 = time.perf_counter()
     compiled = {n: _run_many_jit.lower(config(n), keys[:chunk], lrs[:chunk], gammas[:chunk],
                                        args.steps, STRIDE, args.batching).compile()
