@@ -15,11 +15,12 @@ extrapolated to the whole sweep (printed as such).
 ``--dtype float32`` runs the simulator in float32 (``CategoricalConfig(dtype=...)``; the bound
 is then computed for 4-byte floats); the default float64 is the configuration of record.
 
-Prints, measured in this one run: the machine; the sweep wall time after compilation (goal
-≤ 60 s on a 2-core CPU, ≤ 3 s on an H100/H200); the baseline and the ratio; peak memory (goal
-≤ 2 GB); and the per-step cost against the memory-traffic bound (state bytes read + written per
-step ÷ a bandwidth measured here by a large array copy, single-threaded and with one copy per
-worker thread; goal within 2×).
+Prints, measured in this one run: the machine; the final seed means of Q_pos and M_ret per N
+and γ (what Fig. 4 (c) plots: runs of the two dtypes can be compared); the sweep wall time
+after compilation (goal ≤ 60 s on a 2-core CPU, ≤ 3 s on an H100/H200); the baseline and the
+ratio; peak memory (goal ≤ 2 GB); and the per-step cost against the memory-traffic bound (state
+bytes read + written per step ÷ a bandwidth measured here by a large array copy,
+single-threaded and with one copy per worker thread; goal within 2×).
 """
 
 from __future__ import annotations
@@ -101,12 +102,14 @@ def main():
 
     # ---- the full sweep ----
     t0 = time.perf_counter()
-    per_n = {}
+    per_n, final = {}, {}
     for n in NS:
         t1 = time.perf_counter()
         out = _in_chunks(lambda *a, n=n: compiled[n](config(n), *a), (keys, lrs, gammas), w)
         jax.block_until_ready(out)
         per_n[n] = time.perf_counter() - t1
+        final[n] = {k: np.asarray(getattr(out, k)[:, -1], float).reshape(len(GAMMAS), SEEDS)
+                    .mean(axis=1) for k in ("q_pos", "m_ret")}
     sweep_s = time.perf_counter() - t0
     total_steps = len(NS) * runs * args.steps
     per_step = sweep_s / total_steps
@@ -147,6 +150,10 @@ def main():
           f"mean, {args.dtype}, metrics every {STRIDE} steps, batching={args.batching}, "
           f"{w} worker thread(s)")
     print(f"compile (17 programs, ahead of time): {compile_s:.1f} s")
+    print("final seed means (what Fig. 4 (c) plots; compare runs of different --dtype): "
+          + "; ".join(f"N={n}: Q_pos " + "/".join(f"{q:.3f}" for q in final[n]["q_pos"])
+                      + " M_ret " + "/".join(f"{m:.3f}" for m in final[n]["m_ret"])
+                      for n in NS) + "  (gamma = 0/1)")
     print("per-N wall (s): " + ", ".join(f"{n}: {per_n[n]:.2f}" for n in NS))
     print("per-N ms per policy step: " + ", ".join(
         f"{n}: {per_n[n] / (runs * args.steps) * 1e3:.2f}" for n in NS))

@@ -161,8 +161,8 @@ class CategoricalConfig(eqx.Module):
     - ``dtype``: floating dtype of the logits, optimizer state, sampler and metrics (static):
       ``None`` (default: JAX's default float, float64 with x64 enabled, the setting for
       quantitative runs), ``jnp.float32`` or ``jnp.float64``. float32 is faster on CPU
-      (``benchmarks/bench_categorical.py --dtype float32`` measures by how much; ~1.35x over
-      the Fig. 4 sweep before the hashed-uniform sampler), at a cost in accuracy: the
+      (``benchmarks/bench_categorical.py --dtype float32`` measures by how much: 1.6x over
+      the Fig. 4 sweep, 41.5 vs 67.1 s, with the same regimes), at a cost in accuracy: the
       sampler's prefix sums round at ~6e-8 of a block total (each action's probability is exact
       up to that relative rounding of the sums it lies in, ~1e-3 relative for an App. J leaf of
       mass 6.3e-5 in the worst case, against ~1e-12 in float64), logits updates lose digits
