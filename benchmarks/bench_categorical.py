@@ -102,15 +102,15 @@ def main():
 
     # ---- the full sweep ----
     t0 = time.perf_counter()
-    per_n, final = {}, {}
+    per_n, outs = {}, {}
     for n in NS:
         t1 = time.perf_counter()
-        out = _in_chunks(lambda *a, n=n: compiled[n](config(n), *a), (keys, lrs, gammas), w)
-        jax.block_until_ready(out)
+        outs[n] = _in_chunks(lambda *a, n=n: compiled[n](config(n), *a), (keys, lrs, gammas), w)
+        jax.block_until_ready(outs[n])
         per_n[n] = time.perf_counter() - t1
-        final[n] = {k: np.asarray(getattr(out, k)[:, -1], float).reshape(len(GAMMAS), SEEDS)
-                    .mean(axis=1) for k in ("q_pos", "m_ret")}
     sweep_s = time.perf_counter() - t0
+    final = {n: {k: np.asarray(getattr(out, k)[:, -1], float).reshape(len(GAMMAS), SEEDS)
+                 .mean(axis=1) for k in ("q_pos", "m_ret")} for n, out in outs.items()}
     total_steps = len(NS) * runs * args.steps
     per_step = sweep_s / total_steps
 
