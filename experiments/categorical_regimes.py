@@ -8,15 +8,19 @@ regimes (see ``CONFIG``).
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from simplexlab import categorical as C
+from simplexlab import sweep
 from simplexlab.lab import Context, experiment
 
-#: The configuration the figure uses (found by ``categorical-search``).
-CONFIG = C.FIG4_CONFIG
+#: The configuration that reproduces F-GRPO Fig. 4's three group-size regimes (found by the
+#: ``categorical-search`` experiment; App. J does not name optimizer or surrogate, and its literal
+#: reading -- SGD on the probability-linear surrogate -- leaves the policy unchanged). Only this
+#: figure uses it, so it lives here; ``categorical-search`` and the benchmark import it.
+FIG4_CONFIG = {"surrogate": "log_likelihood", "reduction": "mean", "optimizer": "adam",
+               "learning_rate": 1e-2}
+CONFIG = FIG4_CONFIG
 GAMMAS = (0.0, 1.0)
 
 
@@ -30,27 +34,22 @@ def settings(quick: bool) -> dict:
 
 
 def simulate(ctx: Context, st: dict) -> dict:
-    """Metrics arrays ``(len(ns), len(GAMMAS), seeds, records)`` (cached per N)."""
-    cfg0 = C.CategoricalConfig(policy=st["policy"], surrogate=CONFIG["surrogate"],
-                               reduction=CONFIG["reduction"],
-                               optimizer=C.OPTIMIZERS[CONFIG["optimizer"]])
-    lr = CONFIG["learning_rate"] * st["lr_scale"]
-    s = st["seeds"]
-    keys = jax.random.split(jax.random.key(ctx.seed), s)
-    keys = jnp.concatenate([keys] * len(GAMMAS))  # same seeds for both γ (paired comparison)
-    gammas = jnp.repeat(jnp.asarray(GAMMAS), s)
-    out = []
-    for n in ctx.progress(st["ns"], desc="group sizes N (gamma x seeds vmapped)"):
-        cfg = C.CategoricalConfig(policy=cfg0.policy, group_size=n, surrogate=cfg0.surrogate,
-                                  reduction=cfg0.reduction, optimizer=cfg0.optimizer)
-
-        def compute(cfg=cfg):
-            return C.run_many(cfg, keys, num_steps=st["steps"], stride=st["stride"],
-                              learning_rates=jnp.full(keys.shape[0], lr), focal_gammas=gammas)
-
-        tag = "-".join(str(v) for v in CONFIG.values()) + f"-N{n}-seeds{s}"
-        out.append(ctx.cached(tag, compute))
-    return {k: np.stack([o[k].reshape(len(GAMMAS), s, -1) for o in out]) for k in out[0]}
+    """Metrics arrays ``(len(ns), len(GAMMAS), seeds, records)`` from one sweep (group size ×
+    γ × seeds; the same seeds for both γ: a paired comparison). Every finished chunk is kept in
+    ``<out>/cache/`` and reused by a resumed run with the same settings and seed."""
+    pol = st["policy"]
+    ds = sweep.run(
+        "categorical", {"group_size": list(st["ns"]), "focal_gamma": list(GAMMAS)},
+        fixed={"num_actions": pol.num_actions, "num_correct": pol.num_correct,
+               "surrogate": CONFIG["surrogate"], "reduction": CONFIG["reduction"],
+               "optimizer": CONFIG["optimizer"],
+               "learning_rate": CONFIG["learning_rate"] * st["lr_scale"],
+               "num_steps": st["steps"], "stride": st["stride"]},
+        seeds=st["seeds"], seed=ctx.seed, out=ctx.out / "cache", name=f"{ctx.name}-{ctx.mode}",
+        progress=ctx.show_progress)
+    out = {k: ds[k].values for k in ("q_pos", "m_ret", "entropy", "anchor")}
+    out["step"] = np.broadcast_to(ds["step"].values, out["q_pos"].shape)
+    return out
 
 
 @experiment(
@@ -154,7 +153,10 @@ def run(ctx: Context) -> dict:
     fig.suptitle(
         f"F-GRPO Fig. 4 reproduced: A = {pol.num_actions:,} actions ({pol.num_correct:,} "
         f"correct), T = {int(steps[-1])}, {st['seeds']} seeds; "
-        f"{CONFIG['optimizer'].capitalize()} lr {lr:g} on the {CONFIG['surrogate']} surrogate, "
+        f"{CONFIG['optimizer'].capitalize()} lr {lr:g}"
+        + (f" (configured {CONFIG['learning_rate']:g} × {st['lr_scale']:g}, quick mode)"
+           if st["lr_scale"] != 1 else "")
+        + f" on the {CONFIG['surrogate']} surrogate, "
         f"{CONFIG['reduction']} over the group, advantage R − mean R, focal weight "
         r"$(1-\hat\mu_{pos})^\gamma$", fontsize=11)
     fig.tight_layout()
@@ -182,6 +184,8 @@ def run(ctx: Context) -> dict:
         "parameters": {"A": pol.num_actions, "num_correct": pol.num_correct,
                        "N": ns.tolist(), "gamma": list(GAMMAS), "seeds": st["seeds"],
                        "T": int(steps[-1]), "stride": st["stride"], **CONFIG,
+                       "learning_rate_configured": CONFIG["learning_rate"],
+                       "learning_rate_scale": st["lr_scale"],
                        "learning_rate_used": lr, "advantage": "R - mean R (App. J)",
                        "regime_rule": "II: final Q_pos > 0.9 and M_ret < 0.5 (gamma 0, seed "
                                       "mean); I below, III above"},

@@ -13,18 +13,19 @@ from __future__ import annotations
 import itertools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from simplexlab import categorical as C
-from simplexlab.lab import Context, experiment
+from simplexlab import sweep
+from simplexlab.lab import Context, experiment, load_experiment_module
 
 SURROGATES = ("probability", "log_likelihood")
 REDUCTIONS = ("mean", "sum")
-OPTIMIZERS = C.OPTIMIZERS
+OPTIMIZERS = ("sgd", "adam")
 LRS = (1e-3, 1e-2, 1e-1)
-CHOSEN = tuple(C.FIG4_CONFIG[k] for k in ("surrogate", "reduction", "optimizer",
-                                          "learning_rate"))  # what categorical-regimes uses
+FIG4_CONFIG = load_experiment_module("categorical_regimes").FIG4_CONFIG
+CHOSEN = tuple(FIG4_CONFIG[k] for k in ("surrogate", "reduction", "optimizer",
+                                        "learning_rate"))  # what categorical-regimes uses
 
 
 def settings(quick: bool) -> dict:
@@ -61,26 +62,21 @@ def run(ctx: Context) -> dict:
     st = settings(ctx.quick)
     ns, steps, stride = st["ns"], st["steps"], st["stride"]
     key = jax.random.key(ctx.seed)
-    lrs = jnp.asarray(LRS) * st["lr_scale"]
+    pol = st["policy"]
+    ds = sweep.run(  # one seed, the same key for every configuration
+        "categorical",
+        {"surrogate": list(SURROGATES), "reduction": list(REDUCTIONS),
+         "optimizer": list(OPTIMIZERS), "learning_rate": [lr * st["lr_scale"] for lr in LRS],
+         "group_size": list(ns)},
+        fixed={"num_actions": pol.num_actions, "num_correct": pol.num_correct,
+               "num_steps": steps, "stride": stride},
+        keys=key[None], out=ctx.out / "cache", name=f"{ctx.name}-{ctx.mode}",
+        progress=ctx.show_progress)
     combos = list(itertools.product(SURROGATES, REDUCTIONS, OPTIMIZERS))
-    final_q = np.zeros((len(combos), len(LRS), len(ns)))
-    final_m = np.zeros_like(final_q)
-    min_m = np.zeros_like(final_q)
-    jobs = [(ci, ni) for ci in range(len(combos)) for ni in range(len(ns))]
-    for ci, ni in ctx.progress(jobs, desc="surrogate x reduction x optimizer x N"):
-        sur, red, opt = combos[ci]
-        n = ns[ni]
-        cfg = C.CategoricalConfig(policy=st["policy"], group_size=n, surrogate=sur,
-                                  reduction=red, optimizer=OPTIMIZERS[opt])
-
-        def compute(cfg=cfg):
-            keys = jnp.stack([key] * len(LRS))  # same seed for every learning rate
-            return C.run_many(cfg, keys, num_steps=steps, stride=stride, learning_rates=lrs)
-
-        r = ctx.cached(f"{sur}-{red}-{opt}-N{n}", compute)
-        final_q[ci, :, ni] = r["q_pos"][:, -1]
-        final_m[ci, :, ni] = r["m_ret"][:, -1]
-        min_m[ci, :, ni] = r["m_ret"].min(axis=1)
+    # (surrogate, reduction, optimizer, lr, N, seed, step) -> (combo, lr, N)
+    q = ds["q_pos"].values[..., 0, :].reshape(len(combos), len(LRS), len(ns), -1)
+    m = ds["m_ret"].values[..., 0, :].reshape(len(combos), len(LRS), len(ns), -1)
+    final_q, final_m, min_m = q[..., -1], m[..., -1], m.min(axis=-1)
 
     q0 = float(C.metrics(C.CategoricalConfig(policy=st["policy"]),
                          C.init(C.CategoricalConfig(policy=st["policy"]), key)).q_pos)

@@ -13,7 +13,6 @@ y-portraits (eq. 68).
 from __future__ import annotations
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import matplotlib
 
@@ -22,7 +21,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import simplexlab as sl  # noqa: E402
-from simplexlab._fixed_points import uniform_on_support  # noqa: E402
+from simplexlab.geometry import (  # noqa: E402
+    bad_mass_envelopes,
+    uniform_on_support,
+    within_good_field,
+)
 from simplexlab.lab import Context, experiment  # noqa: E402
 from simplexlab.plotting import (  # noqa: E402
     mark_fixed_points,
@@ -36,20 +39,6 @@ PANELS = [
     (r"$\tilde\lambda = 1$: collision cancelled", 1.0),
     (r"$\tilde\lambda = 2$: anti-collision", 2.0),
 ]
-
-
-def _y_field(dyn, p0: float, z0: np.ndarray):
-    """y ↦ dy/dτ of ``dyn`` at fixed (p0, z0), batched over leading axes."""
-    def f(y):
-        s = sl.State(jnp.asarray(p0), y, jnp.asarray(z0))
-        return dyn.inner_vector_field(0.0, s).y
-
-    def batched(Y):
-        Y = jnp.asarray(Y, dtype=float)
-        flat = Y.reshape(-1, Y.shape[-1])
-        return np.asarray(jax.vmap(f)(flat)).reshape(Y.shape)
-
-    return f, batched
 
 
 @experiment(
@@ -72,7 +61,7 @@ def run(ctx: Context) -> dict:
     results: dict = {"panels": []}
     for ax, (title, lam0) in zip(axes[:3], PANELS, strict=True):
         dyn = sl.GRPO() if lam0 == 0.0 else sl.GoodBonus(sl.ScheduleA(lam0))
-        f, batched = _y_field(dyn, p0, z0)
+        f, batched = within_good_field(dyn, p0, z0)
         ternary_axes(ax, title=title)
         sp = stream_on_simplex(ax, batched, n=grid, density=0.9)
         if sp is None:
@@ -108,9 +97,7 @@ def run(ctx: Context) -> dict:
     sols = eqx.filter_vmap(lambda s: sl.solve(sl.GRPO(), s, t1=10.0, time="inner", n_save=201)
                            )(states)
     tau = np.asarray(sols.tau[0])
-    odds = (1 - p_start) / p_start
-    lower = 1 / (1 + odds * np.exp(2 * tau))
-    upper = 1 / (1 + odds * np.exp((1 / K + 1 / M) * tau))
+    lower, upper = bad_mass_envelopes(tau, p_start, K, M)
     ax.fill_between(tau, lower, upper, color="tab:green", alpha=0.15,
                     label="Cor. A.10 envelope")
     ax.plot(tau, lower, color="tab:green", lw=1.2)

@@ -1,40 +1,11 @@
 """Collision / cancel / anti-collision regimes of the neutralized within-good drift (G²RPO §D.6)."""
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-import simplexlab as sl
-from simplexlab.geometry import flip_threshold, global_flip_gain
+from simplexlab.geometry import flip_threshold, global_flip_gain, neutralized_inner_coefficient
 from simplexlab.lab import Context, experiment
 
 M_BIG = 64  # bad-block size used to realise every L_z ∈ [1/64, 1]
-
-
-def _with_concentration(L, n):
-    """Points of Δ^{n−1} with ||x||² = L (batched): x = (1−t) u + t e_1, u uniform."""
-    L = np.asarray(L, dtype=float)
-    t = np.sqrt(np.clip(L - 1.0 / n, 0.0, None) / (1.0 - 1.0 / n))
-    x = np.repeat(((1.0 - t) / n)[..., None], n, axis=-1)
-    x[..., 0] += t
-    return x
-
-
-def inner_y_coefficient(K, lam_t, L_y, L_z, p=0.3, verifier=None):
-    """The coefficient a of dy/dτ = a V(y) of the schedule-A neutralized system (eq. 57/63) with
-    λ̃ ≡ ``lam_t``, read from the package's mean-field field (broadcast over the inputs)."""
-    lam_t, L_y, L_z = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (lam_t, L_y, L_z)))
-    y, z = _with_concentration(L_y, K), _with_concentration(L_z, M_BIG)
-    ver = sl.Verifier() if verifier is None else verifier
-
-    def one(lt, y, z):
-        s = sl.State(jnp.asarray(p), y, z)
-        return sl.Neutralized(sl.ScheduleA(lt), verifier=ver).inner_rates(0.0, s).a_y
-
-    f = jax.jit(jax.vmap(one))
-    out = f(jnp.asarray(lam_t.ravel()), jnp.asarray(y.reshape(-1, K)),
-            jnp.asarray(z.reshape(-1, M_BIG)))
-    return np.asarray(out).reshape(lam_t.shape)
 
 
 @experiment(
@@ -75,7 +46,7 @@ def run(ctx: Context) -> dict:
         # L_y → 1/K (y uniform, V(y) = 0 there) is approached geometrically
         ly = 1.0 / K + (1.0 - 1.0 / K) * np.geomspace(1e-6, 1.0, n_ly)
         LAM, LZ, LY = np.meshgrid(lam, lz, ly, indexing="ij")
-        a = inner_y_coefficient(K, LAM, LY, LZ)
+        a = neutralized_inner_coefficient(K, LAM, LY, LZ, p=0.3, M=M_BIG)
         collision = np.all(a > 0, axis=-1)
         anti = np.all(a < 0, axis=-1)
         region = np.where(collision, 0, np.where(anti, 2, 1))  # (n_lam, n_lz)

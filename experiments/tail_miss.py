@@ -44,7 +44,7 @@ def run(ctx: Context) -> dict:
         res_mu = {}
         for rho, c in zip(RHOS, colors, strict=True):
             tau = rho * mu
-            p = np.asarray(S.tail_miss(mu, tau, n_grid))
+            p = np.asarray(S.tail_miss(mu, tau, n_grid, continuous=True))
             peak = S.tail_miss_peak(mu, tau)
             ax.plot(n_grid, p, color=c, lw=1.8, label=rf"$\rho={rho:g}$")
             ax.plot(float(peak.n_star_int), float(peak.peak_int), marker="*", ms=14, color=c,
@@ -85,7 +85,7 @@ def run(ctx: Context) -> dict:
 
     # ---------------- Fig. 5 ----------------
     n5 = np.logspace(0, 18, 800, base=2.0)
-    p5 = np.asarray(S.tail_miss(FIG5_MU, FIG5_TAU, n5))
+    p5 = np.asarray(S.tail_miss(FIG5_MU, FIG5_TAU, n5, continuous=True))
     pow2 = 2.0 ** np.arange(1, 19)
     p_pow2 = np.asarray(S.tail_miss(FIG5_MU, FIG5_TAU, pow2))
     peak5 = S.tail_miss_peak(FIG5_MU, FIG5_TAU)

@@ -24,13 +24,13 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import jax.numpy as jnp  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
 from simplexlab import categorical as C  # noqa: E402
 from simplexlab import sampling as S  # noqa: E402
+from simplexlab import sweep  # noqa: E402
 
 QUICK = os.environ.get("SIMPLEXLAB_QUICK", "0") == "1"
 policy = C.CategoricalPolicy(num_actions=2_000, num_correct=156)
@@ -84,13 +84,16 @@ for name, kw in [("literal: SGD, probability, mean", dict(optimizer=optax.sgd,
 
 # %%
 ns = (2, 32, 8192) if QUICK else (2, 8, 32, 128, 512, 2048, 8192, 32768)
-gammas = jnp.asarray([0.0, 1.0])
+ds = sweep.run("categorical", {"group_size": list(ns), "focal_gamma": [0.0, 1.0]},
+               fixed={"num_actions": policy.num_actions, "num_correct": policy.num_correct,
+                      "optimizer": "adam", "surrogate": "log_likelihood",
+                      "learning_rate": 1e-2 * 1000 / steps, "num_steps": steps,
+                      "stride": steps},
+               keys=key[None], progress=False)  # one seed, the same key for every N and gamma
 res = []
 for n in ns:
-    c = C.CategoricalConfig(policy=policy, group_size=n, optimizer=optax.adam,
-                            surrogate="log_likelihood", learning_rate=1e-2 * 1000 / steps)
-    m = C.run_many(c, jnp.stack([key, key]), num_steps=steps, stride=steps, focal_gammas=gammas)
-    res.append((np.asarray(m.q_pos[:, -1]), np.asarray(m.m_ret[:, -1])))
+    final = ds.sel(group_size=n, seed=0).isel(step=-1)
+    res.append((final.q_pos.values, final.m_ret.values))
     print(f"N = {n:6d}: Q_pos {res[-1][0].round(3)}  M_ret {res[-1][1].round(3)}  "
           f"(gamma 0, 1); leaf tail-miss {float(S.tail_miss(float(p0[:156].sum()), leaf, n)):.3f}")
 

@@ -64,7 +64,7 @@ for r, ns, ni, p in zip(rhos, peak.n_star, peak.n_star_int, peak.peak_int, stric
 n_grid = np.logspace(0, 12, 300, base=2)
 fig, ax = plt.subplots(figsize=(6, 3.5))
 for r in rhos:
-    ax.plot(n_grid, S.tail_miss(0.5, 0.5 * r, n_grid), label=f"rho={r:g}")
+    ax.plot(n_grid, S.tail_miss(0.5, 0.5 * r, n_grid, continuous=True), label=f"rho={r:g}")
 ax.set_xscale("log", base=2)
 ax.set_xlabel("N")
 ax.set_ylabel("Pr(B_tau)")

@@ -13,26 +13,27 @@ Public namespaces:
   Lemma B.1, identities 8/13) and sharpening-collapse §2 (Thm 2.2–2.4, Cor. 2.2).
 - :mod:`simplexlab.categorical` -- the softmax categorical policy simulator of F-GRPO App. J
   (count sampler, count-form surrogate gradients, optax optimizers, ``lax.scan`` runs).
-- :mod:`simplexlab.lab` -- experiment registry used by ``experiments/`` and the CLI.
+- :mod:`simplexlab.sim` -- the simulator protocol (``init`` / ``step`` / ``observe``) and the
+  simulators built on it.
+- :mod:`simplexlab.sweep` -- the sweep engine: grids over any simulator or the ODE ensemble,
+  sharded over devices and processes, chunked, resumable, saved as an xarray ``Dataset``.
+- :mod:`simplexlab.lab` -- experiment registry, result files, CLI and plotting.
+
+Layers (each imports only the ones before it): ``theory`` (maths) → ``shaping`` → ``sim`` →
+``sweep`` → ``lab``. ``import simplexlab`` imports nothing heavy: each namespace (and JAX) is
+imported on first access, so ``simplexlab --help`` answers at once and the command line can set
+``XLA_FLAGS`` before JAX starts.
 """
 
-__version__ = "0.1.0"
+import importlib as _importlib
+from typing import TYPE_CHECKING
 
-from . import categorical, geometry, lab, meanfield, metrics, sampling, shaping
-from .meanfield import (
-    GRPO,
-    ConstantGain,
-    GoodBonus,
-    Neutralized,
-    ScheduleA,
-    ScheduleB,
-    Solution,
-    State,
-    Verifier,
-    make_state,
-    solve,
-    solve_ensemble,
-)
+from ._version import __version__
+
+_SUBMODULES = ("categorical", "geometry", "lab", "meanfield", "metrics", "plotting", "sampling",
+               "shaping", "sim", "sweep")
+_FROM_MEANFIELD = ("GRPO", "ConstantGain", "GoodBonus", "Neutralized", "ScheduleA", "ScheduleB",
+                   "Solution", "State", "Verifier", "make_state", "solve", "solve_ensemble")
 
 __all__ = [
     "GRPO",
@@ -51,8 +52,52 @@ __all__ = [
     "make_state",
     "meanfield",
     "metrics",
+    "plotting",
     "sampling",
     "shaping",
+    "sim",
     "solve",
     "solve_ensemble",
+    "sweep",
 ]
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return _importlib.import_module(f".{name}", __name__)
+    if name in _FROM_MEANFIELD:
+        return getattr(_importlib.import_module(".meanfield", __name__), name)
+    raise AttributeError(f"module 'simplexlab' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above load lazily
+    from . import (
+        categorical,
+        geometry,
+        lab,
+        meanfield,
+        metrics,
+        plotting,
+        sampling,
+        shaping,
+        sim,
+        sweep,
+    )
+    from .meanfield import (
+        GRPO,
+        ConstantGain,
+        GoodBonus,
+        Neutralized,
+        ScheduleA,
+        ScheduleB,
+        Solution,
+        State,
+        Verifier,
+        make_state,
+        solve,
+        solve_ensemble,
+    )

@@ -6,10 +6,17 @@ at run time under ``jit`` and ``vmap`` (never a silent NaN).
 
 Every check returns the (possibly error-wrapped) array, which callers must use in place of the
 input so that the runtime check is not dead-code eliminated under ``jit``.
+
+Also here: :func:`renamed_kwargs`, the one mechanism for keeping an old public keyword name working
+as a deprecated alias of its new name.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import math
+import warnings
 from collections.abc import Callable
 
 import equinox as eqx
@@ -18,16 +25,66 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
+    "as_int",
     "check",
+    "check_broadcast",
     "check_finite",
     "check_in_open_unit_interval",
-    "check_parameter",
+    "check_integer_valued",
     "check_nonnegative",
+    "check_number",
+    "check_pair",
+    "check_parameter",
     "check_simplex",
+    "deprecated_alias",
     "is_concrete",
+    "is_int",
+    "renamed_kwargs",
+    "user_stacklevel",
+    "xp",
 ]
 
 SIMPLEX_ATOL = 1e-6
+
+
+class _Namespace:
+    """``xp.f(a, ...)`` is NumPy's ``f`` when ``a`` is a NumPy array or scalar and
+    ``jax.numpy``'s ``f`` otherwise; ``xp.inf`` etc. are the constants.
+
+    The predicates handed to :func:`check` are written with ``xp``, so an eager check (NumPy
+    input) runs in NumPy -- no JAX dispatch, no compilation for every new shape -- and a traced
+    check builds the same predicate in ``jax.numpy`` for ``eqx.error_if``."""
+
+    def __init__(self):
+        self._cache = {}
+
+    def __getattr__(self, name):
+        try:
+            return self._cache[name]
+        except KeyError:
+            pass
+        jf = getattr(jnp, name)
+        if not callable(jf):
+            out = jf
+        else:
+            nf = getattr(np, name)
+
+            def out(a, *args, **kwargs):
+                f = nf if isinstance(a, np.ndarray | np.generic | float | int) else jf
+                return f(a, *args, **kwargs)
+
+            out.__name__ = name
+        self._cache[name] = out
+        return out
+
+
+#: NumPy for NumPy inputs, ``jax.numpy`` for JAX inputs (see :class:`_Namespace`)
+xp = _Namespace()
+
+
+def is_int(x) -> bool:
+    """True for a Python or NumPy integer (not a bool)."""
+    return isinstance(x, int | np.integer) and not isinstance(x, bool)
 
 
 def is_concrete(x) -> bool:
@@ -39,7 +96,31 @@ def _describe(x) -> str:
     arr = np.asarray(x)
     if arr.size <= 12:
         return np.array2string(arr, precision=6, separator=", ")
-    return f"array of shape {arr.shape} (min={np.nanmin(arr):.6g}, max={np.nanmax(arr):.6g})"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return (f"array of shape {arr.shape} (min={np.nanmin(arr):.6g}, "
+                f"max={np.nanmax(arr):.6g})")
+
+
+def _numeric_array(x, what: str) -> np.ndarray:
+    """``np.asarray(x)`` for a concrete number or array of numbers (bool, int, float); anything
+    else (a string, ``None``, a ragged list, complex numbers) raises ``ValueError`` naming it."""
+    if isinstance(x, str | bytes) or x is None:
+        raise ValueError(f"{what} must be a number (or an array of numbers); got {x!r}")
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number (or an array of numbers); got {x!r}") from None
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{what} must be a number (or an array of real numbers); got {x!r}")
+    return arr
+
+
+def check_number(x, name: str):
+    """``x`` must be a real number or array of real numbers (not a string, ``None``, ...)."""
+    if is_concrete(x):
+        _numeric_array(x, name)
+    return x
 
 
 def check(
@@ -51,33 +132,52 @@ def check(
 ):
     """Raise if ``bad(x)`` is true anywhere.
 
-    ``bad`` must work on NumPy and JAX arrays (use ``jnp``-compatible operators only).
+    ``bad`` must work on NumPy and JAX arrays: operators, methods and :data:`xp` functions (so
+    that the eager check runs in NumPy).
     Eagerly: ``ValueError(f"{message}; got {x}")``. Traced: ``eqx.error_if`` with ``message``.
+    A concrete ``x`` that is not a number (a string, ``None``) raises a ``ValueError`` too.
     """
     if is_concrete(x):
-        arr = np.asarray(x)
+        arr = _numeric_array(x, message.split(" must ")[0] if " must " in message else message)
         # evaluate eagerly even inside a jit trace (concrete constants stay concrete)
         with jax.ensure_compile_time_eval():
-            flagged = bool(np.any(np.asarray(bad(arr))))
+            res = bad(arr)
+        if isinstance(res, jax.core.Tracer):  # ``bad`` closes over a traced value
+            return eqx.error_if(jnp.asarray(x), jnp.any(res), message)
+        flagged = bool(np.any(np.asarray(res)))
         if flagged:
             raise ValueError(f"{message}; got {_describe(arr)}" if show else message)
         return jnp.asarray(x) if isinstance(x, jax.Array) else x
     return eqx.error_if(x, jnp.any(bad(x)), message)
 
 
+def check_pair(x, y, bad, message: str):
+    """Raise if ``bad(x, y)`` anywhere (``x``, ``y`` broadcast); eagerly a ``ValueError`` naming
+    the first offending pair, traced an ``eqx.error_if`` on ``x``. Returns ``x``."""
+    if is_concrete(x) and is_concrete(y):
+        a, b = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+        with jax.ensure_compile_time_eval():
+            mask = np.asarray(bad(a, b))
+        if np.any(mask):
+            i = tuple(np.argwhere(mask)[0]) if mask.ndim else ()
+            raise ValueError(f"{message}; got {a[i].item()!r} and {b[i].item()!r}")
+        return x
+    return eqx.error_if(jnp.asarray(x), jnp.any(bad(x, y)), message)
+
+
 def check_finite(x, name: str):
-    return check(x, lambda a: ~jnp.isfinite(a), f"{name} must be finite")
+    return check(x, lambda a: ~xp.isfinite(a), f"{name} must be finite")
 
 
 def check_parameter(x, name: str, *, lower: float | None = None, strict: bool = False):
     """A hyperparameter (gain, rate, exponent): finite and, with ``lower``, ``>= lower``
     (``> lower`` when ``strict``). Used in ``__check_init__`` of configuration modules."""
     if lower is None:
-        return check(x, lambda a: ~jnp.isfinite(a), f"{name} must be finite")
+        return check(x, lambda a: ~xp.isfinite(a), f"{name} must be finite")
     op = ">" if strict else ">="
     return check(
         x,
-        lambda a: ~jnp.isfinite(a) | ((a <= lower) if strict else (a < lower)),
+        lambda a: ~xp.isfinite(a) | ((a <= lower) if strict else (a < lower)),
         f"{name} must be finite and {op} {lower:g}",
     )
 
@@ -90,8 +190,48 @@ def check_in_open_unit_interval(x, name: str):
     return check(x, lambda a: (a <= 0) | (a >= 1), f"{name} must lie in the open interval (0, 1)")
 
 
+def check_integer_valued(x, name: str, *, lower: int | None = None):
+    """Every entry of ``x`` is a finite whole number (and ``>= lower``): for counts and group
+    sizes that may be arrays (or traced)."""
+    x = check_finite(x, name)
+    msg = f"{name} must be an integer" + ("" if lower is None else f" >= {lower}")
+    return check(x, lambda a: (a != xp.round(a)) | ((a < lower) if lower is not None else False),
+                 msg)
+
+
+def as_int(x, name: str, *, lower: int | None = None) -> int:
+    """A static (Python-level) integer argument: an ``int``, a NumPy integer or a whole float;
+    returns it as ``int``. Bools, fractions, non-finite values, strings and tracers raise
+    ``ValueError`` naming ``name``."""
+    bound = "" if lower is None else f" >= {lower}"
+    if isinstance(x, jax.core.Tracer):
+        raise ValueError(f"{name} must be a static Python integer{bound}, not a traced value")
+    ok = is_int(x)
+    if not ok and isinstance(x, float | np.floating) and math.isfinite(x) and x == int(x):
+        ok = True
+    if not ok and isinstance(x, np.ndarray | jax.Array) and np.ndim(x) == 0:
+        v = np.asarray(x)
+        ok = v.dtype.kind in "iu" or (v.dtype.kind == "f" and np.isfinite(v) and v == np.round(v))
+    if not ok or (lower is not None and int(x) < lower):
+        raise ValueError(f"{name} must be an integer{bound}; got {x!r}")
+    return int(x)
+
+
+def check_broadcast(**arrays) -> tuple[int, ...]:
+    """The common broadcast shape of the named arguments, or a ``ValueError`` naming each
+    argument's shape (instead of NumPy's anonymous "objects cannot be broadcast")."""
+    shapes = {k: np.shape(v) for k, v in arrays.items()}
+    try:
+        return np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        desc = ", ".join(f"{k} {s}" for k, s in shapes.items())
+        raise ValueError(f"the shapes of {', '.join(shapes)} do not broadcast together: "
+                         f"{desc}") from None
+
+
 def check_simplex(x, name: str, *, atol: float = SIMPLEX_ATOL):
     """``x`` (last axis) must be a point of the probability simplex: finite, >= 0, sums to 1."""
+    check_number(x, name)
     if np.ndim(x) < 1 or np.shape(x)[-1] < 1:
         raise ValueError(f"{name} must have a last axis of length >= 1; got shape {np.shape(x)}")
     x = check_finite(x, name)
@@ -101,3 +241,61 @@ def check_simplex(x, name: str, *, atol: float = SIMPLEX_ATOL):
         lambda a: abs(a.sum(-1) - 1.0) > atol,
         f"{name} must lie on the probability simplex (entries sum to 1 within {atol:g})",
     )
+
+
+# --------------------------------------------------------------------------- deprecated names
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` that points at the first frame outside
+    simplexlab, equinox and dataclass machinery (the user's call), counted from the caller."""
+    frame = inspect.currentframe().f_back  # the function calling warnings.warn
+    level = 1
+    while frame is not None:
+        fn = frame.f_code.co_filename
+        if not any(s in fn for s in ("/simplexlab/", "/equinox/", "dataclasses", "<string>")):
+            return level
+        frame = frame.f_back
+        level += 1
+    return 1
+
+
+def _warn_renamed(old: str, new: str, where: str) -> None:
+    warnings.warn(f"{where}: the keyword {old!r} is deprecated; use {new!r} (same meaning)",
+                  DeprecationWarning, stacklevel=user_stacklevel())
+
+
+def deprecated_alias(kwargs: dict, old: str, new: str, where: str, value, default):
+    """For hand-written ``__init__``\\ s: resolve ``new=value`` against a deprecated ``old`` in
+    ``kwargs`` (popped, with a ``DeprecationWarning``). Passing both is an error; ``default`` is
+    the sentinel meaning "``new`` not given"."""
+    if old in kwargs:
+        old_value = kwargs.pop(old)
+        if value is not default:
+            raise TypeError(f"{where}: got both {new!r} and its deprecated alias {old!r}")
+        _warn_renamed(old, new, where)
+        return old_value
+    return value
+
+
+def renamed_kwargs(**renames: str):
+    """Decorator: ``@renamed_kwargs(n="group_size")`` keeps ``f(..., n=4)`` working as
+    ``f(..., group_size=4)`` with a ``DeprecationWarning`` (passing both is a ``TypeError``).
+    The signature shown by ``inspect`` is the new one."""
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{f.__name__}() got both {new!r} and its deprecated "
+                                        f"alias {old!r}")
+                    _warn_renamed(old, new, f"{f.__name__}()")
+                    kwargs[new] = kwargs.pop(old)
+            return f(*args, **kwargs)
+
+        wrapper.__signature__ = inspect.signature(f)
+        return wrapper
+
+    return deco

@@ -85,7 +85,7 @@ def provenance() -> dict[str, Any]:
     """Version, git revision, platform and time: what every result file records."""
     import jax
 
-    from . import __version__
+    from ._version import __version__
 
     return {
         "simplexlab_version": __version__,

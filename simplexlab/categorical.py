@@ -7,14 +7,14 @@ actions above their initial probability); an exact O(A + N log A) multinomial co
 the count-form surrogate gradient (probability-linear or log-likelihood, mean or sum over the
 group) with advantages from :mod:`simplexlab.shaping` and any ``optax`` optimizer. Options for
 speed: ``CategoricalConfig(dtype=jnp.float32)`` (faster on CPU, less accurate; float64 stays
-the default under x64), ``run_many(..., batching=...)`` (``lax.map`` over runs on CPU,
-``vmap`` on accelerators) and ``run_many(..., workers=...)`` (the runs split over one thread
-per CPU core).
+the default under x64). :class:`Categorical` is the simulator in the protocol of
+:mod:`simplexlab.sim`; batches of runs go through :mod:`simplexlab.sweep`.
 """
 
-from ._categorical import (
-    FIG4_CONFIG,
+from .sim._categorical import (
+    ADVANTAGES,
     OPTIMIZERS,
+    Categorical,
     CategoricalConfig,
     CategoricalPolicy,
     Metrics,
@@ -25,14 +25,14 @@ from ._categorical import (
     init,
     metrics,
     run,
-    run_many,
     sample_counts,
     step,
 )
 
 __all__ = [
-    "FIG4_CONFIG",
+    "ADVANTAGES",
     "OPTIMIZERS",
+    "Categorical",
     "CategoricalConfig",
     "CategoricalPolicy",
     "Metrics",
@@ -43,7 +43,6 @@ __all__ = [
     "init",
     "metrics",
     "run",
-    "run_many",
     "sample_counts",
     "step",
 ]

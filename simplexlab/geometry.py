@@ -9,7 +9,7 @@ are re-exported from :mod:`simplexlab.meanfield`. Fixed points: :func:`find_fixe
 :func:`uniform_on_support`, :func:`classify`, :func:`block_field`.
 """
 
-from ._closed_forms import (
+from .theory._closed_forms import (
     attenuation,
     collision_field,
     flip_threshold,
@@ -20,7 +20,7 @@ from ._closed_forms import (
     neutralizer_schedule_b,
     reciprocal_bonus,
 )
-from ._fixed_points import (
+from .theory._fixed_points import (
     FixedPoint,
     block_field,
     classify,
@@ -30,7 +30,7 @@ from ._fixed_points import (
     tangent_jacobian,
     uniform_on_support,
 )
-from ._geometry import (
+from .theory._geometry import (
     alignment_defect,
     bad_mass_drift,
     baseline_advantages,
@@ -46,8 +46,18 @@ from ._geometry import (
     push_forward,
     softmax_jacobian,
 )
+from .theory._portraits import (
+    bad_mass_envelopes,
+    neutralized_inner_coefficient,
+    point_with_concentration,
+    within_good_field,
+)
 
 __all__ = [
+    "bad_mass_envelopes",
+    "neutralized_inner_coefficient",
+    "point_with_concentration",
+    "within_good_field",
     "FixedPoint",
     "alignment_defect",
     "attenuation",

@@ -6,7 +6,7 @@ system 50–51), :class:`Neutralized` (eq. 56; with :class:`ScheduleA` eq. 62–
 :func:`solve_ensemble` integrates a batch as one system (the fast path for sweeps).
 """
 
-from ._closed_forms import (
+from .theory._closed_forms import (
     attenuation,
     collision_field,
     concentration,
@@ -22,7 +22,7 @@ from ._closed_forms import (
     neutralizer_schedule_b,
     reciprocal_bonus,
 )
-from ._fields import (
+from .theory._fields import (
     GRPO,
     AbstractDynamics,
     GoodBonus,
@@ -31,10 +31,10 @@ from ._fields import (
     adaptive_field_j1,
     good_bonus_field_j1,
 )
-from ._gains import AbstractGain, ConstantGain, ScheduleA, ScheduleB
-from ._solve import Solution, solve, solve_ensemble
-from ._state import State, make_state, state_from_policy
-from ._verifier import Verifier
+from .theory._gains import AbstractGain, ConstantGain, ScheduleA, ScheduleB
+from .theory._solve import Solution, solve, solve_ensemble
+from .theory._state import State, make_state, state_from_policy
+from .theory._verifier import Verifier
 
 __all__ = [
     "GRPO",

@@ -9,14 +9,14 @@ ratio R, and the toy's kernel values (App. G). Monte Carlo estimators with confi
 for each sampling quantity.
 """
 
-from ._montecarlo import (
+from .theory._montecarlo import (
     MCEstimate,
     mc_activity,
     mc_conditional_sampled_masses,
     mc_grpo_advantage_magnitude,
     mc_tail_miss,
 )
-from ._sampling import (
+from .theory._sampling import (
     CategoricalBatch,
     TailMissPeak,
     activity,
@@ -33,7 +33,7 @@ from ._sampling import (
     tail_miss_peak,
     unsampled_correct_change,
 )
-from ._sharpening import (
+from .theory._sharpening import (
     batch_optimal_policy,
     log_batch_partition_function,
     normalized_binary_advantages,

@@ -9,12 +9,21 @@ import numpy as np
 from hypothesis import strategies as st
 
 __all__ = [
+    "NON_FINITE",
     "bonus_vectors",
     "block_states",
     "SMALL_SHAPES",
     "etas",
     "gains",
     "interior_simplex_points",
+    "negatives",
+    "non_finite",
+    "non_integers",
+    "non_positive",
+    "not_numbers",
+    "off_simplex_points",
+    "outside_open_unit_interval",
+    "outside_unit_interval",
     "simplex_points",
     "sizes",
     "verifier_noise",
@@ -113,3 +122,64 @@ SMALL_SHAPES = [(1, 3), (3, 1), (4, 5)]
 def etas(min_value: float = 0.1, max_value: float = 2.0):
     """Learning rates η."""
     return st.floats(min_value, max_value)
+
+
+# ----------------------------------------------------------------- invalid values (bad input)
+# Strategies for values a public function must refuse (tests/test_bad_input.py).
+
+NON_FINITE = (float("nan"), float("inf"), float("-inf"))
+
+
+def non_finite():
+    """NaN, +inf or −inf."""
+    return st.sampled_from(NON_FINITE)
+
+
+def not_numbers():
+    """Things that are not a (real) number: strings, None, a complex number."""
+    return st.sampled_from(["0.5", "a", None, 1 + 2j])
+
+
+def negatives(max_value: float = -1e-9, min_value: float = -1e6):
+    """Finite negative floats."""
+    return st.floats(min_value, max_value, allow_nan=False, allow_infinity=False)
+
+
+def non_positive():
+    """0, finite negatives and non-finite values (for a quantity that must be finite and > 0)."""
+    return st.one_of(st.just(0.0), negatives(), non_finite())
+
+
+def outside_open_unit_interval():
+    """Values not in (0, 1): the end points, below, above, non-finite."""
+    return st.one_of(st.sampled_from([0.0, 1.0]), negatives(),
+                     st.floats(1.0, 1e6, exclude_min=True), non_finite())
+
+
+def outside_unit_interval():
+    """Values not in [0, 1]."""
+    return st.one_of(negatives(), st.floats(1.0, 1e6, exclude_min=True), non_finite())
+
+
+def non_integers(min_value: float = 0.0, max_value: float = 1e3):
+    """Finite floats with a fractional part (``k + f``, ``f ∈ [0.01, 0.99]``)."""
+    return st.builds(lambda k, f: k + f, st.integers(int(min_value), int(max_value)),
+                     st.floats(0.01, 0.99))
+
+
+@st.composite
+def off_simplex_points(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 6):
+    """A length-``n`` vector that is not a simplex point: a point rescaled so its sum is off by
+    more than 1e-4, a point with one negative entry, or one with a NaN/inf entry."""
+    x = draw(simplex_points(n, min_n=min_n, max_n=max_n))
+    kind = draw(st.sampled_from(["scaled", "negative", "non_finite"]))
+    x = x.copy()
+    if kind == "scaled":
+        x = x * draw(st.one_of(st.floats(0.0, 0.9999), st.floats(1.0001, 10.0)))
+    elif kind == "negative":
+        i = draw(st.integers(0, len(x) - 1))
+        x[i] = -draw(st.floats(1e-3, 1.0))
+    else:
+        i = draw(st.integers(0, len(x) - 1))
+        x[i] = draw(non_finite())
+    return x

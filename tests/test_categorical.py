@@ -19,6 +19,7 @@ from scipy import stats
 from simplexlab import categorical as C
 from simplexlab import sampling as S
 from simplexlab import shaping as SH
+from simplexlab import sweep
 
 SMALL = C.CategoricalPolicy(num_actions=30, num_correct=8, anchor_logit=2.0, correct_logit=1.0,
                             incorrect_logit=0.0)
@@ -196,7 +197,7 @@ def test_sampler_methods_marginals_and_zero_mass(rng, method, dtype):
     """Both count samplers (block tree: A = 5000 gives three levels, with a whole zero-mass
     block, zero-mass first and last actions, and a tiny-mass action; global CDF) against the
     exact marginals, and with zero-probability actions never drawn."""
-    from simplexlab._categorical import _counts_from_weights
+    from simplexlab.sim._sampler import counts_from_weights as _counts_from_weights
 
     a, n, reps = 5000, 4096, 50
     z = rng.normal(size=a)
@@ -226,7 +227,7 @@ def test_sampler_methods_marginals_and_zero_mass(rng, method, dtype):
 def test_sampler_tree_and_cdf_agree_on_app_j_policy():
     """At A = 128,000 (App. J policy) both samplers give counts with the same law: correct-set
     counts k ~ Binomial(N, Q_pos) (two-sample chi-square on k's histogram)."""
-    from simplexlab._categorical import _counts_from_weights
+    from simplexlab.sim._sampler import counts_from_weights as _counts_from_weights
 
     pol = C.CategoricalPolicy()
     p = jax.nn.softmax(pol.initial_logits())
@@ -245,7 +246,7 @@ def test_sampler_tree_and_cdf_agree_on_app_j_policy():
 def test_hashed_uniforms_are_uniform_and_independent(dtype):
     """The sampler's counter-hash uniforms: in [0, 1), uniform (Kolmogorov-Smirnov), consecutive
     pairs uniform on a 16 x 16 grid (chi-square), and streams of different keys uncorrelated."""
-    from simplexlab._categorical import _uniforms
+    from simplexlab.sim._sampler import uniforms as _uniforms
 
     n = 200_000
     u = np.asarray(_uniforms(jax.random.key(0), n, jnp.dtype(dtype)), float)
@@ -263,7 +264,7 @@ def test_hashed_uniforms_are_uniform_and_independent(dtype):
 def test_tree_sampler_at_block_boundaries(rng, a):
     """The block tree at sizes around powers of its fan-out 64 (one level, a padded level, an
     exact 64 x 64 tree, one action more), from unnormalized weights: exact marginals."""
-    from simplexlab._categorical import _counts_from_weights
+    from simplexlab.sim._sampler import counts_from_weights as _counts_from_weights
 
     n, reps = 2048, 40
     e = np.exp(rng.normal(size=a)) * 1e3
@@ -464,39 +465,24 @@ def test_float32_mode_runs_and_tracks_float64():
     for a, b in zip(m32[1:5], m64[1:5], strict=True):
         assert_close(np.asarray(a[0], float), np.asarray(b[0], float), rtol=1e-5)
     assert np.all(np.isfinite(np.asarray(f32.logits)))
-    ms = C.run_many(c32, jax.random.split(jax.random.key(0), 2), num_steps=10, stride=5)
-    assert ms.q_pos.shape == (2, 3) and ms.q_pos.dtype == jnp.float32
+    ds = sweep.run("categorical", fixed={"num_actions": SMALL.num_actions, "num_correct": 8,
+                                         "dtype": "float32", "num_steps": 10, "stride": 5},
+                   seeds=2, progress=False)
+    assert ds.q_pos.shape == (2, 3) and ds.q_pos.dtype == np.float32
     with pytest.raises(ValueError, match="dtype"):
         C.CategoricalConfig(dtype=jnp.int32)
 
 
-def test_run_many_batching_modes_agree():
-    cfg = C.CategoricalConfig(policy=SMALL, group_size=5, optimizer=optax.adam,
-                              learning_rate=0.05, surrogate="log_likelihood")
-    keys = jax.random.split(jax.random.key(9), 3)
-    kw = dict(num_steps=12, stride=4, focal_gammas=jnp.asarray([0.0, 1.0, 0.5]))
-    mv = C.run_many(cfg, keys, batching="vmap", **kw)
-    mm = C.run_many(cfg, keys, batching="map", **kw)
-    for a, b in zip(mv, mm, strict=True):
-        assert_close(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+def test_sweep_batching_modes_agree():
+    """``vmap`` and ``lax.map`` batching of the same runs agree to rounding."""
+    kw = dict(fixed={"num_actions": SMALL.num_actions, "num_correct": 8, "group_size": 5,
+                     "optimizer": "adam", "learning_rate": 0.05, "surrogate": "log_likelihood",
+                     "num_steps": 12, "stride": 4},
+              seeds=3, seed=9, progress=False)
+    grid = {"focal_gamma": [0.0, 1.0, 0.5]}
+    mv = sweep.run("categorical", grid, batching="vmap", **kw)
+    mm = sweep.run("categorical", grid, batching="map", **kw)
+    for name in ("q_pos", "m_ret", "entropy"):
+        assert_close(mv[name].values, mm[name].values, rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="batching"):
-        C.run_many(cfg, keys, batching="pmap", **kw)
-
-
-def test_run_many_worker_threads_give_the_same_runs():
-    """Splitting the batch over threads (3 runs over 2 workers: chunks of 2 and 1) returns the
-    runs of the single-program call, in order, bit for bit; a bad ``workers`` is refused."""
-    cfg = C.CategoricalConfig(policy=SMALL, group_size=5, optimizer=optax.adam,
-                              learning_rate=0.05, surrogate="log_likelihood")
-    keys = jax.random.split(jax.random.key(4), 3)
-    kw = dict(num_steps=12, stride=4, learning_rates=jnp.asarray([0.05, 0.1, 0.02]),
-              focal_gammas=jnp.asarray([0.0, 1.0, 0.5]))
-    one = C.run_many(cfg, keys, workers=1, **kw)
-    two = C.run_many(cfg, keys, workers=2, **kw)
-    for a, b in zip(one, two, strict=True):
-        assert a.shape == b.shape
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert not np.array_equal(np.asarray(one.q_pos[0]), np.asarray(one.q_pos[1]))
-    for bad in (0, 1.5):
-        with pytest.raises(ValueError, match="workers"):
-            C.run_many(cfg, keys, workers=bad, **kw)
+        sweep.run("categorical", grid, batching="pmap", **kw)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from simplexlab import lab
-from simplexlab._cli import main
+from simplexlab.lab._cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,7 +34,7 @@ def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path):
     """End to end through the installed entry point, as a newcomer would run it."""
     env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", MPLBACKEND="Agg")
     proc = subprocess.run(
-        [sys.executable, "-m", "simplexlab._cli", "reproduce", "phase-portraits", "--quick",
+        [sys.executable, "-m", "simplexlab", "reproduce", "phase-portraits", "--quick",
          "--out", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     png = tmp_path / "phase_portraits.png"
@@ -53,27 +53,97 @@ def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))  # atomic writes leave no temp files
     # --resume skips a finished experiment
     proc = subprocess.run(
-        [sys.executable, "-m", "simplexlab._cli", "reproduce", "phase-portraits", "--quick",
+        [sys.executable, "-m", "simplexlab", "reproduce", "phase-portraits", "--quick",
          "--out", str(tmp_path), "--resume"], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=300)
     assert proc.returncode == 0 and "skipping" in proc.stdout
 
 
-def test_context_cached_chunks_resume(tmp_path):
-    """A cached chunk is computed once, written atomically, and reloaded on the next call."""
-    import numpy as np
+def test_help_does_not_import_jax():
+    """``simplexlab --help`` parses its arguments before importing JAX."""
+    code = ("import sys\nfrom simplexlab.lab._cli import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\nprint('jax' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("False")
 
-    ctx = lab.Context(name="demo", quick=True, out=tmp_path)
-    calls = []
 
-    def compute():
-        calls.append(1)
-        return {"a": np.arange(3.0), "b": np.array([True, False])}
+def test_import_simplexlab_does_not_import_upper_layers():
+    code = ("import sys, simplexlab as sl\nsl.solve\nsl.categorical\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[:2][-1] in "
+            "('lab', 'sweep', 'plotting')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
 
-    first = ctx.cached("chunk-1", compute)
-    again = ctx.cached("chunk-1", compute)
-    assert len(calls) == 1
-    np.testing.assert_array_equal(again["a"], [0.0, 1.0, 2.0])
-    np.testing.assert_array_equal(first["b"], again["b"])
-    assert (tmp_path / "cache" / "demo-quick-chunk-1.npz").exists()
-    assert not list((tmp_path / "cache").glob("*.tmp"))
+
+SWEEP_TOML = """simulator = "categorical"
+name = "tiny"
+seeds = 2
+[fixed]
+num_actions = 40
+num_correct = 5
+num_steps = 4
+stride = 2
+[grid]
+group_size = [2, 4]
+focal_gamma = [0.0, 1.0]
+"""
+
+
+def test_sweep_command_runs_and_resumes(tmp_path, capsys):
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text(SWEEP_TOML)
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 0
+    assert "2 chunks computed, 0 loaded" in capsys.readouterr().out
+    assert (tmp_path / "o" / "tiny.nc").exists()
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 0
+    assert "0 chunks computed, 2 loaded" in capsys.readouterr().out
+
+
+def test_sweep_command_names_a_typo(tmp_path, capsys):
+    cfg = tmp_path / "typo.toml"
+    cfg.write_text(SWEEP_TOML.replace("focal_gamma", "focal_gama"))
+    assert main(["sweep", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "focal_gama" in err and "Traceback" not in err
+
+
+def test_shipped_sweep_configs_are_valid():
+    from simplexlab import sweep
+
+    configs = sorted((ROOT / "experiments" / "sweeps").glob("*.toml"))
+    assert len(configs) >= 2
+    for c in configs:
+        kw = sweep.load_config(c)
+        assert kw["grid"], c
+
+
+def test_ctrl_c_prints_one_line_and_how_to_resume(tmp_path):
+    """SIGINT to a running ``simplexlab sweep``: one line saying what was saved and how to
+    resume, exit status 130, no traceback."""
+    import signal
+    import time
+
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(SWEEP_TOML.replace("num_steps = 4", "num_steps = 3000").replace(
+        "num_actions = 40", "num_actions = 4000").replace("seeds = 2", "seeds = 2\nchunk_size = 2"))
+    env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "simplexlab", "sweep", str(cfg), "--out",
+                             str(tmp_path / "o")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    chunks = tmp_path / "o" / "tiny.chunks"
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if chunks.is_dir() and list(chunks.glob("*.npz")):
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and "chunks saved" in lines[0] and "--resume" in lines[0]

@@ -108,6 +108,8 @@ def test_corollary_a10_envelopes_hold_along_trajectories():
         p0 = 0.8
         lower = 1.0 / (1.0 + (1 - p0) / p0 * np.exp(2 * tau))
         upper = 1.0 / (1.0 + (1 - p0) / p0 * np.exp((1 / K + 1 / M) * tau))
+        np.testing.assert_allclose(sl.geometry.bad_mass_envelopes(tau, p0, K, M),
+                                   (lower, upper), rtol=1e-14)
         assert np.all(p >= lower * (1 - 1e-9)) and np.all(p <= upper * (1 + 1e-9))
         # and the envelopes are not vacuous: p is strictly inside somewhere
         assert np.any(p > lower * 1.01) and np.any(p < upper * 0.99)

@@ -38,7 +38,7 @@ def test_tail_miss_matches_mpmath_at_hard_points():
     pts = [(m, r * m, n) for m in HARD_MU for r in HARD_RHO for n in HARD_N]
     pts += [(m, 1e-8, n) for m in HARD_MU if m > 1e-8 for n in HARD_N]  # tau = 1e-8 absolute
     mu, tau, n = (np.array(c) for c in zip(*pts, strict=True))
-    got = np.asarray(S.log_tail_miss(mu, tau, n))
+    got = np.asarray(S.log_tail_miss(mu, tau, n, continuous=True))  # HARD_N has N = 1.5
     ref = np.array([_mp_log_tail_miss(*p) for p in pts])
     zero = np.isneginf(ref)
     assert np.array_equal(np.isneginf(got), zero)
@@ -194,7 +194,8 @@ def test_peak_is_unique_on_dense_grid():
     t = np.linspace(0.0, 1.0, 400)
     # log-N grid from 1.0001 to 1000 N* (covers rise, peak and the coverage-driven decay)
     log_n = np.log(1.0001) + t[None, None, :] * (np.log(1000 * n_star)[..., None] - np.log(1.0001))
-    f = np.asarray(S.log_tail_miss(mu[..., None], tau[..., None], np.exp(log_n)))
+    f = np.asarray(S.log_tail_miss(mu[..., None], tau[..., None], np.exp(log_n),
+                                   continuous=True))
     d = np.diff(f, axis=-1)
     sign = np.where(np.abs(d) < 1e-12, 0, np.sign(d))
     for s in sign.reshape(-1, sign.shape[-1]):
@@ -203,7 +204,7 @@ def test_peak_is_unique_on_dense_grid():
         assert changes == 1 and nz[0] > 0 and nz[-1] < 0
     # and the continuous maximiser sits at the top of each sampled curve
     fmax = f.max(axis=-1)
-    f_star = np.asarray(S.log_tail_miss(mu, tau, n_star))
+    f_star = np.asarray(S.log_tail_miss(mu, tau, n_star, continuous=True))
     assert np.all(f_star >= fmax - 1e-12)
 
 

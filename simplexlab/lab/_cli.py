@@ -1,0 +1,208 @@
+"""The ``simplexlab`` command line: ``list``, ``reproduce`` and ``sweep``.
+
+Arguments are parsed before JAX is imported (``simplexlab --help`` answers at once). Before the
+first JAX import the CLI asks XLA for one host device per CPU core
+(``--xla_force_host_platform_device_count``), so sweeps shard over every core; an
+``XLA_FLAGS`` that already sets it wins. Ctrl-C prints one line (what was saved, how to resume)
+and exits with status 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+DEVICE_FLAG = "--xla_force_host_platform_device_count"
+
+
+def _setup_jax() -> None:
+    """One CPU device per core (unless ``XLA_FLAGS`` says otherwise), float64."""
+    if "jax" not in sys.modules:
+        flags = os.environ.get("XLA_FLAGS", "")
+        if DEVICE_FLAG not in flags:
+            os.environ["XLA_FLAGS"] = f"{flags} {DEVICE_FLAG}={os.cpu_count() or 1}".strip()
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # experiments compare against exact closed forms
+
+
+def _cmd_list(args) -> int:
+    from ._registry import load_experiments
+
+    exps = load_experiments(args.experiments_dir)
+    if not exps:
+        print("no experiments registered")
+        return 1
+    import shutil
+    import textwrap
+
+    w = max(len(n) for n in exps)
+    indent = " " * (w + 22)
+    width = max(60, shutil.get_terminal_size((100, 20)).columns)
+    print(f"{'name':<{w}}  {'quick':>8}  {'full':>8}  reproduces")
+    for name, e in exps.items():
+        text = e.reproduces if args.verbose else e.reproduces.split(". What differs")[0]
+        lines = textwrap.wrap(text, width - len(indent)) or [""]
+        print(f"{name:<{w}}  {e.cost['quick']:>8}  {e.cost['full']:>8}  {lines[0]}")
+        for line in lines[1:]:
+            print(indent + line)
+        if args.verbose and e.description:
+            for line in textwrap.wrap(e.description, width - len(indent)):
+                print(indent + line)
+    return 0
+
+
+def _cmd_reproduce(args) -> int:
+    from ._registry import default_out_dir, load_experiments, run_experiment
+
+    exps = load_experiments(args.experiments_dir)
+    names = args.names or list(exps)
+    unknown = [n for n in names if n not in exps]
+    if unknown:
+        print(f"error: unknown experiment(s) {', '.join(map(repr, unknown))}; "
+              f"known: {', '.join(exps)}", file=sys.stderr)
+        return 2
+    quick = not args.full
+    out = Path(args.out) if args.out else default_out_dir(quick)
+    failed = []
+    for name in names:
+        result_file = out / f"{name}.json"
+        if args.resume and result_file.exists():
+            try:
+                rec = json.loads(result_file.read_text())
+                same_mode = rec.get("mode") == ("quick" if quick else "full")
+                if same_mode and rec.get("seed") == args.seed:
+                    print(f"[{name}] already done ({result_file}); skipping (--resume)")
+                    continue
+            except (OSError, json.JSONDecodeError):
+                pass
+        print(f"[{name}] running ({'quick' if quick else 'full'}) -> {out}", flush=True)
+        t0 = time.perf_counter()
+        try:
+            rec = run_experiment(name, quick=quick, out=out, seed=args.seed)
+        except KeyboardInterrupt:
+            done = [n for n in names[: names.index(name)] if n not in failed]
+            print(f"\ninterrupted during {name}: finished {', '.join(done) or 'nothing'} "
+                  f"(results in {out}; finished chunks of {name} in {out / 'cache'}); resume "
+                  f"with: simplexlab reproduce {' '.join(names)}"
+                  f"{' --full' if not quick else ''} --out {out} --seed {args.seed} --resume",
+                  file=sys.stderr)
+            return 130
+        except Exception as err:  # report, continue with the others, fail at the end
+            import traceback
+
+            traceback.print_exc()
+            print(f"[{name}] FAILED: {err}", file=sys.stderr)
+            failed.append(name)
+            continue
+        figs = ", ".join(rec["figures"]) or "no figures"
+        print(f"[{name}] done in {time.perf_counter() - t0:.1f}s: {figs}, {name}.json", flush=True)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_sweep(args) -> int:
+    from ..sweep import SweepInterrupted, load_config, run
+
+    given = [a is not None for a in (args.coordinator, args.num_processes, args.process_id)]
+    if any(given) and not all(given):
+        print("error: --coordinator, --num-processes and --process-id go together",
+              file=sys.stderr)
+        return 2
+    if all(given) or args.distributed:
+        import jax
+
+        kw = {} if not all(given) else dict(coordinator_address=args.coordinator,
+                                            num_processes=args.num_processes,
+                                            process_id=args.process_id)
+        jax.distributed.initialize(**kw)
+
+    try:
+        kwargs = load_config(args.config)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.out is not None:
+        kwargs["out"] = Path(args.out)
+    if args.memory_budget is not None:
+        kwargs["memory_budget"] = args.memory_budget
+    out = kwargs["out"]
+    t0 = time.perf_counter()
+    try:
+        ds = run(kwargs.pop("target"), resume=args.resume, **kwargs)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except SweepInterrupted as err:
+        print(f"\n{err}; resume with: simplexlab sweep {args.config} --resume"
+              f"{'' if args.out is None else f' --out {args.out}'}", file=sys.stderr)
+        return 130
+    if ds is not None:
+        print(f"sweep {kwargs['name']}: {ds.attrs['chunks_computed']} chunks computed, "
+              f"{ds.attrs['chunks_loaded']} loaded, {time.perf_counter() - t0:.1f}s -> "
+              f"{out / (kwargs['name'] + '.' + kwargs['format'])}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="simplexlab",
+        description="Reproduce the figures of the mean-field RLVR papers (see `simplexlab list`).",
+    )
+    parser.add_argument("--experiments-dir", default=None,
+                        help="folder with experiment scripts (default: ./experiments)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_list = sub.add_parser("list", help="registered experiments, what each reproduces, cost")
+    p_list.add_argument("-v", "--verbose", action="store_true")
+    p_list.set_defaults(func=_cmd_list)
+    p_rep = sub.add_parser("reproduce", help="run experiments (all by default), write figures")
+    p_rep.add_argument("names", nargs="*", metavar="NAME", help="experiments to run (default all)")
+    mode = p_rep.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", default=True,
+                      help="small, fast settings (default); writes to figures/quick/")
+    mode.add_argument("--full", action="store_true", help="paper-scale settings; writes figures/")
+    p_rep.add_argument("--out", default=None, help="output folder (default figures/ or "
+                       "figures/quick/)")
+    p_rep.add_argument("--seed", type=int, default=0)
+    p_rep.add_argument("--resume", action="store_true",
+                       help="skip experiments whose result file for this mode and seed exists")
+    p_rep.set_defaults(func=_cmd_reproduce)
+    p_sw = sub.add_parser("sweep", help="run a sweep from a TOML file (see experiments/sweeps/)",
+                          description="Run the sweep a TOML file describes; the Dataset is "
+                          "written to <out>/<name>.nc, finished chunks to <out>/<name>.chunks/.")
+    p_sw.add_argument("config", help="the sweep's TOML file")
+    p_sw.add_argument("--out", default=None, help="output folder (overrides the file's 'out')")
+    p_sw.add_argument("--memory-budget", default=None, help="e.g. 2GB (overrides the file)")
+    resume = p_sw.add_mutually_exclusive_group()
+    resume.add_argument("--resume", dest="resume", action="store_true", default=True,
+                        help="reuse finished chunks of the same sweep (default)")
+    resume.add_argument("--fresh", dest="resume", action="store_false",
+                        help="recompute every chunk")
+    dist = p_sw.add_argument_group(
+        "several processes or hosts (jax.distributed; every process runs the same command)")
+    dist.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                      help="address of process 0's coordinator")
+    dist.add_argument("--num-processes", type=int, default=None, metavar="N")
+    dist.add_argument("--process-id", type=int, default=None, metavar="I",
+                      help="this process's rank, 0 .. N-1 (process 0 writes the results)")
+    dist.add_argument("--distributed", action="store_true",
+                      help="call jax.distributed.initialize() with no arguments (cluster "
+                      "auto-detection, e.g. SLURM)")
+    p_sw.set_defaults(func=_cmd_sweep)
+    args = parser.parse_args(argv)
+    _setup_jax()
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,203 @@
+"""Experiment registry: experiments in ``experiments/*.py`` register themselves with
+:func:`experiment`; the CLI discovers, lists and runs them.
+
+An experiment is a function ``run(ctx: Context) -> dict``. It computes (numerics live in the
+package, never in the experiment), draws its figures with matplotlib, saves each with
+``ctx.savefig(fig, stem)``, and returns a JSON-serialisable dict with at least ``parameters``.
+The runner writes ``<out>/<name>.json`` with that dict plus provenance (version, git revision,
+seed, mode, wall time) atomically, after the figures are written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .._results import atomic_write_bytes, atomic_write_json, provenance
+from ._progress import progress as _progress
+
+T = TypeVar("T")
+
+__all__ = [
+    "Context",
+    "Experiment",
+    "experiment",
+    "find_experiments_dir",
+    "load_experiment_module",
+    "load_experiments",
+    "registry",
+    "run_experiment",
+]
+
+_REGISTRY: dict[str, Experiment] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    name: str
+    func: Callable[[Context], dict[str, Any]]
+    reproduces: str
+    cost: dict[str, str]
+    description: str
+    source: str
+
+
+@dataclasses.dataclass
+class Context:
+    """What an experiment receives: mode, output folder, seed, and helpers."""
+
+    name: str
+    quick: bool
+    out: Path
+    seed: int = 0
+    figures: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def mode(self) -> str:
+        return "quick" if self.quick else "full"
+
+    def progress(self, iterable: Iterable[T], desc: str = "", total: int | None = None
+                 ) -> Iterator[T]:
+        return _progress(iterable, desc=f"[{self.name}] {desc}".strip(), total=total)
+
+    @property
+    def show_progress(self) -> bool:
+        """Whether long loops should draw a progress bar (``SIMPLEXLAB_PROGRESS=0`` silences)."""
+        return os.environ.get("SIMPLEXLAB_PROGRESS", "1") != "0"
+
+    def savefig(self, fig, stem: str, *, dpi: int = 150) -> Path:
+        """Save a matplotlib figure as ``<out>/<stem>.png`` atomically and close it."""
+        import io
+
+        import matplotlib.pyplot as plt
+
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight",
+                    metadata={"Software": f"simplexlab experiment {self.name} ({self.mode})"})
+        plt.close(fig)
+        path = atomic_write_bytes(self.out / f"{stem}.png", buf.getvalue())
+        self.figures.append(path.name)
+        return path
+
+
+def experiment(
+    name: str,
+    *,
+    reproduces: str,
+    cost: dict[str, str],
+    description: str = "",
+) -> Callable[[Callable[[Context], dict[str, Any]]], Callable[[Context], dict[str, Any]]]:
+    """Register ``run(ctx)`` under ``name``.
+
+    ``reproduces``: which paper figure/table (and what differs); ``cost``: ``{"quick": "~20 s",
+    "full": "~3 min"}`` on a 2-core CPU.
+    """
+    if set(cost) != {"quick", "full"}:
+        raise ValueError(f"cost must have exactly the keys 'quick' and 'full'; got {sorted(cost)}")
+
+    def register(func: Callable[[Context], dict[str, Any]]):
+        src = getattr(sys.modules.get(func.__module__), "__file__", None) or func.__module__
+        prev = _REGISTRY.get(name)
+        if prev is not None and Path(prev.source).resolve() != Path(src).resolve():
+            raise ValueError(f"experiment {name!r} registered twice ({prev.source} and {src})")
+        doc = description or (func.__doc__ or "").strip().split("\n\n")[0]
+        _REGISTRY[name] = Experiment(name, func, reproduces, dict(cost), " ".join(doc.split()),
+                                     str(src))
+        return func
+
+    return register
+
+
+def registry() -> dict[str, Experiment]:
+    return dict(sorted(_REGISTRY.items()))
+
+
+def find_experiments_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """``explicit``, else ``$SIMPLEXLAB_EXPERIMENTS``, else ``./experiments``, else the
+    ``experiments/`` folder next to the installed package (editable/source installs)."""
+    candidates = []
+    if explicit:
+        candidates.append(Path(explicit))
+    if os.environ.get("SIMPLEXLAB_EXPERIMENTS"):
+        candidates.append(Path(os.environ["SIMPLEXLAB_EXPERIMENTS"]))
+    candidates += [Path.cwd() / "experiments",
+                   Path(__file__).resolve().parent.parent / "experiments"]
+    for c in candidates:
+        if c.is_dir() and any(c.glob("*.py")):
+            return c.resolve()
+    raise FileNotFoundError(
+        "no experiments/ folder found; looked in " + ", ".join(str(c) for c in candidates)
+        + ". Run from a simplexlab checkout or set SIMPLEXLAB_EXPERIMENTS."
+    )
+
+
+def load_experiment_module(stem: str, directory: str | os.PathLike | None = None):
+    """Import ``experiments/<stem>.py`` (once) and return the module, so that one experiment
+    can use another's configuration (e.g. ``categorical-search`` reads the Fig. 4 setting of
+    ``categorical_regimes``)."""
+    modname = f"simplexlab_experiments.{stem.replace('-', '_')}"
+    if modname in sys.modules:
+        return sys.modules[modname]
+    path = find_experiments_dir(directory) / f"{stem}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"no experiment module {path}")
+    spec = importlib.util.spec_from_file_location(modname, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[modname]
+        raise
+    return module
+
+
+def load_experiments(directory: str | os.PathLike | None = None) -> dict[str, Experiment]:
+    """Import every ``experiments/*.py`` (not starting with ``_``) so that it registers."""
+    d = find_experiments_dir(directory)
+    for path in sorted(d.glob("*.py")):
+        if not path.name.startswith("_"):
+            load_experiment_module(path.stem, d)
+    return registry()
+
+
+def default_out_dir(quick: bool) -> Path:
+    """Full runs write to ``figures/`` (committed); quick runs to ``figures/quick/`` (ignored)."""
+    root = find_experiments_dir().parent
+    return root / "figures" / ("quick" if quick else "")
+
+
+def run_experiment(
+    name: str, *, quick: bool, out: str | os.PathLike | None = None, seed: int = 0,
+) -> dict[str, Any]:
+    """Run one registered experiment and write its result file; returns the record."""
+    exps = registry() or load_experiments()
+    if name not in exps:
+        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(exps) or '(none)'}")
+    exp = exps[name]
+    out_dir = Path(out) if out is not None else default_out_dir(quick)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ctx = Context(name=name, quick=quick, out=out_dir, seed=seed)
+    t0 = time.perf_counter()
+    payload = exp.func(ctx)
+    if not isinstance(payload, dict) or "parameters" not in payload:
+        raise TypeError(f"experiment {name!r} must return a dict with a 'parameters' key")
+    record = {
+        "experiment": name,
+        "reproduces": exp.reproduces,
+        "mode": ctx.mode,
+        "seed": seed,
+        **payload,
+        "figures": ctx.figures,
+        "wall_seconds": round(time.perf_counter() - t0, 3),
+        "provenance": provenance(),
+    }
+    atomic_write_json(out_dir / f"{name}.json", record)
+    return record

@@ -1,0 +1,78 @@
+"""Advantage baselines and shaping rules (SPEC C6).
+
+Group-relative baselines (raw, mean-shifted, GRPO, Dr.GRPO, RLOO, REINFORCE++), G²RPO
+(G² Alg. 1, Listing 1), F-GRPO (FG eq. 15–16), IAC (SC §3.1), GRPO-N (TS App. B.5),
+GRPO-TN (TS App. C.5), ProGRPO (PG eq. 4–6), and a small composition API (:class:`Pipeline`).
+"""
+
+from ..theory._focal import focal_weight
+from ._advantages import (
+    dr_grpo_advantages,
+    grpo_advantages,
+    mean_shifted_advantages,
+    raw_advantages,
+    reinforce_pp_advantages,
+    rloo_advantages,
+)
+from ._g2rpo import G2RPOConfig, G2RPOStats, g2rpo_advantages, g2rpo_bonus, g2rpo_stats
+from ._rules import (
+    IAC,
+    Focal,
+    G2RPOBonus,
+    NegativeOnly,
+    Pipeline,
+    dapo,
+    dapo_iac,
+    dapo_keep_mask,
+    f_dapo,
+    f_grpo,
+    focal_advantages,
+    g2rpo,
+    grpo,
+    grpo_n,
+    iac_advantages,
+    negative_only,
+    success_rate,
+)
+from ._token import (
+    grpo_tn_advantages,
+    low_prob_confidence,
+    prefix_tree,
+    progrpo_advantages,
+)
+
+__all__ = [
+    "IAC",
+    "Focal",
+    "G2RPOBonus",
+    "G2RPOConfig",
+    "G2RPOStats",
+    "NegativeOnly",
+    "Pipeline",
+    "dapo",
+    "dapo_iac",
+    "dapo_keep_mask",
+    "dr_grpo_advantages",
+    "f_dapo",
+    "f_grpo",
+    "focal_advantages",
+    "focal_weight",
+    "g2rpo",
+    "g2rpo_advantages",
+    "g2rpo_bonus",
+    "g2rpo_stats",
+    "grpo",
+    "grpo_advantages",
+    "grpo_n",
+    "grpo_tn_advantages",
+    "iac_advantages",
+    "low_prob_confidence",
+    "mean_shifted_advantages",
+    "negative_only",
+    "prefix_tree",
+    "progrpo_advantages",
+    "raw_advantages",
+    "reinforce_pp_advantages",
+    "rloo_advantages",
+    "success_rate",
+]

@@ -1,0 +1,177 @@
+r"""Group-relative baselines: advantages from a batch of groups of rewards.
+
+Every function takes ``rewards`` of shape ``(*groups, G)`` (one row per prompt group of ``G``
+rollouts; any leading batch shape) and an optional boolean ``mask`` of the same shape for ragged
+groups (``True`` = the rollout exists). Masked-out entries get advantage ``0`` and never enter a
+statistic. Every function is pure, jits, and vmaps over groups (except
+:func:`reinforce_pp_advantages`, whose normalization is over the whole batch by definition).
+
+Bad input raises ``ValueError`` eagerly and ``eqx.error_if`` under ``jit``: ``G < 2``, a mask of
+another shape or with values other than 0/1, non-finite rewards or rewards beyond ``±1e100``
+(whose group statistics overflow), a group with fewer than two valid rollouts.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import as_int, check, check_finite, check_number, check_parameter, xp
+
+#: largest accepted |reward|: group statistics square the rewards (and sum G of them), so larger
+#: magnitudes overflow float64 into ±inf advantages or a zero std
+REWARD_MAX = 1e100
+
+__all__ = [
+    "dr_grpo_advantages",
+    "grpo_advantages",
+    "group_mean",
+    "group_std",
+    "mean_shifted_advantages",
+    "raw_advantages",
+    "reinforce_pp_advantages",
+    "rloo_advantages",
+]
+
+
+def _float(x):
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.result_type(float))
+    return x
+
+
+def prepare_group(rewards, mask=None, *, min_valid: int = 2):
+    """Validate ``(rewards, mask)`` and return ``(rewards_float, mask_bool, mask_float)``.
+
+    Shared by every group-level rule (baselines and shaping). Masked entries of the returned
+    rewards are set to 0 so that NaN padding never leaks into a statistic.
+    """
+    check_number(rewards, "rewards")
+    shape = np.shape(rewards)
+    if len(shape) < 1:
+        raise ValueError(f"rewards must have shape (*groups, G); got a scalar {rewards!r}")
+    if shape[-1] < 2:
+        raise ValueError(
+            f"group size G must be >= 2 for a group-relative advantage; got G = {shape[-1]} "
+            f"(rewards of shape {shape})"
+        )
+    if mask is None:
+        m = jnp.ones(shape, dtype=bool)
+    else:
+        if np.shape(mask) != shape:
+            raise ValueError(
+                f"mask must have the shape of rewards {shape}; got {np.shape(mask)}"
+            )
+        check_number(mask, "mask")
+        mask_dtype = mask.dtype if hasattr(mask, "dtype") else np.asarray(mask).dtype
+        if mask_dtype != np.bool_:
+            mask = check(mask, lambda a: (a != 0) & (a != 1),
+                         "mask must be boolean (or 0/1): True = the rollout exists")
+        m = jnp.asarray(mask).astype(bool)
+    r = _float(rewards)
+    r = jnp.where(m, r, jnp.zeros((), r.dtype))
+    r = check_finite(r, "rewards")
+    r = check(r, lambda a: xp.abs(a) > REWARD_MAX,
+              f"rewards must have magnitude <= {REWARD_MAX:g} (the group statistics of larger "
+              "rewards overflow float64)")
+    mf = m.astype(r.dtype)
+    if min_valid > 0:
+        mf = check(
+            mf,
+            lambda a: a.sum(-1) < min_valid,
+            f"every group needs at least {min_valid} valid (unmasked) rollouts; "
+            "valid-entry indicator",
+        )
+    return r, m, mf
+
+
+def _check_eps(eps):
+    return check_parameter(eps, "eps (added to the std)", lower=0.0)
+
+
+def _check_ddof(ddof):
+    ddof = as_int(ddof, "ddof (0: population std, 1: sample std)", lower=0)
+    if ddof > 1:
+        raise ValueError(f"ddof (0: population std, 1: sample std) must be 0 or 1 (groups may have "
+                         f"only 2 valid rollouts); got {ddof}")
+    return ddof
+
+
+def group_mean(r, mf):
+    """Masked group mean ``mean(r)`` over the last axis (keeps the axis)."""
+    return jnp.sum(r * mf, axis=-1, keepdims=True) / jnp.sum(mf, axis=-1, keepdims=True)
+
+
+def group_std(r, mf, ddof: int = 0):
+    """Masked group standard deviation over the last axis (keeps the axis).
+
+    ``ddof=0`` is the population std (the ``σ(p) = sqrt(q(1-q))`` of the mean-field theory and
+    the one that reproduces TS App. C.5's worked example); ``ddof=1`` is ``torch.std``'s default.
+    """
+    mu = group_mean(r, mf)
+    n = jnp.sum(mf, axis=-1, keepdims=True)
+    var = jnp.sum(mf * (r - mu) ** 2, axis=-1, keepdims=True) / (n - ddof)
+    return jnp.sqrt(var)
+
+
+def raw_advantages(rewards, mask=None):
+    r"""Raw reward as advantage, ``A_i = r_i`` (REINFORCE without baseline)."""
+    r, m, _ = prepare_group(rewards, mask)
+    return jnp.where(m, r, 0.0)
+
+
+def mean_shifted_advantages(rewards, mask=None):
+    r"""Mean-shifted advantage ``A_i = r_i − mean(r)`` (group-mean baseline)."""
+    r, m, mf = prepare_group(rewards, mask)
+    return jnp.where(m, r - group_mean(r, mf), 0.0)
+
+
+def dr_grpo_advantages(rewards, mask=None):
+    r"""Dr. GRPO advantage (Liu et al., 2025): ``A_i = r_i − mean(r)``, no std division.
+
+    (Dr. GRPO's other change, dropping the ``1/|o_i|`` length normalization, lives in the loss.)
+    """
+    return mean_shifted_advantages(rewards, mask)
+
+
+def grpo_advantages(rewards, mask=None, *, eps: float = 1e-6, ddof: int = 0):
+    r"""GRPO z-score ``A_i = (r_i − mean(r)) / (std(r) + ε)`` (G²RPO Alg. 1 "NormalizeGroup",
+    PG Alg. 1 line 12, TS eq. 5 without δ). A zero-variance group gets ``A = 0``.
+    ``eps >= 0``; ``ddof`` 0 (population std) or 1 (sample std)."""
+    eps = _check_eps(eps)
+    ddof = _check_ddof(ddof)
+    r, m, mf = prepare_group(rewards, mask)
+    z = (r - group_mean(r, mf)) / (group_std(r, mf, ddof) + eps)
+    return jnp.where(m, z, 0.0)
+
+
+def rloo_advantages(rewards, mask=None):
+    r"""RLOO leave-one-out baseline ``A_i = r_i − (1/(n−1)) Σ_{j≠i} r_j = n/(n−1) (r_i − mean(r))``
+    (Ahmadian et al., 2024), ``n`` = number of valid rollouts in the group."""
+    r, m, mf = prepare_group(rewards, mask)
+    n = jnp.sum(mf, axis=-1, keepdims=True)
+    loo = (jnp.sum(r * mf, axis=-1, keepdims=True) - r) / (n - 1.0)
+    return jnp.where(m, r - loo, 0.0)
+
+
+def reinforce_pp_advantages(rewards, mask=None, *, group_baseline: bool = True,
+                            eps: float = 1e-8):
+    r"""REINFORCE++ advantages with global batch normalization (Hu et al., 2025).
+
+    ``A'_i = r_i − mean_group(r)`` when ``group_baseline`` (the "REINFORCE++-baseline" variant
+    used with group sampling), else ``A'_i = r_i``; then ``A = (A' − mean_batch(A')) /
+    (std_batch(A') + ε)`` with mean and (population) std over every valid entry of the whole
+    batch. Only the group-baseline variant is invariant to a per-group reward shift.
+    """
+    eps = _check_eps(eps)
+    if not isinstance(group_baseline, bool | np.bool_):
+        raise ValueError(f"group_baseline must be True or False; got {group_baseline!r}")
+    r, m, mf = prepare_group(rewards, mask)
+    a = r - group_mean(r, mf) if group_baseline else r
+    a = jnp.where(m, a, 0.0)
+    n = jnp.sum(mf)
+    d = a - jnp.sum(a * mf) / n
+    d = d - jnp.sum(d * mf) / n  # two-pass centering: a constant batch gives d = 0 exactly
+    sd = jnp.sqrt(jnp.sum(mf * d**2) / n)
+    return jnp.where(m, d / (sd + eps), 0.0)

@@ -1,0 +1,30 @@
+"""The simulators layer: one protocol, simulators that implement it, the shared sampler.
+
+- :class:`AbstractSimulator`: ``init(key, params) -> state``, ``step(state, params) -> state``,
+  ``observe(state) -> metrics`` over pytrees, static configuration in the module's fields
+  (jax-md style); :func:`trajectory` runs any of them with ``lax.scan``.
+- :class:`Categorical`: the F-GRPO App. J softmax policy simulator (:mod:`simplexlab.categorical`
+  holds its configuration classes and functions).
+- :func:`sample_counts`: exact multinomial counts over many categories in O(A + N log A)
+  (hashed uniforms, block-tree inverse CDF), reusable by any simulator.
+- :data:`SIMULATORS`: simulators by name (``simplexlab sweep`` configs).
+
+Batches of runs (grids over parameters and seeds, sharded, chunked, resumable) are the job of
+:mod:`simplexlab.sweep`.
+"""
+
+from ._categorical import Categorical
+from ._protocol import AbstractSimulator, trajectory
+from ._sampler import counts_from_weights, sample_counts
+
+#: Simulators by name, for sweep configuration files.
+SIMULATORS = {Categorical.name: Categorical}
+
+__all__ = [
+    "SIMULATORS",
+    "AbstractSimulator",
+    "Categorical",
+    "counts_from_weights",
+    "sample_counts",
+    "trajectory",
+]

@@ -1,0 +1,551 @@
+r"""Categorical softmax policy simulator (SPEC C4; F-GRPO §5.1, Fig. 4, App. J; BroRL setup).
+
+A softmax policy over ``A`` actions, the first ``K`` of which are correct (reward ``R_c``), the
+rest incorrect (reward ``R_w``). Action 0 is the *anchor* (F-GRPO App. J: logits 5.0 for the
+anchor, 3.0 for the other correct actions, 0.0 for incorrect ones; ``A = 128,000``,
+``K = 10,000``). Each step draws ``N`` i.i.d. actions, forms group-relative advantages with any
+function of :mod:`simplexlab.shaping`, takes the gradient of the chosen surrogate in *count form*
+(O(A)) and applies an ``optax`` optimizer.
+
+Pure ``(init, step)`` pair over a :class:`SimState` pytree (jax-md style); :func:`run` scans
+``step`` with :func:`jax.lax.scan` and records :class:`Metrics` every ``stride`` steps. Everything
+jits and vmaps over seeds and over the array fields of :class:`CategoricalConfig`
+(``learning_rate``, ``focal_gamma``, the policy logits and rewards). ``group_size``, the surrogate,
+reduction, advantage function and optimizer are static: one compilation per group size ``N``.
+
+**The options the paper leaves open** (SPEC C4 "Known ambiguity"): App. J says "gradient ascent on
+``L = (1/N) Σ_j r̃_j p_j``" with ``η = 10⁻²`` but names neither the optimizer nor whether ``p_j`` is
+a probability or a likelihood; all four choices are exposed:
+
+- ``surrogate="probability"``: ``L = s Σ_j Â_j π(a_j)`` (App. J read literally; F-GRPO eq. 7);
+  ``surrogate="log_likelihood"``: ``L = s Σ_j Â_j log π(a_j)`` (REINFORCE / TS Lemma 1);
+- ``reduction="mean"``: ``s = 1/N``; ``reduction="sum"``: ``s = 1``;
+- ``optimizer``: any ``learning_rate -> optax.GradientTransformation`` (default ``optax.sgd``).
+
+**Count form.** With counts ``c_i`` (``Σ c_i = N``) and per-action advantage ``α_i`` (every
+rollout of one action has the same reward, hence, for the group-relative methods, the same
+advantage), ``w_i = s g c_i α_i`` (``g`` the focal weight) and ``π = softmax(z)``:
+
+- probability-linear: ``∇_z L = w ⊙ π − π (w · π)``;
+- log-likelihood:     ``∇_z L = w − π Σ_i w_i``.
+
+Both are O(A); :func:`count_gradient` implements them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .._checks import check, check_finite, check_number, check_parameter, is_concrete, is_int, xp
+from ..shaping._advantages import (
+    dr_grpo_advantages,
+    grpo_advantages,
+    mean_shifted_advantages,
+    raw_advantages,
+    rloo_advantages,
+)
+from ..theory._focal import focal_weight
+from ._protocol import AbstractSimulator, trajectory
+from ._sampler import counts_from_weights, sample_counts, unnormalized
+
+__all__ = [
+    "ADVANTAGES",
+    "OPTIMIZERS",
+    "Categorical",
+    "CategoricalConfig",
+    "CategoricalPolicy",
+    "Metrics",
+    "SimState",
+    "action_advantages",
+    "count_gradient",
+    "count_weights",
+    "init",
+    "metrics",
+    "run",
+    "sample_counts",
+    "step",
+]
+
+SURROGATES = ("probability", "log_likelihood")
+
+REDUCTIONS = ("mean", "sum")
+
+
+def _float_dtype():
+    return jnp.result_type(float)
+
+
+def _check_finite_scalar(value, name: str):
+    check_number(value, name)
+    if is_concrete(value) and not np.all(np.isfinite(np.asarray(value, dtype=float))):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+
+
+class CategoricalPolicy(eqx.Module):
+    r"""The policy and reward layout of F-GRPO App. J (defaults) / BroRL.
+
+    Actions ``0 .. num_correct-1`` are correct (reward ``r_correct``), action 0 being the anchor;
+    the others are incorrect (reward ``r_wrong``). Initial logits: ``anchor_logit`` for action 0,
+    ``correct_logit`` for the other correct actions, ``incorrect_logit`` for the incorrect ones.
+    The defaults give ``Q_pos ≈ 0.63``, ``p_anchor ≈ 4.7e-4``, leaf ``≈ 6.3e-5`` (App. J).
+    """
+
+    num_actions: int = eqx.field(default=128_000, kw_only=True, static=True)
+    num_correct: int = eqx.field(default=10_000, kw_only=True, static=True)
+    anchor_logit: float = eqx.field(default=5.0, kw_only=True)
+    correct_logit: float = eqx.field(default=3.0, kw_only=True)
+    incorrect_logit: float = eqx.field(default=0.0, kw_only=True)
+    r_correct: float = eqx.field(default=1.0, kw_only=True)
+    r_wrong: float = eqx.field(default=-1.0, kw_only=True)
+
+    def __check_init__(self):
+        if not is_int(self.num_actions) or self.num_actions < 2:
+            raise ValueError(f"num_actions A must be an integer >= 2; got {self.num_actions!r}")
+        if not is_int(self.num_correct) or self.num_correct < 1:
+            raise ValueError(
+                f"num_correct must be an integer >= 1 (the policy needs at least one correct "
+                f"action); got {self.num_correct!r}")
+        if self.num_correct > self.num_actions:
+            raise ValueError(f"num_correct = {self.num_correct} exceeds num_actions = "
+                             f"{self.num_actions}")
+        for name in ("anchor_logit", "correct_logit", "incorrect_logit", "r_correct", "r_wrong"):
+            _check_finite_scalar(getattr(self, name), name)
+        if (is_concrete(self.r_correct) and is_concrete(self.r_wrong)
+                and np.any(np.asarray(self.r_correct) <= np.asarray(self.r_wrong))):
+            raise ValueError(f"r_correct must be > r_wrong (a correct action earns more); got "
+                             f"r_correct={self.r_correct!r}, r_wrong={self.r_wrong!r}")
+
+    def correct_mask(self):
+        """Boolean ``(A,)`` mask of the correct set :math:`\\mathcal A_+`."""
+        return jnp.arange(self.num_actions) < self.num_correct
+
+    def initial_logits(self, dtype=None):
+        """Initial logits ``(A,)``: anchor / other correct / incorrect (F-GRPO App. J), of the
+        floating ``dtype`` (default: JAX's default float)."""
+        dt = _float_dtype() if dtype is None else jnp.dtype(dtype)
+        idx = jnp.arange(self.num_actions)
+        z = jnp.where(idx < self.num_correct, jnp.asarray(self.correct_logit, dt),
+                      jnp.asarray(self.incorrect_logit, dt))
+        return z.at[0].set(jnp.asarray(self.anchor_logit, dt))
+
+
+class CategoricalConfig(eqx.Module):
+    r"""One simulator configuration.
+
+    - ``policy``: :class:`CategoricalPolicy`.
+    - ``group_size``: ``N >= 1`` (static; one compilation per ``N``).
+    - ``advantage``: a group-level function of :mod:`simplexlab.shaping` mapping rewards
+      ``(groups, G)`` to advantages (``mean_shifted_advantages`` as in App. J, ``grpo_advantages``,
+      ``rloo_advantages``, ``dr_grpo_advantages``, a ``Pipeline`` with ``IAC`` / ``NegativeOnly``
+      transforms, ...). It must be permutation-equivariant and depend only on the group's rewards
+      (see :func:`action_advantages`). ``N = 1`` requires ``raw_advantages``.
+    - ``focal_gamma``: F-GRPO focal weight ``g = (1 − μ̂_pos)^γ`` (eq. 15–16) scaling the objective
+      as in App. J; ``μ̂_pos = k/N``. An array field, so it vmaps (``0`` = no focal weighting).
+    - ``surrogate``: ``"probability"`` or ``"log_likelihood"``; ``reduction``: ``"mean"`` or
+      ``"sum"`` over the group (module docstring).
+    - ``optimizer``: ``learning_rate -> optax.GradientTransformation`` (static), e.g.
+      ``optax.sgd``, ``optax.adam``; ``learning_rate``: finite, > 0 (an array field, vmaps).
+    - ``dtype``: floating dtype of the logits, optimizer state, sampler and metrics (static):
+      ``None`` (default: JAX's default float, float64 with x64 enabled, the setting for
+      quantitative runs), ``jnp.float32`` or ``jnp.float64``. float32 is faster on CPU
+      (``benchmarks/bench_categorical.py --dtype float32`` measures by how much: 1.6x over
+      the Fig. 4 sweep, 41.5 vs 67.1 s, with the same regimes), at a cost in accuracy: the
+      sampler's prefix sums round at ~6e-8 of a block total (each action's probability is exact
+      up to that relative rounding of the sums it lies in, ~1e-3 relative for an App. J leaf of
+      mass 6.3e-5 in the worst case, against ~1e-12 in float64), logits updates lose digits
+      below ~1e-7 of the logit, and the metrics (sums over 10^4-10^5 actions) carry ~1e-6
+      relative error. The law of the draws stays multinomial; only the probabilities it uses are
+      rounded.
+    """
+
+    policy: CategoricalPolicy = eqx.field(default_factory=CategoricalPolicy, kw_only=True)
+    group_size: int = eqx.field(default=8, kw_only=True, static=True)
+    advantage: Callable = eqx.field(default=mean_shifted_advantages, kw_only=True, static=True)
+    focal_gamma: float = eqx.field(default=0.0, kw_only=True)
+    surrogate: str = eqx.field(default="probability", kw_only=True, static=True)
+    reduction: str = eqx.field(default="mean", kw_only=True, static=True)
+    optimizer: Callable[[Any], optax.GradientTransformation] = eqx.field(
+        default=optax.sgd, kw_only=True, static=True)
+    learning_rate: float = eqx.field(default=1e-2, kw_only=True)
+    dtype: Any = eqx.field(default=None, kw_only=True, static=True)
+
+    def __check_init__(self):
+        if not isinstance(self.policy, CategoricalPolicy):
+            raise ValueError(f"policy must be a CategoricalPolicy; got {self.policy!r}")
+        if not is_int(self.group_size) or self.group_size < 1:
+            raise ValueError(f"group_size N must be an integer >= 1; got {self.group_size!r}")
+        if self.dtype is not None:
+            try:
+                ok = jnp.dtype(self.dtype) in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64))
+            except TypeError:
+                ok = False
+            if not ok:
+                raise ValueError(f"dtype must be None, float32 or float64; got {self.dtype!r}")
+        if self.surrogate not in SURROGATES:
+            raise ValueError(f"surrogate must be one of {SURROGATES}; got {self.surrogate!r}")
+        if self.reduction not in REDUCTIONS:
+            raise ValueError(f"reduction must be one of {REDUCTIONS}; got {self.reduction!r}")
+        if not callable(self.advantage):
+            raise ValueError(f"advantage must be callable; got {self.advantage!r}")
+        if not callable(self.optimizer):
+            raise ValueError(f"optimizer must be a callable learning_rate -> "
+                             f"optax.GradientTransformation; got {self.optimizer!r}")
+        if self.group_size == 1 and self.advantage is not raw_advantages:
+            raise ValueError(
+                "group_size N = 1 admits no group-relative advantage; use "
+                f"advantage=raw_advantages (got {self.advantage!r})")
+        check_parameter(self.learning_rate, "learning_rate", lower=0.0, strict=True)
+        check_parameter(self.focal_gamma, "focal_gamma", lower=0.0)
+
+    def float_dtype(self):
+        """The simulator's floating dtype: ``dtype`` or, if ``None``, JAX's default float."""
+        return _float_dtype() if self.dtype is None else jnp.dtype(self.dtype)
+
+    def make_optimizer(self) -> optax.GradientTransformation:
+        # a run-time check too: under jit/vmap the learning rate may be traced (sweeps)
+        return self.optimizer(check_parameter(self.learning_rate, "learning_rate", lower=0.0,
+                                              strict=True))
+
+    def optimizer_init(self, params):
+        """``make_optimizer().init(params)`` (see :meth:`optimizer_update` on dtype promotion)."""
+        with jax.numpy_dtype_promotion("standard"):
+            return self.make_optimizer().init(params)
+
+    def optimizer_update(self, updates, opt_state, params):
+        """``make_optimizer().update(...)`` under *standard* dtype promotion.
+
+        optax transforms mix Python scalars and int32 step counters with float arrays (e.g.
+        ``optax.adam``'s bias correction ``1 − β^t``), which fails under
+        ``jax_numpy_dtype_promotion="strict"`` (the test suite's setting). The optimizer is
+        third-party code, so it runs under the standard rules; the simulator's own numerics stay
+        strict. The returned updates are cast to the dtype of ``params``.
+        """
+        with jax.numpy_dtype_promotion("standard"):
+            upd, state = self.make_optimizer().update(updates, opt_state, params)
+        upd = jax.tree_util.tree_map(lambda u, p: jnp.asarray(u, p.dtype), upd, params)
+        return upd, state
+
+
+# --------------------------------------------------------------------------------------------
+# Advantages and the count-form gradient
+# --------------------------------------------------------------------------------------------
+
+
+def action_advantages(config: CategoricalConfig, num_correct_drawn):
+    r"""Advantages ``(α_correct, α_wrong)`` of a correct and an incorrect rollout in a group of
+    ``N`` rollouts of which ``k = num_correct_drawn`` are correct, and the focal weight ``g``.
+
+    The shaping function is called on the group's actual reward vector (in sorted order:
+    ``k`` copies of ``R_c`` then ``N − k`` of ``R_w``, shape ``(1, N)``), so no formula is
+    re-derived: for a permutation-equivariant function of the rewards alone (every baseline of
+    :mod:`simplexlab.shaping` and the IAC / negative-only / focal transforms) the advantage of
+    rollout ``j`` depends only on its reward and the group, and entry 0 / entry ``N − 1`` are the
+    advantages of every correct / incorrect rollout. Costs O(N). Methods that need more than
+    rewards (G²RPO cluster ids, ProGRPO confidences, GRPO-TN token trees) are not functions of
+    ``(reward, group)`` and cannot be used here. The entry for a reward absent from the group
+    (``k = 0`` or ``k = N``) is meaningless and is multiplied by a zero count downstream.
+
+    ``g = focal_weight(k/N, focal_gamma)`` (F-GRPO eq. 15). ``num_correct_drawn``: an integer
+    ``0 <= k <= N`` (a ``ValueError`` eagerly, a run-time error under ``jit``).
+    """
+    _check_config(config)
+    check_number(num_correct_drawn, "num_correct_drawn k")
+    k = jnp.asarray(num_correct_drawn)
+    if not jnp.issubdtype(k.dtype, jnp.integer):
+        k = check(k, lambda a: ~xp.isfinite(a) | (a != xp.round(a)),
+                  "num_correct_drawn k must be an integer")
+        k = jnp.asarray(k).astype(jnp.int32)
+    k = check(k, lambda a: (a < 0) | (a > config.group_size),
+              f"num_correct_drawn k must lie in [0, N = group_size = {config.group_size}]")
+    return _action_advantages(config, k)
+
+
+def _check_config(config):
+    if not isinstance(config, CategoricalConfig):
+        raise ValueError(f"config must be a CategoricalConfig; got {config!r}")
+
+
+def _action_advantages(config: CategoricalConfig, num_correct_drawn):
+    pol = config.policy
+    n = config.group_size
+    dt = config.float_dtype()
+    k = jnp.asarray(num_correct_drawn)
+    rc = jnp.asarray(pol.r_correct, dt)
+    rw = jnp.asarray(pol.r_wrong, dt)
+    if n == 1:  # raw_advantages only (checked in the config); it is elementwise, so a
+        # two-entry representative group evaluates it exactly.
+        adv = config.advantage(jnp.stack([rc, rw])[None])
+        a_c, a_w = adv[0, 0], adv[0, 1]
+    else:
+        rewards = jnp.where(jnp.arange(n, dtype=k.dtype) < k, rc, rw)[None]
+        adv = config.advantage(rewards)
+        a_c, a_w = adv[0, 0], adv[0, n - 1]
+    mu = k.astype(dt) / jnp.asarray(n, dt)
+    g = focal_weight(mu, jnp.asarray(config.focal_gamma, dt))
+    return a_c, a_w, g
+
+
+def count_gradient(logits, weights, surrogate: str):
+    r"""Gradient w.r.t. the logits ``z`` of the count-form surrogate, O(A).
+
+    ``weights`` ``w_i`` = (reduction scale) × (focal weight) × ``c_i α_i``, i.e. the surrogate is
+    ``Σ_i w_i f(π_i)``, equal to ``s g Σ_j Â_j f(π(a_j))`` over the ``N`` rollouts:
+
+    - ``"probability"`` (``f = π``): ``∇ = w ⊙ π − π (w · π)`` (at 0/1 counts with raw rewards
+      and ``s = 1/N`` this is F-GRPO eq. 7 divided by ``η``);
+    - ``"log_likelihood"`` (``f = log π``): ``∇ = w − π Σ w`` (TS Lemma 1 summed over rollouts).
+    """
+    if surrogate not in SURROGATES:
+        raise ValueError(f"surrogate must be one of {SURROGATES}; got {surrogate!r}")
+    check_number(logits, "logits")
+    check_number(weights, "weights")
+    if np.shape(weights) != np.shape(logits):
+        raise ValueError(f"logits {np.shape(logits)} and weights {np.shape(weights)} must have "
+                         "the same shape")
+    if np.ndim(logits) < 1:
+        raise ValueError(f"logits must have shape (A,); got a scalar {logits!r}")
+    logits = check(logits, lambda a: xp.isnan(a) | (a == xp.inf),
+                   "logits must not be NaN or +inf")
+    logits = check(logits, lambda a: xp.all(a == -xp.inf, axis=-1),
+                   "logits: at least one action needs a finite logit (all are −inf)")
+    weights = check_finite(weights, "weights")
+    return _count_gradient_from_probs(jax.nn.softmax(jnp.asarray(logits)), jnp.asarray(weights),
+                                      surrogate)
+
+
+def _count_gradient_from_probs(p, weights, surrogate: str, weights_sum=None):
+    if surrogate == "probability":
+        return weights * p - p * jnp.sum(weights * p)
+    return weights - p * (jnp.sum(weights) if weights_sum is None else weights_sum)
+
+
+def count_weights(config: CategoricalConfig, counts):
+    r"""Per-action weights ``w_i = s g c_i α_i`` of the count-form surrogate and the number ``k``
+    of correct rollouts, from the counts ``c`` of one group (see :func:`count_gradient`).
+    ``counts``: integers ``>= 0`` of shape ``(A,)`` summing to ``N = group_size``."""
+    _check_config(config)
+    check_number(counts, "counts")
+    counts = jnp.asarray(counts)
+    A, N = config.policy.num_actions, config.group_size
+    if counts.shape != (A,):
+        raise ValueError(f"counts must have shape (num_actions,) = ({A},); got {counts.shape}")
+    if not jnp.issubdtype(counts.dtype, jnp.integer):
+        raise ValueError(f"counts must be integers (draws per action); got dtype {counts.dtype}")
+    counts = check(counts, lambda a: a < 0, "counts must be >= 0")
+    counts = check(counts, lambda a: xp.sum(a) != N,
+                   f"counts must sum to N = group_size = {N}", show=False)
+    w, k, _ = _count_weights_and_sum(config, counts)
+    return w, k
+
+
+def _count_weights_and_sum(config: CategoricalConfig, counts):
+    """:func:`count_weights` and ``Σ_i w_i = s g (k α_c + (N − k) α_w)``, from scalars (every
+    rollout of a correct action has advantage ``α_c``, every other ``α_w``; ``Σ c = N``)."""
+    dt = config.float_dtype()
+    correct = config.policy.correct_mask()
+    k = jnp.sum(counts[..., : config.policy.num_correct], axis=-1)  # the correct set is a prefix
+    a_c, a_w, g = _action_advantages(config, k)
+    sg = jnp.asarray(1.0 / config.group_size if config.reduction == "mean" else 1.0, dt) * g
+    alpha = jnp.where(correct, a_c, a_w)
+    kf = k.astype(dt)
+    return sg * counts.astype(dt) * alpha, k, sg * (kf * a_c + (config.group_size - kf) * a_w)
+
+
+# --------------------------------------------------------------------------------------------
+# State, init, step, metrics, run
+# --------------------------------------------------------------------------------------------
+
+
+class SimState(NamedTuple):
+    """Simulator state (a pytree)."""
+
+    logits: jax.Array  #: current logits ``z`` ``(A,)``
+    opt_state: Any  #: optax optimizer state
+    key: jax.Array  #: PRNG key (split once per step: ``key, sub = split(key)``)
+    step: jax.Array  #: number of steps taken
+    probs0: jax.Array  #: initial policy ``π_0`` ``(A,)`` (reference of eq. 26)
+    batch_correct: jax.Array  #: correct rollouts ``k`` in the last group (per-step metric)
+
+
+class Metrics(NamedTuple):
+    """Recorded metrics (F-GRPO App. J)."""
+
+    step: jax.Array  #: step at which they were recorded
+    q_pos: jax.Array  #: total correct mass ``Q_pos = Σ_{A+} π_t``
+    m_ret: jax.Array  #: retained positive mass ``M_ret`` (F-GRPO eq. 26)
+    entropy: jax.Array  #: policy entropy ``−Σ π log π`` (nats)
+    anchor: jax.Array  #: anchor mass ``π_t(0)``
+    num_above: jax.Array  #: number of correct actions with ``π_t(a) > π_0(a)``
+    batch_correct: jax.Array  #: correct rollouts ``k`` in the last group
+
+
+def init(config: CategoricalConfig, key) -> SimState:
+    """Initial state: App. J logits, fresh optimizer state, the given PRNG key."""
+    z = config.policy.initial_logits(config.float_dtype())
+    return SimState(logits=z, opt_state=config.optimizer_init(z), key=key,
+                    step=jnp.zeros((), jnp.int32), probs0=jax.nn.softmax(z),
+                    batch_correct=jnp.zeros((), jnp.int32))
+
+
+def step(config: CategoricalConfig, state: SimState) -> SimState:
+    r"""One update: sample ``N`` actions as counts (:func:`sample_counts`), advantages from the
+    shaping function (:func:`action_advantages`), ascend the count-form surrogate
+    (:func:`count_gradient`) with the optax optimizer (updates from ``−∇L``)."""
+    key, sub = jax.random.split(state.key)
+    e = unnormalized(state.logits)  # once per step, shared by sampler and gradient
+    counts, total = counts_from_weights(sub, e, config.group_size, return_total=True)
+    p = e * (1.0 / total)
+    w, k, w_sum = _count_weights_and_sum(config, counts)
+    grad = _count_gradient_from_probs(p, w, config.surrogate, w_sum)
+    updates, opt_state = config.optimizer_update(-grad, state.opt_state, state.logits)
+    logits = optax.apply_updates(state.logits, updates)
+    return SimState(logits=logits, opt_state=opt_state, key=key, step=state.step + 1,
+                    probs0=state.probs0, batch_correct=k.astype(jnp.int32))
+
+
+def _softmax_and_log(z):
+    """``(softmax(z), log_softmax(z))``; ``p`` is exactly ``jax.nn.softmax(z)`` (as in
+    :func:`init`, so that ``π_t = π_0`` bit for bit at step 0) and ``log p = d − log Σ exp d``
+    with ``d = z − max z`` shares its ``exp(d)`` with the softmax (one ``exp`` pass after XLA's
+    common-subexpression elimination instead of the two of ``log_softmax`` + ``softmax``)."""
+    d = z - jax.lax.stop_gradient(jnp.max(z))
+    return jax.nn.softmax(z), d - jnp.log(jnp.sum(jnp.exp(d)))
+
+
+def metrics(config: CategoricalConfig, state: SimState) -> Metrics:
+    r"""Metrics of the current policy (F-GRPO App. J): ``Q_pos``;
+    ``M_ret = 1 − Σ_{A+} max(0, π_0 − π_t) / Σ_{A+} π_0`` (eq. 26); entropy; anchor mass; the
+    number of correct actions above their initial probability."""
+    correct = config.policy.correct_mask()
+    p, logp = _softmax_and_log(state.logits)  # as in init, so that M_ret(0) = 1 exactly
+    zero = jnp.zeros((), p.dtype)
+    p0 = state.probs0
+    lost = jnp.sum(jnp.where(correct, jnp.maximum(zero, p0 - p), zero))
+    return Metrics(
+        step=state.step,
+        q_pos=jnp.sum(jnp.where(correct, p, zero)),
+        m_ret=1.0 - lost / jnp.sum(jnp.where(correct, p0, zero)),
+        entropy=-jnp.sum(p * logp),
+        anchor=p[0],
+        num_above=jnp.sum(correct & (p > p0), dtype=jnp.int32),
+        batch_correct=state.batch_correct,
+    )
+
+
+def run(config: CategoricalConfig, key, num_steps: int, stride: int = 1):
+    r"""Run ``num_steps`` steps with :func:`jax.lax.scan`, recording :class:`Metrics` at step 0
+    and every ``stride`` steps (``num_steps // stride + 1`` records; ``num_steps`` must be a
+    multiple of ``stride``). Returns ``(final_state, metrics)``. Pure: jit it with
+    ``static_argnames=("num_steps", "stride")`` and vmap it over keys and config arrays.
+    (:func:`simplexlab.sim.trajectory` of :class:`Categorical`; batches of runs go through
+    :mod:`simplexlab.sweep`.)"""
+    sim = Categorical(config=config)
+    return trajectory(sim, key, sim.default_params(), num_steps=num_steps, stride=stride)
+
+
+#: Optimizers by name (``Categorical.make(optimizer=...)``, sweep configs).
+OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam, "adamw": optax.adamw,
+              "momentum": lambda lr: optax.sgd(lr, momentum=0.9)}
+#: Group-level advantage functions by name (``Categorical.make(advantage=...)``).
+ADVANTAGES = {"mean_shifted": mean_shifted_advantages, "raw": raw_advantages,
+              "grpo": grpo_advantages, "dr_grpo": dr_grpo_advantages,
+              "rloo": rloo_advantages}
+_POLICY_FIELDS = ("num_actions", "num_correct", "anchor_logit", "correct_logit",
+                  "incorrect_logit", "r_correct", "r_wrong")
+_CONFIG_FIELDS = ("group_size", "advantage", "surrogate", "reduction", "optimizer", "dtype")
+
+
+class Categorical(AbstractSimulator):
+    r"""The categorical policy simulator as a :class:`~simplexlab.sim.AbstractSimulator`.
+
+    Static configuration: ``config`` (:class:`CategoricalConfig`). Array parameters (swept in
+    one compiled program): ``learning_rate`` and ``focal_gamma``. ``init`` / ``step`` /
+    ``observe`` are :func:`init`, :func:`step` and :func:`metrics` with those two fields of
+    the configuration replaced by ``params``.
+    """
+
+    name: ClassVar[str] = "categorical"
+    version: ClassVar[str] = "1"
+    config: CategoricalConfig = eqx.field(default_factory=CategoricalConfig, kw_only=True)
+
+    @classmethod
+    def make(cls, **settings) -> Categorical:
+        """Build from flat settings: the fields of :class:`CategoricalPolicy` and
+        :class:`CategoricalConfig`, with ``advantage`` / ``optimizer`` given by name
+        (:data:`ADVANTAGES`, :data:`OPTIMIZERS`) or as callables and ``dtype`` as
+        ``"float32"`` / ``"float64"``. Unknown names raise ``ValueError``."""
+        known = set(_POLICY_FIELDS) | set(_CONFIG_FIELDS) | {"learning_rate", "focal_gamma"}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ValueError(f"categorical: unknown setting(s) {unknown}; known: "
+                             f"{sorted(known)}")
+        s = dict(settings)
+        for field, table in (("advantage", ADVANTAGES), ("optimizer", OPTIMIZERS)):
+            if isinstance(s.get(field), str):
+                if s[field] not in table:
+                    raise ValueError(f"categorical: unknown {field} {s[field]!r}; choose one of "
+                                     f"{sorted(table)}")
+                s[field] = table[s[field]]
+        if isinstance(s.get("dtype"), str):
+            if s["dtype"] not in ("float32", "float64"):
+                raise ValueError(f"categorical: dtype must be 'float32' or 'float64'; got "
+                                 f"{s['dtype']!r}")
+            s["dtype"] = jnp.dtype(s["dtype"])
+        policy = CategoricalPolicy(**{k: s.pop(k) for k in _POLICY_FIELDS if k in s})
+        return cls(config=CategoricalConfig(policy=policy, **s))
+
+    @classmethod
+    def settings(cls) -> dict[str, Any]:
+        pol, cfg = CategoricalPolicy(), CategoricalConfig()
+        out = {k: getattr(pol, k) for k in _POLICY_FIELDS}
+        out.update({k: getattr(cfg, k) for k in _CONFIG_FIELDS})
+        out.update(advantage="mean_shifted", optimizer="sgd", dtype=None)
+        return out
+
+    def working_bytes(self) -> int:
+        """About a dozen ``(A,)`` arrays live at once (logits, Adam's two moments, initial
+        probabilities, weights, the sampler's tree, gradient) plus ``(N,)`` draws."""
+        item = self.config.float_dtype().itemsize
+        return 16 * self.config.policy.num_actions * item + 24 * self.config.group_size
+
+    def __check_init__(self):
+        if not isinstance(self.config, CategoricalConfig):
+            raise ValueError(f"config must be a CategoricalConfig; got {self.config!r}")
+
+    def default_params(self) -> dict[str, Any]:
+        return {"learning_rate": self.config.learning_rate,
+                "focal_gamma": self.config.focal_gamma}
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        super().check_params(params)
+        if "learning_rate" in params:
+            check_parameter(params["learning_rate"], "learning_rate", lower=0.0, strict=True)
+        if "focal_gamma" in params:
+            check_parameter(params["focal_gamma"], "focal_gamma", lower=0.0)
+
+    def _config(self, params) -> CategoricalConfig:
+        dt = self.config.float_dtype()
+        return eqx.tree_at(lambda c: (c.learning_rate, c.focal_gamma), self.config,
+                           (jnp.asarray(params["learning_rate"], dt),
+                            jnp.asarray(params["focal_gamma"], dt)))
+
+    def init(self, key, params) -> SimState:
+        return init(self._config(params), key)
+
+    def step(self, state: SimState, params) -> SimState:
+        return step(self._config(params), state)
+
+    def observe(self, state: SimState) -> Metrics:
+        return metrics(self.config, state)

@@ -1,0 +1,107 @@
+r"""The simulator protocol (jax-md style): a pure ``init`` / ``step`` / ``observe`` triple.
+
+A simulator is an :class:`equinox.Module` holding its *static* configuration (validated in
+``__check_init__``); its *array* parameters -- the ones a sweep may vary inside one compiled
+program -- travel separately as a dict ``params`` of scalars, so that one simulator object serves
+a whole batch under ``vmap`` / ``lax.map``:
+
+- ``init(key, params) -> state``: the initial state pytree;
+- ``step(state, params) -> state``: one update (pure; any randomness comes from ``state``);
+- ``observe(state) -> metrics``: a pytree (``NamedTuple``) of scalars or small arrays.
+
+:meth:`AbstractSimulator.default_params` names the array parameters and their defaults;
+:meth:`AbstractSimulator.check_params` validates concrete values (a ``ValueError`` naming the
+value). :func:`trajectory` runs any simulator with :func:`jax.lax.scan` and records ``observe``
+at step 0 and every ``stride`` steps.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._checks import is_int
+
+__all__ = ["AbstractSimulator", "trajectory"]
+
+
+class AbstractSimulator(eqx.Module):
+    """Base class of every simulator (static configuration as fields)."""
+
+    #: short name used by the sweep engine and ``simplexlab sweep`` configs
+    name: ClassVar[str] = ""
+    #: bump when the simulator's numerics change: the sweep store keys every chunk on it
+    version: ClassVar[str] = "1"
+
+    @classmethod
+    def make(cls, **settings) -> AbstractSimulator:
+        """Build from flat static settings (names of :meth:`settings`); the sweep engine and
+        ``simplexlab sweep`` configs use it. Default: ``cls(**settings)``."""
+        return cls(**settings)
+
+    @classmethod
+    def settings(cls) -> dict[str, Any]:
+        """The static settings :meth:`make` accepts and their defaults."""
+        return {}
+
+    def working_bytes(self) -> int:
+        """An upper estimate of the memory one run needs while it runs (state, optimizer state,
+        temporaries); the sweep engine sizes its chunks with it. Default: 1 MiB."""
+        return 1 << 20
+
+    @abc.abstractmethod
+    def default_params(self) -> dict[str, Any]:
+        """The array parameters and their default values (scalars)."""
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Raise ``ValueError`` naming any unknown parameter or bad concrete value."""
+        unknown = sorted(set(params) - set(self.default_params()))
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: unknown parameter(s) {unknown}; array "
+                             f"parameters are {sorted(self.default_params())}")
+
+    @abc.abstractmethod
+    def init(self, key, params: dict[str, Any]):
+        """The initial state."""
+
+    @abc.abstractmethod
+    def step(self, state, params: dict[str, Any]):
+        """One update of ``state``."""
+
+    @abc.abstractmethod
+    def observe(self, state):
+        """Metrics of ``state`` (a pytree of arrays)."""
+
+
+def trajectory(sim: AbstractSimulator, key, params: dict[str, Any] | None = None, *,
+               num_steps: int, stride: int = 1):
+    r"""Run ``num_steps`` steps of ``sim`` with :func:`jax.lax.scan`, recording
+    ``sim.observe`` at step 0 and every ``stride`` steps (``num_steps // stride + 1`` records;
+    ``num_steps`` must be a multiple of ``stride``). Returns ``(final_state, records)``.
+    ``params`` overrides :meth:`~AbstractSimulator.default_params` (missing names take their
+    defaults). Pure: jit it with ``num_steps`` and ``stride`` static, vmap it over keys and
+    parameter values."""
+    for name, v in (("num_steps", num_steps), ("stride", stride)):
+        if not is_int(v) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+    if num_steps % stride:
+        raise ValueError(f"num_steps = {num_steps} must be a multiple of stride = {stride}")
+    full = {**sim.default_params(), **(params or {})}
+    sim.check_params(full)
+    state = sim.init(key, full)
+
+    def inner(s, _):
+        return sim.step(s, full), None
+
+    def outer(s, _):
+        s, _ = jax.lax.scan(inner, s, None, length=stride)
+        return s, sim.observe(s)
+
+    final, rec = jax.lax.scan(outer, state, None, length=num_steps // stride)
+    first = sim.observe(state)
+    rec = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, rec)
+    return final, rec

@@ -1,0 +1,428 @@
+r"""The sweep engine: a grid over any parameters and seeds of any target, sharded, chunked,
+resumable, returned and saved as an xarray ``Dataset``.
+
+Layout of the work. The grid's *static* axes (one compilation per value) are walked one
+combination at a time; within a combination, every (array-parameter point, seed) pair is one
+*run*, and the runs are cut into *chunks*. A chunk is one call of one compiled program:
+``jax.shard_map`` over a one-axis :class:`jax.sharding.Mesh` of every device of every process
+(``jax.devices()``), each device running its slice with ``lax.map`` (CPU) or ``vmap``
+(accelerators). On CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` makes one
+device per core. Across processes and hosts, call :func:`jax.distributed.initialize` first: the
+mesh then spans every process, each computes its devices' runs, and the results are gathered with
+CPU (gloo) or accelerator collectives; process 0 stores chunks and writes the Dataset.
+
+Each finished chunk is written atomically to ``<out>/<name>.chunks/<digest>.npz``; the digest
+covers everything that determines the chunk (see :mod:`._store`), so an interrupted sweep
+resumes where it stopped and a changed setting never reuses a stale chunk.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from .._checks import is_int
+from .._results import provenance
+from ._store import ChunkStore, chunk_digest
+from ._targets import BATCHINGS, SweepTarget, make_target
+
+__all__ = ["SweepInterrupted", "parse_bytes", "run"]
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Raised (a ``KeyboardInterrupt``) when a sweep is interrupted: says what was saved and how
+    to resume."""
+
+    def __init__(self, saved: int, total: int, store: Path | None):
+        self.saved, self.total, self.store = saved, total, store
+        where = f"in {store}" if store is not None else "nowhere (no output folder was given)"
+        super().__init__(f"sweep interrupted: {saved} of {total} chunks saved {where}")
+
+
+_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9,
+          "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "tb": 1e12, "tib": 2 ** 40}
+
+
+def parse_bytes(v) -> int:
+    """``2e9``, ``"2GB"``, ``"1.5 GiB"``, ``"512MiB"`` -> bytes."""
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        b = float(v)
+    else:
+        m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([a-zA-Z]*)\s*", str(v))
+        if not m or m.group(2).lower() not in _UNITS:
+            raise ValueError(f"memory_budget must be a number of bytes or a size like '2GB'; "
+                             f"got {v!r}")
+        b = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not math.isfinite(b) or b <= 0:
+        raise ValueError(f"memory_budget must be > 0; got {v!r}")
+    return int(b)
+
+
+def _as_values(name: str, values) -> list:
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
+        values = [values]
+    values = list(np.asarray(values).tolist()) if isinstance(values, np.ndarray) else list(values)
+    if len(values) == 0:
+        raise ValueError(f"grid axis {name!r} has no values (length 0)")
+    try:
+        dup = len({json.dumps(v, default=repr) for v in values}) != len(values)
+    except TypeError:
+        dup = False
+    if dup:
+        raise ValueError(f"grid axis {name!r} has repeated values: {values}")
+    return values
+
+
+def _devices(devices):
+    if devices is None:
+        return list(jax.devices())
+    if is_int(devices):
+        local = jax.local_devices()
+        if not 1 <= devices <= len(local):
+            raise ValueError(f"devices must be between 1 and the {len(local)} local devices; "
+                             f"got {devices}")
+        return local[:devices]
+    devs = list(devices)
+    if not devs:
+        raise ValueError("devices must not be empty")
+    return devs
+
+
+def _write_dataset(ds, path: Path) -> Path:
+    """Write ``ds`` atomically: to a temporary sibling, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if path.suffix == ".zarr":
+            import shutil
+
+            ds.to_zarr(tmp, mode="w")
+            if path.exists():
+                shutil.rmtree(path)
+            os.replace(tmp, path)
+        else:
+            ds.to_netcdf(tmp)
+            os.replace(tmp, path)
+    except BaseException:
+        if tmp.exists():
+            import shutil
+
+            shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+        raise
+    return path
+
+
+def _progress_bar(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    enabled = enabled and os.environ.get("SIMPLEXLAB_PROGRESS", "1") != "0"
+    return tqdm(total=total, desc=desc, unit="chunk", disable=not enabled, dynamic_ncols=True,
+                mininterval=0.5 if os.isatty(2) else 10.0)
+
+
+def run(
+    target,
+    grid: Mapping[str, Any] | None = None,
+    *,
+    fixed: Mapping[str, Any] | None = None,
+    seeds: int = 1,
+    seed: int = 0,
+    keys=None,
+    out: str | os.PathLike | None = None,
+    name: str = "sweep",
+    format: str = "nc",
+    memory_budget: int | str = "2GiB",
+    chunk_size: int | None = None,
+    batching: str = "auto",
+    devices=None,
+    resume: bool = True,
+    progress: bool = True,
+):
+    r"""Run ``target`` over the cartesian product of ``grid`` and ``seeds`` seeds.
+
+    Args:
+        target: a simulator name (``"categorical"``), ``"meanfield"`` (the ODE ensemble), a
+            simulator class of :mod:`simplexlab.sim` or a :class:`SweepTarget`.
+        grid: ``{parameter: [values]}``, the swept axes in the order of the Dataset's dims.
+            Static parameters (group size, optimizer, ...) compile once per value; array
+            parameters (learning rate, focal γ, gain, ...) are batched in one program.
+        fixed: ``{parameter: value}`` for parameters held fixed (defaults otherwise).
+        seeds: number of seeds; run ``i`` of every grid point uses key ``keys[i]``, by default
+            ``jax.random.split(jax.random.key(seed), seeds)`` (the same keys at every point:
+            paired comparisons). ``keys``: explicit ``(seeds,)`` PRNG keys instead.
+        out: folder for the result file ``<name>.<format>`` (netCDF ``"nc"`` or ``"zarr"``) and
+            the chunk store ``<name>.chunks/``; ``None`` keeps everything in memory.
+        memory_budget: bytes (or ``"2GB"``) the chunks may use; the chunk size is the largest
+            that fits. ``chunk_size``: runs per chunk instead (a multiple of the device count).
+        batching: ``"auto"`` (``lax.map`` on CPU, ``vmap`` elsewhere), ``"vmap"`` or ``"map"``.
+        devices: ``None`` (every device of every process), a number of local devices, or a list.
+        resume: reuse chunks already in the store (their digest says they are the same work).
+
+    Returns an :class:`xarray.Dataset` with dims ``(*grid, "seed", ...)`` and the provenance in
+    its attributes (on process 0; other processes of a multi-process run return ``None``).
+    Every bad name or value raises ``ValueError`` before any compute starts.
+    """
+    import xarray as xr
+
+    t_start = time.perf_counter()
+    target = make_target(target) if not isinstance(target, SweepTarget) else target
+    grid = {str(k): _as_values(str(k), v) for k, v in dict(grid or {}).items()}
+    fixed = dict(fixed or {})
+    arr_def, st_def = target.array_params(), target.static_params()
+    known = set(arr_def) | set(st_def)
+    for where, names in (("grid", grid), ("fixed", fixed)):
+        unknown = sorted(set(names) - known)
+        if unknown:
+            raise ValueError(f"{target.name}: unknown parameter(s) {unknown} in {where}; known: "
+                             f"{sorted(known)}")
+    both = sorted(set(grid) & set(fixed))
+    if both:
+        raise ValueError(f"parameter(s) {both} are both swept (grid) and fixed")
+    bad = sorted(set(grid) & set(target.unsweepable()))
+    if bad:
+        raise ValueError(f"{target.name}: parameter(s) {bad} fix the output layout and cannot "
+                         "be swept; run one sweep per value")
+    if "seed" in grid:
+        raise ValueError("'seed' is not a parameter; use seeds= (number of seeds) and seed=")
+    if batching not in BATCHINGS:
+        raise ValueError(f"batching must be one of {BATCHINGS}; got {batching!r}")
+    if format not in ("nc", "zarr"):
+        raise ValueError(f"format must be 'nc' or 'zarr'; got {format!r}")
+    budget = parse_bytes(memory_budget)
+    explicit_keys = keys is not None
+    if keys is None:
+        if not is_int(seeds) or seeds < 1:
+            raise ValueError(f"seeds must be an integer >= 1; got {seeds!r}")
+        if not is_int(seed):
+            raise ValueError(f"seed must be an integer; got {seed!r}")
+        keys = jax.random.split(jax.random.key(seed), seeds)
+    key_data = np.asarray(jax.random.key_data(keys))
+    if key_data.ndim < 2:
+        raise ValueError(f"keys must be a (seeds,) array of PRNG keys; got shape {key_data.shape}")
+    n_seeds = key_data.shape[0]
+
+    static_axes = [a for a in grid if a in st_def]
+    array_axes = [a for a in grid if a in arr_def]
+    shape = tuple(len(grid[a]) for a in grid) + (n_seeds,)
+    axis_pos = {a: i for i, a in enumerate(grid)}
+
+    # ---- plan every group and chunk, validating everything before any compute ----------
+    devs = _devices(devices)
+    ndev = len(devs)
+    if chunk_size is not None and (not is_int(chunk_size) or chunk_size < 1
+                                   or chunk_size % ndev):
+        raise ValueError(f"chunk_size must be a positive multiple of the {ndev} devices the "
+                         f"sweep is sharded over; got {chunk_size!r}")
+    groups = []
+    for combo in itertools.product(*(range(len(grid[a])) for a in static_axes)):
+        static = {**st_def, **{k: v for k, v in fixed.items() if k in st_def},
+                  **{a: grid[a][i] for a, i in zip(static_axes, combo, strict=True)}}
+        base = {**arr_def, **{k: v for k, v in fixed.items() if k in arr_def}}
+        idx, vals = [], {k: [] for k in arr_def}
+        for pt in itertools.product(*(range(len(grid[a])) for a in array_axes)):
+            point = {**base, **{a: grid[a][i] for a, i in zip(array_axes, pt, strict=True)}}
+            for s in range(n_seeds):
+                full = [0] * len(shape)
+                for a, i in zip(static_axes, combo, strict=True):
+                    full[axis_pos[a]] = i
+                for a, i in zip(array_axes, pt, strict=True):
+                    full[axis_pos[a]] = i
+                full[-1] = s
+                idx.append(tuple(full))
+                for k in arr_def:
+                    vals[k].append(point[k])
+        arrays = {}
+        for k, v in vals.items():
+            try:
+                arrays[k] = np.asarray(v, dtype=float)
+            except (TypeError, ValueError):
+                raise ValueError(f"{target.name}: parameter {k} must be a number; got "
+                                 f"{sorted(set(map(repr, v)))}") from None
+        target.validate(static, arrays)
+        seeds_of = np.asarray([i[-1] for i in idx])
+        groups.append((static, idx, arrays, seeds_of))
+
+    batches = [_batch(target, g[0], batching) for g in groups]
+    plans = []
+    for (static, idx, _, _), batch in zip(groups, batches, strict=True):
+        n = len(idx)
+        per_dev_max = max(1, -(-n // ndev))
+        if chunk_size is not None:
+            per_dev = chunk_size // ndev
+        else:
+            per_run = batch.bytes_out + (batch.bytes_per_run if batching == "vmap" or (
+                batching == "auto" and jax.default_backend() != "cpu") else 0)
+            fixed_cost = 0 if per_run > batch.bytes_out else batch.bytes_per_run
+            room = budget // ndev - fixed_cost
+            if room < per_run:
+                raise ValueError(
+                    f"memory_budget {budget:,} bytes is too small: one run per device needs about "
+                    f"{(fixed_cost + per_run) * ndev:,} bytes over {ndev} devices")
+            per_dev = int(min(per_dev_max, room // per_run))
+        mult = getattr(target, "block_multiple", lambda s: 1)(static)
+        if per_dev > mult:
+            per_dev -= per_dev % mult
+        size = per_dev * ndev
+        bounds = list(range(0, n, size))
+        plans.append([(b, min(b + size, n), size) for b in bounds])
+    total_chunks = sum(len(p) for p in plans)
+
+    # ---- compute --------------------------------------------------------------------------
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = Mesh(np.asarray(devs), ("batch",))
+    spec = P("batch")
+    sharding = NamedSharding(mesh, spec)
+    multi = jax.process_count() > 1
+    lead = jax.process_index() == 0
+    store = None
+    if out is not None:
+        out = Path(out)
+        store = ChunkStore(out / f"{name}.chunks")
+        if lead:
+            store.clean()
+    describe = target.describe()
+    results: dict[str, np.ndarray] = {}
+    done = computed = loaded = 0
+    bar = _progress_bar(total_chunks, f"sweep {name} ({target.name}, {ndev} devices)",
+                        progress and lead)
+
+    def put(x):
+        return jax.make_array_from_callback(x.shape, sharding, lambda i: x[i])
+
+    try:
+        for (static, idx, arrays, seeds_of), batch, plan in zip(groups, batches, plans,
+                                                                 strict=True):
+            fn = None
+            for lo, hi, size in plan:
+                sel = np.arange(lo, hi)
+                sel = np.concatenate([sel, np.full(size - sel.size, hi - 1)])  # pad the tail
+                kd = key_data[seeds_of[sel]]
+                arr = {k: v[sel] for k, v in arrays.items()}
+                digest = chunk_digest({**describe, "static": static, "arrays": arr,
+                                       "key_data": kd, "batching": batching})
+                have = bool(resume and store is not None and lead and store.has(digest))
+                if multi:
+                    from jax.experimental import multihost_utils
+
+                    have = bool(multihost_utils.broadcast_one_to_all(np.asarray(have)))
+                if have:
+                    part = store.load(digest) if lead else None
+                    loaded += 1
+                else:
+                    if fn is None:
+                        fn = _program(batch, mesh)
+                    res = fn(put(kd), {k: put(v) for k, v in arr.items()})
+                    if multi:
+                        from jax.experimental import multihost_utils
+
+                        part = {k: np.asarray(v) for k, v in
+                                multihost_utils.process_allgather(res, tiled=True).items()}
+                    else:
+                        part = {k: np.asarray(v) for k, v in res.items()}
+                    if store is not None and lead:
+                        store.save(digest, part)
+                    computed += 1
+                if lead:
+                    rows = tuple(np.asarray(c) for c in zip(*[idx[i] for i in range(lo, hi)],
+                                                             strict=True))
+                    for k, v in part.items():
+                        if k not in results:
+                            results[k] = np.zeros(shape + v.shape[1:], v.dtype)
+                        results[k][rows] = v[: hi - lo]
+                done += 1
+                bar.update(1)
+    except KeyboardInterrupt:
+        bar.close()
+        raise SweepInterrupted(computed + loaded if store is not None else 0, total_chunks,
+                               store.root if store is not None else None) from None
+    bar.close()
+    if not lead:
+        return None
+
+    # ---- the Dataset ------------------------------------------------------------------------
+    batch = batches[0]
+    dims0 = tuple(grid) + ("seed",)
+    coords: dict[str, Any] = {a: np.asarray(grid[a]) for a in grid}
+    coords["seed"] = np.arange(n_seeds)
+    data_vars = {}
+    for k, v in results.items():
+        dims = dims0 + batch.dims[k]
+        data_vars[k] = (dims, v)
+        for d in batch.dims[k]:
+            if d in batch.coords:
+                coords[d] = batch.coords[d]
+    data_vars["key_data"] = (("seed", "key_word"), key_data)
+    prov = provenance()
+    attrs = {
+        "title": f"simplexlab sweep {name!r} of {target.name}",
+        "target": target.name,
+        "target_version": target.version,
+        "grid": json.dumps({k: [_jsonable(x) for x in v] for k, v in grid.items()}),
+        "fixed": json.dumps({k: _jsonable(v) for k, v in fixed.items()}),
+        "defaults": json.dumps({k: _jsonable(v) for k, v in {**st_def, **arr_def}.items()}),
+        "seeds": int(n_seeds),
+        "seed": int(seed),
+        "keys": "explicit" if explicit_keys else "split(key(seed), seeds)",
+        "batching": batching,
+        "devices": int(ndev),
+        "processes": int(jax.process_count()),
+        "chunks": int(total_chunks),
+        "chunks_computed": int(computed),
+        "chunks_loaded": int(loaded),
+        "wall_seconds": round(time.perf_counter() - t_start, 3),
+        "simplexlab_version": prov["simplexlab_version"],
+        "git_revision": str(prov["git_revision"]),
+        "provenance": json.dumps(prov),
+    }
+    ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
+    if out is not None:
+        _write_dataset(ds, out / f"{name}.{format}")
+    return ds
+
+
+_PROGRAMS: dict = {}
+
+
+def _batch(target: SweepTarget, static: dict, batching: str):
+    """``target.batch(static, batching)``, memoized on the target's name, version, the static
+    values and the batching, so that repeated sweeps reuse their compiled programs."""
+    key = ("batch", type(target).__qualname__, target.name, target.version,
+           chunk_digest({"static": static}), batching)
+    if key not in _PROGRAMS:
+        _PROGRAMS[key] = target.batch(static, batching)
+    return _PROGRAMS[key]
+
+
+def _program(batch, mesh):
+    """The jitted ``shard_map`` of ``batch.fn`` over ``mesh`` (memoized)."""
+    from jax.sharding import PartitionSpec as P
+
+    key = ("program", id(batch), tuple(d.id for d in mesh.devices.flat))
+    if key not in _PROGRAMS:
+        spec = P("batch")
+        _PROGRAMS[key] = (batch, jax.jit(jax.shard_map(batch.fn, mesh=mesh,
+                                                       in_specs=(spec, spec), out_specs=spec,
+                                                       check_vma=False)))
+    return _PROGRAMS[key][1]
+
+
+def _jsonable(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    if callable(v):
+        return getattr(v, "__qualname__", repr(v))
+    return repr(v)

@@ -1,0 +1,336 @@
+r"""What a sweep can run: any simulator of :mod:`simplexlab.sim`, or the mean-field ODE ensemble.
+
+A *target* names its parameters, says which are *array* parameters (varied inside one compiled
+program, batched with ``vmap`` / ``lax.map``) and which are *static* (one compilation per value:
+group size, optimizer, K, ...), validates values before any compute starts, and builds the batch
+program ``(key_data (b, ...), arrays {name: (b,)}) -> {output: (b, ...)}`` the engine shards.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import is_int
+from ..sim import SIMULATORS, AbstractSimulator, trajectory
+
+__all__ = ["Batch", "MeanFieldTarget", "SimulatorTarget", "SweepTarget", "make_target"]
+
+BATCHINGS = ("auto", "vmap", "map")
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """A compiled-once batch program and the layout of its outputs.
+
+    ``fn(key_data, arrays)``: ``key_data`` ``(b, *key_shape)`` raw PRNG key data, ``arrays`` a
+    dict of ``(b,)`` parameter values; returns a dict of ``(b, *trailing)`` arrays. ``dims``: the
+    trailing dimension names of each output; ``coords``: coordinates of those dimensions;
+    ``bytes_per_run``: an upper estimate of the working memory of one run (for the memory
+    budget); ``bytes_out``: bytes of one run's outputs."""
+
+    fn: Any
+    dims: dict[str, tuple[str, ...]]
+    coords: dict[str, np.ndarray]
+    bytes_per_run: int
+    bytes_out: int
+
+
+class SweepTarget(abc.ABC):
+    """Base class of sweep targets."""
+
+    name: str = ""
+    version: str = "1"
+
+    @abc.abstractmethod
+    def array_params(self) -> dict[str, Any]:
+        """Array parameters and their defaults."""
+
+    @abc.abstractmethod
+    def static_params(self) -> dict[str, Any]:
+        """Static parameters and their defaults."""
+
+    def unsweepable(self) -> tuple[str, ...]:
+        """Static parameters that fix the output layout and cannot be swept."""
+        return ()
+
+    @abc.abstractmethod
+    def validate(self, static: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        """Raise ``ValueError`` naming any bad value (called before any compute)."""
+
+    @abc.abstractmethod
+    def batch(self, static: dict[str, Any], batching: str) -> Batch:
+        """The batch program for one combination of static parameters."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"target": self.name, "target_version": self.version}
+
+
+def _map_or_vmap(one, batching: str):
+    """``one(kd, arrays) -> outputs`` over a leading batch axis, by ``vmap`` or ``lax.map``
+    (``auto``: ``lax.map`` on CPU, where batched scans and gathers are slower than the same
+    work done run by run, ``vmap`` on accelerators)."""
+    if batching == "auto":
+        batching = "map" if jax.default_backend() == "cpu" else "vmap"
+    if batching == "vmap":
+        return jax.vmap(one)
+    return lambda kd, arrays: jax.lax.map(lambda a: one(*a), (kd, arrays))
+
+
+class SimulatorTarget(SweepTarget):
+    """A simulator class of :mod:`simplexlab.sim` (``cls.make(**settings)`` builds one from its
+    static settings; ``default_params()`` names its array parameters). Static run settings:
+    ``num_steps`` and ``stride`` (records at step 0 and every ``stride`` steps)."""
+
+    def __init__(self, cls: type[AbstractSimulator]):
+        self.cls = cls
+        self.name = cls.name
+        self.version = cls.version
+        self._default = cls.make()
+
+    def array_params(self):
+        return {k: float(v) for k, v in self._default.default_params().items()}
+
+    def static_params(self):
+        return {**self.cls.settings(), "num_steps": 100, "stride": 1}
+
+    def unsweepable(self):
+        return ("num_steps", "stride", "dtype")
+
+    def _make(self, static):
+        return self.cls.make(**{k: v for k, v in static.items()
+                                if k not in ("num_steps", "stride")})
+
+    def validate(self, static, arrays):
+        for name in ("num_steps", "stride"):
+            v = static[name]
+            if not is_int(v) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+        if static["num_steps"] % static["stride"]:
+            raise ValueError(f"num_steps = {static['num_steps']} must be a multiple of stride = "
+                             f"{static['stride']}")
+        sim = self._make(static)
+        sim.check_params({k: np.asarray(v) for k, v in arrays.items()})
+
+    def batch(self, static, batching):
+        sim = self._make(static)
+        num_steps, stride = static["num_steps"], static["stride"]
+
+        def one(kd, arrays):
+            rec = trajectory(sim, jax.random.wrap_key_data(kd), arrays, num_steps=num_steps,
+                             stride=stride)[1]
+            rec = rec._asdict() if hasattr(rec, "_asdict") else dict(rec)
+            rec.pop("step", None)  # the step is the coordinate
+            return rec
+
+        fn = _map_or_vmap(one, batching)
+        shapes = jax.eval_shape(
+            one, jax.random.key_data(jax.random.key(0)),
+            {k: jnp.asarray(v) for k, v in sim.default_params().items()})
+        n_rec = num_steps // stride + 1
+        dims = {k: ("step",) + tuple(f"{k}_{i}" for i in range(s.ndim - 1))
+                for k, s in shapes.items()}
+        bytes_out = sum(int(np.prod(s.shape)) * s.dtype.itemsize for s in shapes.values())
+        return Batch(fn=fn, dims=dims,
+                     coords={"step": np.arange(0, num_steps + 1, stride)[:n_rec]},
+                     bytes_per_run=sim.working_bytes(), bytes_out=bytes_out)
+
+
+SYSTEMS = ("grpo", "good_bonus", "neutralized")
+SCHEDULES = ("constant", "A", "B")
+
+
+class MeanFieldTarget(SweepTarget):
+    r"""The mean-field (p, y, z) ODEs of G²RPO as a sweep target.
+
+    Static: ``system`` (``"grpo"`` eq. 22, ``"good_bonus"`` eq. 48, ``"neutralized"`` eq. 56),
+    ``schedule`` (``"constant"``, ``"A"`` eq. 62, ``"B"`` eq. 67), ``K``, ``M``, ``t1``,
+    ``n_save``, ``time`` (``"physical"`` / ``"inner"``), ``rtol``, ``atol``, ``block`` (how
+    many trajectories are integrated together as one system with a shared adaptive step,
+    :func:`simplexlab.meanfield.solve_ensemble`; the blocks of a device run one after another),
+    ``outputs`` (which of :attr:`OUTPUTS` to return: ``"all"``, a comma-separated
+    string or a list; fewer outputs, less memory: ``"p,y,z"`` is 6/10 of the bytes of
+    ``"all"``, the rest can be recomputed from it). Array: ``gain`` (λ, or λ0 of a schedule),
+    ``eta``, ``delta_fn``, ``delta_fp``, ``p0``. Each seed draws the initial compositions
+    ``y0 ~ Dirichlet(1_K)``, ``z0 ~ Dirichlet(1_M)``, as normalised i.i.d. standard exponentials
+    (the same law as ``jax.random.dirichlet`` with unit concentrations, whose gamma rejection
+    loop cost ~20 µs per trajectory and ~7 s of compilation): ``y0 = e / Σe`` with
+    ``e = jax.random.exponential(ky, (K,))``, ``(ky, kz) = jax.random.split(key)``.
+
+    A block shares one step sequence, so results depend on how trajectories are grouped into
+    blocks up to the tolerances (every trajectory meets ``rtol`` / ``atol`` in the max norm);
+    bit-for-bit independence of the layout holds for the step-based simulators. The runs of a
+    sweep are ordered grid point by grid point, seeds innermost, so a block holds neighbouring
+    parameter values (``block`` = the number of seeds makes every block one grid point): the
+    fewer steps its hardest trajectory needs, the cheaper the block. A device batch that is not
+    a multiple of ``block`` is padded (repeating its last run) up to one; the padding is dropped.
+    """
+
+    name = "meanfield"
+    version = "2"  # 2: initial compositions from normalised exponentials; `outputs`
+    #: every output, per trajectory: ``p``, ``L_y``, ``L_z``, ``y``, ``z``, the physical and
+    #: internal times ``t`` and ``tau`` at the save points (dim ``time``), whether and when
+    #: integration stopped at the boundary (``stopped``, ``t_end``)
+    OUTPUTS = ("p", "L_y", "L_z", "y", "z", "t", "tau", "stopped", "t_end")
+
+    def array_params(self):
+        return {"gain": 1.0, "eta": 1.0, "delta_fn": 0.0, "delta_fp": 0.0, "p0": 0.5}
+
+    def static_params(self):
+        return {"system": "neutralized", "schedule": "B", "K": 3, "M": 2, "t1": 20.0,
+                "n_save": 21, "time": "physical", "rtol": 1e-6, "atol": 1e-9, "block": 1024,
+                "outputs": "all"}
+
+    def unsweepable(self):
+        return ("K", "M", "t1", "n_save", "time", "outputs")
+
+    @staticmethod
+    def _outputs(value) -> tuple[str, ...]:
+        if isinstance(value, str):
+            names = MeanFieldTarget.OUTPUTS if value == "all" else tuple(
+                v.strip() for v in value.split(",") if v.strip())
+        elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            names = tuple(value)
+        else:
+            raise ValueError(f"meanfield: outputs must be 'all', a comma-separated string or a "
+                             f"list of names from {MeanFieldTarget.OUTPUTS}; got {value!r}")
+        bad = sorted(set(names) - set(MeanFieldTarget.OUTPUTS))
+        if bad or not names or len(set(names)) != len(names):
+            raise ValueError(f"meanfield: outputs must be distinct names from "
+                             f"{MeanFieldTarget.OUTPUTS}; got {value!r}")
+        return tuple(n for n in MeanFieldTarget.OUTPUTS if n in names)
+
+    def validate(self, static, arrays):
+        if static["system"] not in SYSTEMS:
+            raise ValueError(f"meanfield: unknown system {static['system']!r}; choose one of "
+                             f"{SYSTEMS}")
+        if static["schedule"] not in SCHEDULES:
+            raise ValueError(f"meanfield: unknown schedule {static['schedule']!r}; choose one of "
+                             f"{SCHEDULES}")
+        for name in ("K", "M", "n_save", "block"):
+            v = static[name]
+            if not is_int(v) or v < 1:
+                raise ValueError(f"meanfield: {name} must be an integer >= 1; got {v!r}")
+        if static["n_save"] < 2:
+            raise ValueError(f"meanfield: n_save must be >= 2; got {static['n_save']}")
+        for name in ("t1", "rtol", "atol"):
+            v = static[name]
+            if not isinstance(v, int | float) or not np.isfinite(v) or v <= 0:
+                raise ValueError(f"meanfield: {name} must be a finite number > 0; got {v!r}")
+        if static["time"] not in ("physical", "inner"):
+            raise ValueError(f"meanfield: time must be 'physical' or 'inner'; got "
+                             f"{static['time']!r}")
+        self._outputs(static["outputs"])
+        a = {k: np.asarray(v, dtype=float) for k, v in arrays.items()}
+        for k, v in a.items():
+            if not np.all(np.isfinite(v)):
+                raise ValueError(f"meanfield: {k} must be finite; got {v}")
+        if np.any(a["eta"] <= 0):
+            raise ValueError(f"meanfield: eta must be > 0; got {a['eta']}")
+        if np.any(a["gain"] < 0):
+            raise ValueError(f"meanfield: gain must be >= 0; got {a['gain']}")
+        for k in ("delta_fn", "delta_fp"):
+            if np.any((a[k] < 0) | (a[k] >= 1)):
+                raise ValueError(f"meanfield: {k} must be in [0, 1); got {a[k]}")
+        if np.any(a["delta_fn"] + a["delta_fp"] >= 1):
+            raise ValueError("meanfield: delta_fn + delta_fp must be < 1 (J > 0)")
+        if np.any((a["p0"] <= 0) | (a["p0"] >= 1)):
+            raise ValueError(f"meanfield: p0 must be in (0, 1); got {a['p0']}")
+
+    def batch(self, static, batching):
+        from ..theory._fields import GRPO, GoodBonus, Neutralized
+        from ..theory._gains import ConstantGain, ScheduleA, ScheduleB
+        from ..theory._solve import solve_block
+        from ..theory._state import State
+        from ..theory._verifier import Verifier
+
+        K, M, block = static["K"], static["M"], static["block"]
+        n_save = static["n_save"]
+        outputs = self._outputs(static["outputs"])
+        saveat = jnp.linspace(0.0, float(static["t1"]), n_save)
+        gains = {"constant": ConstantGain, "A": ScheduleA, "B": ScheduleB}
+
+        def dynamics(a):
+            ver = Verifier(a["delta_fn"], a["delta_fp"])
+            if static["system"] == "grpo":
+                return GRPO(eta=a["eta"], verifier=ver)
+            cls = GoodBonus if static["system"] == "good_bonus" else Neutralized
+            return cls(gains[static["schedule"]](a["gain"]), eta=a["eta"], verifier=ver)
+
+        def simplex(key, n):
+            e = jax.random.exponential(key, (n,))
+            return e / jnp.sum(e)
+
+        def solve_one_block(kd, a):
+            keys = jax.vmap(jax.random.wrap_key_data)(kd)
+            ky, kz = jax.vmap(jax.random.split, out_axes=1)(keys)
+            y0 = jax.vmap(lambda k: simplex(k, K))(ky)
+            z0 = jax.vmap(lambda k: simplex(k, M))(kz)
+            sol = solve_block(dynamics(a), State(a["p0"], y0, z0), saveat=saveat,
+                              time=static["time"], rtol=static["rtol"], atol=static["atol"])
+            return {k: getattr(sol, k) for k in outputs}
+
+        def fn(kd, arrays):
+            b = kd.shape[0]
+            if b <= block:
+                return solve_one_block(kd, arrays)
+            nb = -(-b // block)
+            pad = nb * block - b
+
+            def split(x):  # pad by repeating the last run, then (nb, block, ...)
+                if pad:
+                    x = jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)])
+                return x.reshape((nb, block) + x.shape[1:])
+
+            out = jax.lax.map(lambda args: solve_one_block(*args),
+                              (split(kd), jax.tree_util.tree_map(split, arrays)))
+            return jax.tree_util.tree_map(lambda x: x.reshape((nb * block,) + x.shape[2:])[:b],
+                                          out)
+
+        all_dims = {"p": ("time",), "L_y": ("time",), "L_z": ("time",), "y": ("time", "k"),
+                    "z": ("time", "m"), "t": ("time",), "tau": ("time",), "stopped": (),
+                    "t_end": ()}
+        dims = {k: all_dims[k] for k in outputs}
+        width = {"p": 1, "L_y": 1, "L_z": 1, "y": K, "z": M, "t": 1, "tau": 1}
+        per = 8 * sum(n_save * width[k] if k in width else 1 for k in outputs)
+        # working memory of one trajectory inside a block: the solver's state, its 7 stages and
+        # the step's temporaries (~ 60 (K + M + 4) floats, measured ~5 KiB at K = 3, M = 2)
+        # plus its saved states; with lax.map one block at a time, with vmap all of them
+        work = 8 * (60 * (K + M + 4) + n_save * (K + M + 4))
+        coords = {"time": np.asarray(saveat)}
+        if "y" in outputs:
+            coords["k"] = np.arange(K)
+        if "z" in outputs:
+            coords["m"] = np.arange(M)
+        if batching == "vmap" or (batching == "auto" and jax.default_backend() != "cpu"):
+            work_per_run = work + per  # the engine counts it per run: blocks of >= 1 run
+        else:
+            work_per_run = block * work + per  # the engine counts it once: one block at a time
+        return Batch(fn=fn, dims=dims, coords=coords, bytes_out=per,
+                     bytes_per_run=work_per_run)
+
+    def block_multiple(self, static) -> int:
+        return static["block"]
+
+
+TARGETS: dict[str, SweepTarget] = {}
+
+
+def make_target(name_or_target) -> SweepTarget:
+    """A :class:`SweepTarget` from a name (``"meanfield"`` or a simulator of
+    :data:`simplexlab.sim.SIMULATORS`), a simulator class, or a target (returned as is)."""
+    if isinstance(name_or_target, SweepTarget):
+        return name_or_target
+    if isinstance(name_or_target, type) and issubclass(name_or_target, AbstractSimulator):
+        return SimulatorTarget(name_or_target)
+    if name_or_target == MeanFieldTarget.name:
+        return MeanFieldTarget()
+    if name_or_target in SIMULATORS:
+        return SimulatorTarget(SIMULATORS[name_or_target])
+    raise ValueError(f"unknown simulator {name_or_target!r}; known: "
+                     f"{sorted([MeanFieldTarget.name, *SIMULATORS])}")

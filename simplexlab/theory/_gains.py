@@ -1,0 +1,113 @@
+r"""Gain schedules ``λ(t)`` for the anti-collision bonus (G²RPO App. C, D.6).
+
+A gain is an ``eqx.Module`` called as ``gain(t, p, L_y, L_z, K, verifier) -> λ``. Every schedule
+holds one number, ``gain``: the constant λ of :class:`ConstantGain`, the base gain λ0 of
+:class:`ScheduleA` / :class:`ScheduleB` (the old names ``lam`` / ``lam0`` still work, with a
+``DeprecationWarning``).
+"""
+
+from __future__ import annotations
+
+import abc
+import warnings
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._checks import check_finite, check_parameter, deprecated_alias, user_stacklevel
+from ._closed_forms import _gain_schedule_a, _gain_schedule_b
+from ._verifier import Verifier
+
+__all__ = ["AbstractGain", "ConstantGain", "ScheduleA", "ScheduleB"]
+
+_MISSING = object()
+
+
+class AbstractGain(eqx.Module):
+    """Base class: ``__call__(t, p, L_y, L_z, K, verifier)`` returns the gain ``λ``."""
+
+    @abc.abstractmethod
+    def __call__(self, t, p, L_y, L_z, K: int, verifier: Verifier): ...
+
+    @abc.abstractmethod
+    def checked(self) -> AbstractGain:
+        """The same gain with run-time finiteness checks attached (for traced parameters)."""
+
+
+class _OneGain(AbstractGain):
+    """A schedule with one parameter ``gain`` (positional or keyword; ``old_name=`` deprecated)."""
+
+    gain: float | jnp.ndarray
+    _old_name: ClassVar[str] = ""
+    _symbol: ClassVar[str] = "λ"
+
+    def __init__(self, gain=_MISSING, **kwargs):
+        cls = type(self).__name__
+        gain = deprecated_alias(kwargs, self._old_name, "gain", cls, gain, _MISSING)
+        if kwargs:
+            raise TypeError(f"{cls}() got unexpected keyword argument(s) {sorted(kwargs)}")
+        if gain is _MISSING:
+            raise TypeError(f"{cls}() missing its argument 'gain' ({self._symbol})")
+        self.gain = gain
+
+    def __check_init__(self):
+        check_parameter(self.gain, f"{type(self).__name__}.gain ({self._symbol})")
+
+    def _deprecated(self):
+        warnings.warn(f"{type(self).__name__}.{self._old_name} is deprecated; use .gain",
+                      DeprecationWarning, stacklevel=user_stacklevel())
+        return self.gain
+
+    def checked(self):
+        return eqx.tree_at(lambda g: g.gain, self, check_finite(
+            jnp.asarray(self.gain), f"{type(self).__name__}.gain ({self._symbol})"))
+
+
+class ConstantGain(_OneGain):
+    """A constant gain ``λ(t) ≡ gain`` (G²RPO eq. 44/48 with fixed λ)."""
+
+    _old_name: ClassVar[str] = "lam"
+    _symbol: ClassVar[str] = "λ"
+
+    @property
+    def lam(self):
+        """Deprecated alias of :attr:`gain`."""
+        return self._deprecated()
+
+    def __call__(self, t, p, L_y, L_z, K, verifier):
+        return jnp.asarray(self.gain)
+
+
+class ScheduleA(_OneGain):
+    r"""Schedule A, p-adaptive: ``λ = λ0 J p/σ(p)`` so that ``λ̃ ≡ λ0`` (G²RPO eq. 62);
+    with a perfect verifier this is the adaptive gain ``λ0 sqrt(p/(1−p))`` of eq. (50).
+    ``gain`` is λ0."""
+
+    _old_name: ClassVar[str] = "lam0"
+    _symbol: ClassVar[str] = "λ0"
+
+    @property
+    def lam0(self):
+        """Deprecated alias of :attr:`gain`."""
+        return self._deprecated()
+
+    def __call__(self, t, p, L_y, L_z, K, verifier):
+        return _gain_schedule_a(p, self.gain, verifier)
+
+
+class ScheduleB(_OneGain):
+    r"""Schedule B, (p, y, z)-adaptive: ``λ = λ0 (J p/σ) (L_y + L_z)/(L_z + 1/K)`` (G²RPO eq. 67),
+    which makes the neutralized inner-time good-block field exactly ``(1 − λ0) V(y)`` (eq. 68).
+    ``gain`` is λ0."""
+
+    _old_name: ClassVar[str] = "lam0"
+    _symbol: ClassVar[str] = "λ0"
+
+    @property
+    def lam0(self):
+        """Deprecated alias of :attr:`gain`."""
+        return self._deprecated()
+
+    def __call__(self, t, p, L_y, L_z, K, verifier):
+        return _gain_schedule_b(p, L_y, L_z, K, self.gain, verifier)

@@ -1,0 +1,386 @@
+r"""Integrate a mean-field system with diffrax: ``solve(dynamics, state0, t1=...)``.
+
+Integration variable: physical time ``t`` (``time="physical"``) or the internal time ``τ`` of
+G²RPO eq. (24) (``time="inner"``). The other clock is integrated alongside (``dτ/dt = κ(p)``, or
+``dt/dτ = 1/κ(p)``) so both are always reported.
+
+Boundary rule (documented, never NaN): integration stops at the first time the bad mass leaves
+``[p_floor, 1 − p_floor]`` (a diffrax terminating event). Save points after that time hold the
+state (and both clocks) at the stopping point; ``Solution.stopped`` and ``Solution.t_end`` say
+so (``t_end`` is where integration ended: ``t1``, or the stopping time). The simplex faces
+``y_j = 0`` are invariant for every field here (Lemma A.3), so no clamp is applied to ``y``
+or ``z``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import (
+    as_int,
+    check,
+    check_finite,
+    check_number,
+    check_pair,
+    is_concrete,
+    xp,
+)
+from ._closed_forms import concentration
+from ._fields import AbstractDynamics
+from ._state import State, make_state
+
+__all__ = ["Solution", "solve", "solve_block", "solve_ensemble"]
+
+
+class Solution(eqx.Module):
+    """A solved trajectory (leading axis: save points; extra leading axes when vmapped).
+
+    ``ts`` are the save points in the integration variable; ``t`` and ``tau`` are the physical
+    and internal times there; ``state`` holds ``p``, ``y``, ``z`` at the save points.
+    """
+
+    ts: jnp.ndarray
+    t: jnp.ndarray
+    tau: jnp.ndarray
+    state: State
+    stopped: jnp.ndarray
+    t_end: jnp.ndarray
+    num_steps: jnp.ndarray
+    time: str = eqx.field(static=True)
+
+    @property
+    def p(self):
+        return self.state.p
+
+    @property
+    def y(self):
+        return self.state.y
+
+    @property
+    def z(self):
+        return self.state.z
+
+    @property
+    def L_y(self):
+        return concentration(self.state.y)
+
+    @property
+    def L_z(self):
+        return concentration(self.state.z)
+
+    @property
+    def K_eff(self):
+        """Effective number of good modes ``1/L_y`` (G²RPO §4)."""
+        return 1.0 / self.L_y
+
+
+class _Aug(eqx.Module):
+    state: State
+    clock: jnp.ndarray  # tau when integrating in t; t when integrating in tau
+
+
+def _default_solver(name):
+    return {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8,
+            "heun": diffrax.Heun, "euler": diffrax.Euler, "bosh3": diffrax.Bosh3}[name]()
+
+
+_SOLVERS = ("tsit5", "dopri5", "dopri8", "heun", "euler", "bosh3")
+
+
+def solve(
+    dynamics: AbstractDynamics,
+    state0: State,
+    *,
+    t1,
+    t0=0.0,
+    time: Literal["physical", "inner"] = "physical",
+    saveat=None,
+    n_save: int = 101,
+    solver: str | diffrax.AbstractSolver = "tsit5",
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    dt0=None,
+    adaptive: bool = True,
+    max_steps: int = 1_000_000,
+    p_floor: float = 1e-12,
+    adjoint: diffrax.AbstractAdjoint | None = None,
+) -> Solution:
+    r"""Solve the (p, y, z) system ``dynamics`` from ``state0`` over ``[t0, t1]``.
+
+    Args:
+        dynamics: :class:`GRPO`, :class:`GoodBonus`, :class:`Neutralized` or any
+            :class:`AbstractDynamics`.
+        state0: initial :class:`State` (validated: p ∈ (0, 1), y and z on their simplices).
+        t1, t0: interval in the integration variable (``time``).
+        time: ``"physical"`` integrates in t; ``"inner"`` in τ (G²RPO eq. 24), which needs
+            ``J > 0`` so that τ increases with t.
+        saveat: array of save points in ``[t0, t1]``; default ``n_save`` equispaced points.
+        solver: a diffrax solver or one of ``"tsit5"`` (default), ``"dopri5"``, ``"dopri8"``,
+            ``"heun"``, ``"bosh3"``, ``"euler"``.
+        rtol, atol: tolerances of the adaptive PID controller (``adaptive=True``).
+        dt0: initial (adaptive) or fixed (``adaptive=False``) step size.
+        p_floor: the boundary rule's threshold (see module docstring).
+        adjoint: diffrax adjoint; default ``diffrax.ForwardMode()`` (a plain while loop: fastest
+            for forward simulation, supports ``jax.jvp``). Pass
+            ``diffrax.RecursiveCheckpointAdjoint()`` to differentiate in reverse mode.
+
+    Works under ``jax.jit`` and ``jax.vmap`` over ``state0`` and the array leaves of
+    ``dynamics`` (use ``eqx.filter_vmap``); bad inputs raise eagerly (``ValueError``) or at run
+    time: ``state0`` must be one trajectory (a batch goes to :func:`solve_ensemble`) and every
+    parameter of ``dynamics`` a scalar; ``rtol``, ``atol`` finite and ``>= 0`` (not both 0);
+    ``n_save``, ``max_steps`` integers ``>= 1``; ``dt0 > 0``; ``time="inner"`` needs
+    ``η J > 0``.
+    """
+    *args, max_steps = _prepare(dynamics, state0, t0, t1, time, saveat, n_save, solver, adaptive,
+                                dt0, p_floor, adjoint, rtol, atol, max_steps)
+    return _solve(*args, rtol=rtol, atol=atol, adaptive=adaptive, max_steps=max_steps,
+                  p_floor=float(p_floor), time=time)
+
+
+def _leaf_shapes(dynamics):
+    """``(path, shape)`` of every array-like leaf of ``dynamics`` (η, gains, verifier rates)."""
+    leaves = jax.tree_util.tree_flatten_with_path(dynamics)[0]
+    return [(jax.tree_util.keystr(path), np.shape(leaf)) for path, leaf in leaves
+            if eqx.is_array_like(leaf)]
+
+
+def _prepare(dynamics, state0, t0, t1, time, saveat, n_save, solver, adaptive, dt0, p_floor,
+             adjoint, rtol, atol, max_steps, *, ensemble: bool = False):
+    """Validate the arguments shared by :func:`solve` and :func:`solve_ensemble`."""
+    if time not in ("physical", "inner"):
+        raise ValueError(f"time must be 'physical' or 'inner'; got {time!r}")
+    if isinstance(solver, str):
+        if solver not in _SOLVERS:
+            raise ValueError(f"unknown solver {solver!r}; choose one of {_SOLVERS} or pass a "
+                             "diffrax solver")
+        solver = _default_solver(solver)
+    elif not isinstance(solver, diffrax.AbstractSolver):
+        raise ValueError(f"solver must be a name in {_SOLVERS} or a diffrax solver; got "
+                         f"{solver!r}")
+    if not isinstance(dynamics, AbstractDynamics):
+        raise TypeError("dynamics must be an AbstractDynamics (GRPO, GoodBonus, Neutralized, "
+                        f"...); got {type(dynamics).__name__}")
+    if not isinstance(state0, State):
+        who = "states" if ensemble else "state0"
+        raise ValueError(f"{who} must be a State (build one with make_state(p, y, z)); got "
+                         f"{type(state0).__name__}")
+    if not adaptive and dt0 is None:
+        raise ValueError("adaptive=False needs a fixed step size dt0")
+    check_number(p_floor, "p_floor")
+    if not is_concrete(p_floor) or not 0.0 < float(p_floor) < 0.5:
+        raise ValueError(f"p_floor must be a number in (0, 0.5); got {p_floor!r}")
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        check(v, lambda a: ~xp.isfinite(a) | (a < 0),
+              f"{name} (tolerance of the adaptive step-size controller) must be finite and >= 0")
+    if is_concrete(rtol) and is_concrete(atol) and float(rtol) == 0 and float(atol) == 0:
+        raise ValueError("rtol and atol cannot both be 0")
+    n_save = as_int(n_save, "n_save (number of save points)", lower=1)
+    max_steps = as_int(max_steps, "max_steps", lower=1)
+    for name, v in (("t0", t0), ("t1", t1)):
+        check_finite(v, name)
+    if is_concrete(t0) and is_concrete(t1) and not float(t1) > float(t0):
+        raise ValueError(f"need t1 > t0; got t0={t0}, t1={t1}")
+    # shapes: one trajectory (solve) or one batch axis shared by states and parameters
+    batch = np.shape(state0.p)
+    if not ensemble and batch != ():
+        raise ValueError(
+            f"solve integrates one trajectory, but state0 has batch shape {batch} (p of shape "
+            f"{np.shape(state0.p)}); use solve_ensemble for a batch of states (the fast path), or "
+            "eqx.filter_vmap(solve)")
+    for path, shape in _leaf_shapes(dynamics):
+        if ensemble:
+            if shape not in ((), batch):
+                raise ValueError(
+                    f"dynamics{path} has shape {shape}, but states holds {batch[0]} "
+                    f"trajectories: every array parameter of the dynamics must be a scalar or "
+                    f"have shape {batch} (one value per trajectory)")
+        elif shape != ():
+            raise ValueError(
+                f"dynamics{path} has shape {shape}: solve integrates one trajectory with scalar "
+                "parameters; use solve_ensemble (one value per trajectory) or "
+                "eqx.filter_vmap(solve) over the dynamics")
+    if time == "inner":
+        J = dynamics.verifier.J
+        if is_concrete(J) and np.any(np.asarray(J) <= 0):
+            raise ValueError(f"inner time needs J > 0 (dτ/dt = κ > 0); got J = {np.asarray(J)}")
+    state0 = make_state(state0.p, state0.y, state0.z)
+    if saveat is None:
+        saveat = jnp.linspace(t0, t1, n_save)
+    else:
+        check_number(saveat, "saveat")
+        saveat = check_finite(saveat, "saveat")
+        saveat = jnp.asarray(saveat, dtype=float)
+        if saveat.ndim != 1 or saveat.shape[0] < 1:
+            raise ValueError(f"saveat must be a non-empty 1-D array; got shape {saveat.shape}")
+        if is_concrete(saveat):
+            s = np.asarray(saveat)
+            if np.any(np.diff(s) < 0) or s[0] < float(t0) or s[-1] > float(t1):
+                raise ValueError(f"saveat must be non-decreasing and inside [t0, t1] = "
+                                 f"[{t0}, {t1}]; got {s}")
+    if dt0 is not None:
+        dt0 = check(dt0, lambda a: ~xp.isfinite(a) | (a <= 0), "dt0 (step size) must be finite "
+                    "and > 0")
+        dt0 = jnp.asarray(dt0, dtype=float)
+    dynamics = dynamics.checked()
+    if time == "inner":  # dτ/dt = κ ∝ η J must be > 0 (also for a reversed or traced η)
+        eta = check_pair(jnp.asarray(dynamics.eta), dynamics.verifier.J, lambda e, j: e * j <= 0,
+                         "inner time needs eta * J > 0 (dτ/dt = κ > 0): (eta, J)")
+        dynamics = eqx.tree_at(lambda d: d.eta, dynamics, eta)
+    adjoint = diffrax.ForwardMode() if adjoint is None else adjoint
+    return (dynamics, state0, jnp.asarray(t0, dtype=float), jnp.asarray(t1, dtype=float), saveat,
+            solver, dt0, adjoint, max_steps)
+
+
+@eqx.filter_jit
+def _solve(dynamics, state0, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol, adaptive,
+           max_steps, p_floor, time):
+    if time == "physical":
+        def f(t, aug, args):
+            return _Aug(dynamics.vector_field(t, aug.state), dynamics.kappa(aug.state.p))
+    else:
+        def f(t, aug, args):
+            k = dynamics.kappa(aug.state.p)
+            return _Aug(dynamics.inner_vector_field(t, aug.state), 1.0 / k)
+
+    def boundary(t, aug, args, **kwargs):
+        p = aug.state.p
+        return (p < p_floor) | (p > 1.0 - p_floor) | ~jnp.isfinite(p)
+
+    controller = (diffrax.PIDController(rtol=rtol, atol=atol) if adaptive
+                  else diffrax.ConstantStepSize())
+    y0 = _Aug(state0, jnp.zeros_like(state0.p))
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(f), solver, t0, t1, dt0, y0,
+        saveat=diffrax.SaveAt(ts=saveat, t1=True),
+        stepsize_controller=controller,
+        event=diffrax.Event(boundary),
+        max_steps=max_steps,
+        adjoint=adjoint,
+        throw=True,
+    )
+    ys, ts = sol.ys, sol.ts
+    # with an event, diffrax stores the stopping point right after the last save point it
+    # reached and fills the rest with inf: the last finite entry is where integration ended
+    last = jnp.sum(jnp.isfinite(ts)) - 1
+    final = jax.tree_util.tree_map(lambda a: a[last], ys)
+    t_end = ts[last]
+    stopped = sol.result == diffrax.RESULTS.event_occurred
+    # hold the state at the stopping point for save points past it (diffrax fills them with inf)
+    past = saveat > t_end
+    held = jax.tree_util.tree_map(
+        lambda a, b: jnp.where(past.reshape((-1,) + (1,) * (a.ndim - 1)), b[None], a[:-1]),
+        ys, final)
+    reached = jnp.where(past, t_end, saveat)
+    t_phys, tau = (reached, held.clock) if time == "physical" else (held.clock, reached)
+    return Solution(ts=saveat, t=t_phys, tau=tau, state=held.state, stopped=stopped,
+                    t_end=t_end, num_steps=sol.stats["num_steps"], time=time)
+
+
+def _max_norm(tree):
+    return jnp.max(jnp.stack([jnp.max(jnp.abs(leaf)) for leaf in jax.tree_util.tree_leaves(tree)]))
+
+
+def solve_ensemble(
+    dynamics: AbstractDynamics,
+    states: State,
+    *,
+    t1,
+    t0=0.0,
+    time: Literal["physical", "inner"] = "physical",
+    saveat=None,
+    n_save: int = 101,
+    solver: str | diffrax.AbstractSolver = "tsit5",
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    dt0=None,
+    max_steps: int = 1_000_000,
+    p_floor: float = 1e-12,
+) -> Solution:
+    r"""Solve a batch of trajectories as one ODE system with a shared adaptive step.
+
+    ``states`` has a leading batch axis (``p`` of shape ``(n,)``, ``y`` ``(n, K)``, ``z``
+    ``(n, M)``); array leaves of ``dynamics`` (gains, verifier rates, η) may be scalars or
+    ``(n,)`` arrays, one value per trajectory. The error is controlled in the max-norm over the
+    whole ensemble, so every trajectory meets ``rtol``/``atol`` (a stricter test than
+    :func:`solve`'s RMS norm over one trajectory); the step count is that of the hardest
+    trajectory. This is the fast path for sweeps: the same batch through ``vmap(solve)`` pays
+    for batched control flow at every step.
+
+    Boundary rule: a trajectory whose ``p`` leaves ``[p_floor, 1 − p_floor]`` is frozen (its
+    derivative, and its clocks', set to zero) while the others go on; ``stopped`` and ``t_end``
+    are per trajectory. Returns a :class:`Solution` laid out like ``vmap(solve)``: leading axis
+    = trajectory, then save points.
+    """
+    if not isinstance(states, State):
+        raise ValueError(f"states must be a State with one batch axis (make_state(p, y, z) with p "
+                         f"of shape (n,)); got {type(states).__name__}")
+    if np.ndim(states.p) != 1:
+        raise ValueError(f"states must have exactly one batch axis; got p of shape "
+                         f"{np.shape(states.p)} (use solve for a single trajectory)")
+    dynamics, states, t0, t1, saveat, solver, dt0, adjoint, max_steps = _prepare(
+        dynamics, states, t0, t1, time, saveat, n_save, solver, True, dt0, p_floor, None, rtol,
+        atol, max_steps, ensemble=True)
+    return _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, rtol=rtol,
+                           atol=atol, max_steps=max_steps, p_floor=float(p_floor), time=time)
+
+
+class _EnsAug(eqx.Module):
+    state: State
+    clock: jnp.ndarray
+    active_time: jnp.ndarray
+
+
+@eqx.filter_jit
+def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol,
+                    max_steps, p_floor, time):
+    def f(t, aug, args):
+        s = aug.state
+        p = s.p
+        active = ((p >= p_floor) & (p <= 1.0 - p_floor) & jnp.isfinite(p)).astype(p.dtype)
+        p_safe = jnp.where(active > 0, p, 0.5)  # keep frozen entries finite
+        s = State(p_safe, s.y, s.z)
+        k = dynamics.kappa(p_safe)
+        if time == "physical":
+            d, dclock = dynamics.vector_field(t, s), k
+        else:
+            d, dclock = dynamics.inner_vector_field(t, s), 1.0 / k
+        d = State(d.p * active, d.y * active[:, None], d.z * active[:, None])
+        return _EnsAug(d, dclock * active, active)
+
+    zeros = jnp.zeros_like(states.p)
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(f), solver, t0, t1, dt0, _EnsAug(states, zeros, zeros),
+        saveat=diffrax.SaveAt(ts=saveat),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, norm=_max_norm),
+        max_steps=max_steps, adjoint=adjoint, throw=True,
+    )
+    ys = sol.ys  # leaves (T, n, ...)
+    st = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, 1), ys.state)
+    clock = ys.clock.T
+    p_last = ys.state.p[-1]
+    stopped = (p_last < p_floor) | (p_last > 1.0 - p_floor) | ~jnp.isfinite(p_last)
+    t_end = jnp.where(stopped, t0 + ys.active_time[-1], t1)
+    reached = jnp.minimum(saveat[None, :], t_end[:, None])
+    t_phys, tau = (reached, clock) if time == "physical" else (clock, reached)
+    n = states.p.shape[0]
+    return Solution(ts=saveat, t=t_phys, tau=tau, state=st, stopped=stopped, t_end=t_end,
+                    num_steps=jnp.broadcast_to(sol.stats["num_steps"], (n,)), time=time)
+
+
+def solve_block(dynamics: AbstractDynamics, states: State, *, saveat, time="physical",
+                rtol: float = 1e-6, atol: float = 1e-9, max_steps: int = 1_000_000,
+                p_floor: float = 1e-12) -> Solution:
+    r""":func:`solve_ensemble` without the eager argument checks, for callers that have
+    validated their inputs already and call it inside a trace (the sweep engine, under
+    ``shard_map``). Tsit5, PID control in the max norm over the block; ``saveat`` is a
+    concrete 1-D array whose ends are ``t0`` and ``t1``."""
+    saveat = jnp.asarray(saveat, dtype=float)
+    return _solve_ensemble(dynamics.checked(), states, saveat[0], saveat[-1], saveat,
+                           diffrax.Tsit5(), None, diffrax.ForwardMode(), rtol=rtol, atol=atol,
+                           max_steps=max_steps, p_floor=p_floor, time=time)

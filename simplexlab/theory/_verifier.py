@@ -1,0 +1,67 @@
+"""The noisy binary verifier of G²RPO App. A.2 (following Rad et al., 2026)."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import check, check_finite, check_number, is_concrete
+
+__all__ = ["Verifier"]
+
+
+class Verifier(eqx.Module):
+    r"""Binary verifier with false-negative rate ``delta_fn`` and false-positive rate ``delta_fp``.
+
+    ``J = 1 - delta_fn - delta_fp`` (G²RPO App. A.2). ``J <= 0`` reverses the direction of the flow
+    (the verifier is no better than chance, or inverted); it is refused unless
+    ``allow_flipped=True`` is passed explicitly.
+    """
+
+    delta_fn: float | jnp.ndarray = 0.0
+    delta_fp: float | jnp.ndarray = 0.0
+    allow_flipped: bool = eqx.field(static=True, default=False, kw_only=True)
+
+    def __check_init__(self):
+        for name in ("delta_fn", "delta_fp"):
+            v = getattr(self, name)
+            if is_concrete(v):
+                check_number(v, f"Verifier.{name}")
+                arr = np.asarray(v)
+                if not np.all(np.isfinite(arr)):
+                    raise ValueError(f"Verifier.{name} must be finite; got {arr}")
+                if np.any((arr < 0) | (arr > 1)):
+                    raise ValueError(f"Verifier.{name} must be a rate in [0, 1]; got {arr}")
+        if is_concrete(self.delta_fn) and is_concrete(self.delta_fp) and not self.allow_flipped:
+            s = np.asarray(self.delta_fn) + np.asarray(self.delta_fp)
+            if np.any(s >= 1):
+                raise ValueError(
+                    f"delta_fn + delta_fp = {s} >= 1 gives J <= 0, which flips the GRPO flow; "
+                    "pass allow_flipped=True to study that regime on purpose"
+                )
+
+    def checked(self) -> Verifier:
+        """The same verifier with run-time checks attached (for traced parameters)."""
+        fn = check_finite(jnp.asarray(self.delta_fn), "Verifier.delta_fn")
+        fp = check_finite(jnp.asarray(self.delta_fp), "Verifier.delta_fp")
+        fn = check(fn, lambda a: (a < 0) | (a > 1), "Verifier.delta_fn must be in [0, 1]")
+        fp = check(fp, lambda a: (a < 0) | (a > 1), "Verifier.delta_fp must be in [0, 1]")
+        if not self.allow_flipped:
+            fn = check(fn, lambda a: a + fp >= 1,
+                       "delta_fn + delta_fp >= 1 (J <= 0) flips the flow; use allow_flipped=True")
+        return Verifier(fn, fp, allow_flipped=self.allow_flipped)
+
+    @property
+    def J(self):
+        """Verifier informativeness ``J = 1 - delta_fn - delta_fp`` (G²RPO App. A.2)."""
+        return 1.0 - jnp.asarray(self.delta_fn) - jnp.asarray(self.delta_fp)
+
+    def reward_mean(self, p):
+        """``q(p) = (1 - delta_fn) - J p``, the Bernoulli mean of the reward (App. A.2)."""
+        return (1.0 - jnp.asarray(self.delta_fn)) - self.J * p
+
+    def reward_std(self, p):
+        """``sigma(p) = sqrt(q (1 - q))`` (App. A.2)."""
+        q = self.reward_mean(p)
+        return jnp.sqrt(q * (1.0 - q))

@@ -1,0 +1,282 @@
+"""The sweep engine (SPEC C9): sharding over devices and processes, chunking under a memory
+budget, resumable chunk store keyed on everything that determines a chunk, bad input refused
+before any compute, and the Dataset it returns.
+
+The multi-device and multi-process cases run in subprocesses (``sweep_worker.py``), so the
+``XLA_FLAGS`` device count and ``jax.distributed`` do not leak into the rest of the suite.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+import xarray as xr
+
+from simplexlab import categorical as C
+from simplexlab import sweep
+
+WORKER = Path(__file__).with_name("sweep_worker.py")
+ENV = {**os.environ, "SIMPLEXLAB_PROGRESS": "0", "PYTHONUNBUFFERED": "1"}
+VARS = ("q_pos", "m_ret", "entropy", "anchor", "num_above", "batch_correct")
+
+
+def _worker(out, name, *args, timeout=300):
+    proc = subprocess.run([sys.executable, str(WORKER), str(out), name, *map(str, args)],
+                          capture_output=True, text=True, env=ENV, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _assert_same(a: xr.Dataset, b: xr.Dataset):
+    for v in VARS:
+        np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=v)
+    for c in a.coords:
+        np.testing.assert_array_equal(a[c].values, b[c].values, err_msg=c)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The worker's sweep on one device in one process."""
+    out = tmp_path_factory.mktemp("ref")
+    text = _worker(out, "ref", "--devices", 1)
+    assert "devices=1 processes=1" in text
+    return xr.load_dataset(out / "ref.nc")
+
+
+def test_sharded_over_8_devices_is_bit_identical(reference, tmp_path):
+    text = _worker(tmp_path, "dev8", "--devices", 8)
+    assert "devices=8 processes=1" in text
+    _assert_same(xr.load_dataset(tmp_path / "dev8.nc"), reference)
+
+
+def test_non_divisible_shard_layout_is_refused(tmp_path):
+    proc = subprocess.run([sys.executable, str(WORKER), str(tmp_path), "bad", "--devices", "8",
+                           "--chunk-size", "12"], capture_output=True, text=True, env=ENV,
+                          timeout=300)
+    assert proc.returncode != 0
+    assert "chunk_size must be a positive multiple of the 8 devices" in proc.stderr
+    assert not (tmp_path / "bad.chunks").exists() or not list((tmp_path / "bad.chunks").iterdir())
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+WORKER_TOML = """simulator = "categorical"
+name = "dist"
+seeds = 3
+seed = 7
+[fixed]
+num_actions = 300
+num_correct = 30
+optimizer = "adam"
+surrogate = "log_likelihood"
+num_steps = 20
+stride = 5
+[grid]
+group_size = [3, 8]
+learning_rate = [0.05, 0.2]
+focal_gamma = [0.0, 1.0]
+"""
+
+
+def test_two_processes_joined_by_jax_distributed_give_the_same_dataset(reference, tmp_path):
+    """The README's multi-host recipe on localhost: two processes of ``simplexlab sweep ...
+    --coordinator --num-processes 2 --process-id I`` (``jax.distributed.initialize``, CPU
+    collectives), one device each. The mesh spans both, each computes its half of every chunk,
+    process 0 gathers the results and writes the Dataset: the worker's one-process sweep."""
+    cfg = tmp_path / "dist.toml"
+    cfg.write_text(WORKER_TOML)
+    port = _free_port()
+    env = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
+    procs = [subprocess.Popen([sys.executable, "-m", "simplexlab", "sweep", str(cfg), "--out",
+                               str(tmp_path), "--coordinator", f"127.0.0.1:{port}",
+                               "--num-processes", "2", "--process-id", str(i)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for i in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_, e) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, e[-3000:]
+    assert "chunks computed" in outs[0][0] and "chunks computed" not in outs[1][0]
+    ds = xr.load_dataset(tmp_path / "dist.nc")
+    assert ds.attrs["processes"] == 2 and ds.attrs["devices"] == 2
+    _assert_same(ds, reference)
+
+
+def test_killed_sweep_resumes_only_unfinished_chunks(tmp_path):
+    """SIGKILL a sweep after a few chunks: no result file, no temporary file survives the
+    resume, the resumed run loads exactly the finished chunks, computes the rest, and the
+    Dataset equals an uninterrupted run's."""
+    args = [sys.executable, str(WORKER), str(tmp_path), "killed", "--slow", "--chunk-size", "1"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    chunks = tmp_path / "killed.chunks"
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if chunks.is_dir() and len(list(chunks.glob("*.npz"))) >= 3:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the sweep finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    finished = len(list(chunks.glob("*.npz")))
+    assert 3 <= finished < 24
+    assert not (tmp_path / "killed.nc").exists()
+    for f in chunks.glob("*.npz"):  # every stored chunk is complete
+        with np.load(f) as z:
+            assert set(z.files) >= set(VARS)
+    text = _worker(tmp_path, "killed", "--slow", "--chunk-size", 1)
+    assert f"computed={24 - finished} loaded={finished}" in text
+    assert not list(tmp_path.rglob(".*.tmp"))
+    fresh = tmp_path / "fresh"
+    _worker(fresh, "fresh", "--slow", "--chunk-size", 1)
+    _assert_same(xr.load_dataset(tmp_path / "killed.nc"), xr.load_dataset(fresh / "fresh.nc"))
+
+
+SMALL = {"num_actions": 40, "num_correct": 5, "group_size": 4, "num_steps": 4, "stride": 2,
+         "optimizer": "adam"}
+
+
+def _small(tmp, **kw):
+    args = dict(fixed=SMALL, seeds=2, seed=0, out=tmp, name="s", progress=False)
+    grid = kw.pop("grid", {"focal_gamma": [0.0, 1.0]})
+    args.update(kw)
+    return sweep.run("categorical", grid, **args)
+
+
+def test_chunk_store_keys_on_everything_that_determines_a_chunk(tmp_path, monkeypatch):
+    """The bug this fixes: a chunk cache that ignored --seed returned seed-0 numbers for
+    seed 1. Same settings: every chunk loaded. A change of seed, of a fixed parameter, of a
+    grid value, of the number of seeds, or of the simulator's code version: recomputed."""
+    base = _small(tmp_path)
+    assert base.attrs["chunks_computed"] == base.attrs["chunks"] >= 1
+    again = _small(tmp_path)
+    assert again.attrs["chunks_loaded"] == again.attrs["chunks"]
+    assert again.attrs["chunks_computed"] == 0
+    _assert_same(again, base)
+    changes = [dict(seed=1), dict(fixed={**SMALL, "learning_rate": 0.5}),
+               dict(fixed={**SMALL, "group_size": 6}), dict(grid={"focal_gamma": [0.0, 2.0]}),
+               dict(seeds=3), dict(batching="vmap")]
+    for change in changes:
+        ds = _small(tmp_path, **change)
+        assert ds.attrs["chunks_loaded"] == 0, change
+    seed1 = _small(tmp_path, seed=1)
+    assert not np.array_equal(seed1.q_pos.values, base.q_pos.values)
+    monkeypatch.setattr(C.Categorical, "version", "test-bumped")
+    assert _small(tmp_path).attrs["chunks_loaded"] == 0
+
+
+def test_reproduce_with_another_seed_recomputes(tmp_path, monkeypatch):
+    """``simplexlab reproduce categorical-regimes --seed 1`` into a folder holding seed-0
+    chunks computes seed 1 (the issue's reproduction, on a tiny setting)."""
+    from simplexlab.lab import load_experiment_module, run_experiment
+
+    mod = load_experiment_module("categorical_regimes")
+    tiny = {"policy": C.CategoricalPolicy(num_actions=60, num_correct=6), "ns": (2, 16),
+            "steps": 10, "stride": 5, "seeds": 2, "lr_scale": 10.0}
+    monkeypatch.setattr(mod, "settings", lambda quick: tiny)
+    r0 = run_experiment("categorical-regimes", quick=True, out=tmp_path, seed=0)
+    r1 = run_experiment("categorical-regimes", quick=True, out=tmp_path, seed=1)
+    fresh = run_experiment("categorical-regimes", quick=True, out=tmp_path / "fresh", seed=1)
+    assert r1["results"]["final_q_pos"] == fresh["results"]["final_q_pos"]
+    assert r1["results"]["final_q_pos"] != r0["results"]["final_q_pos"]
+
+
+def test_memory_budget_chunks_instead_of_crashing(tmp_path):
+    sim = C.Categorical.make(**{k: v for k, v in SMALL.items()
+                                if k not in ("num_steps", "stride")})
+    per_run = sim.working_bytes()
+    whole = _small(None, grid={"focal_gamma": [0.0, 0.5, 1.0, 2.0]}, seeds=3)
+    small = _small(None, grid={"focal_gamma": [0.0, 0.5, 1.0, 2.0]}, seeds=3,
+                   memory_budget=per_run + 3 * 2000, batching="vmap")
+    assert whole.attrs["chunks"] == 1 and small.attrs["chunks"] > 1
+    _assert_same(small, _small(None, grid={"focal_gamma": [0.0, 0.5, 1.0, 2.0]}, seeds=3,
+                               batching="vmap"))
+    with pytest.raises(ValueError, match="memory_budget"):
+        _small(None, memory_budget=100, batching="vmap")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(grid={"focal_gama": [0.0]}), "unknown parameter"),
+    (dict(grid={"focal_gamma": []}), "length 0"),
+    (dict(grid={"focal_gamma": [0.0, 0.0]}), "repeated"),
+    (dict(grid={"num_steps": [2, 4]}, fixed={"num_actions": 40, "num_correct": 5}),
+     "cannot be swept"),
+    (dict(fixed={**SMALL, "optimizer": "adamm"}), "unknown optimizer"),
+    (dict(fixed={**SMALL, "group_size": 0}), "group_size"),
+    (dict(grid={"learning_rate": [0.1, -0.1]}), "learning_rate"),
+    (dict(grid={"learning_rate": ["fast"]}), "learning_rate"),
+    (dict(chunk_size=0), "multiple"),
+    (dict(seeds=0), "seeds"),
+    (dict(memory_budget="lots"), "memory_budget"),
+])
+def test_bad_input_is_refused_before_any_compute(kwargs, match, monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("compute started")
+
+    monkeypatch.setattr(jax, "shard_map", boom)
+    with pytest.raises(ValueError, match=match):
+        _small(None, **kwargs)
+
+
+def test_unknown_simulator():
+    with pytest.raises(ValueError, match="unknown simulator 'categoricl'"):
+        sweep.run("categoricl", {})
+
+
+def test_meanfield_target_matches_solve_ensemble():
+    """The ODE target's trajectories are ``solve_ensemble``'s for the same initial states
+    (Dirichlet compositions drawn from each seed's key) and gains."""
+    import jax.numpy as jnp
+
+    import simplexlab as sl
+
+    ds = sweep.run("meanfield", {"gain": [0.5, 2.0]}, fixed={"t1": 5.0, "n_save": 6},
+                   seeds=3, seed=4, progress=False)
+    assert ds.p.dims == ("gain", "seed", "time") and ds.y.shape == (2, 3, 6, 3)
+    keys = jax.random.split(jax.random.key(4), 3)
+    ky, kz = jax.vmap(jax.random.split, out_axes=1)(keys)
+    def dirichlet1(k, n):  # Dirichlet(1_n) as normalised exponentials (the target's law)
+        e = jax.random.exponential(k, (n,))
+        return e / e.sum()
+
+    y0 = jax.vmap(lambda k: dirichlet1(k, 3))(ky)
+    z0 = jax.vmap(lambda k: dirichlet1(k, 2))(kz)
+    for i, g in enumerate((0.5, 2.0)):
+        ref = sl.solve_ensemble(sl.Neutralized(sl.ScheduleB(g)),
+                                sl.State(jnp.full(3, 0.5), y0, z0), t1=5.0, n_save=6,
+                                rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(ds.p.values[i], np.asarray(ref.p), rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(ds.L_y.values[i], np.asarray(ref.L_y), rtol=1e-6,
+                                   atol=1e-9)
+
+
+def test_meanfield_bad_values():
+    with pytest.raises(ValueError, match="p0"):
+        sweep.run("meanfield", {"p0": [0.5, 1.5]}, progress=False)
+    with pytest.raises(ValueError, match="unknown schedule"):
+        sweep.run("meanfield", fixed={"schedule": "C"}, progress=False)
+
+
+def test_toml_config_and_errors(tmp_path):
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('simulator = "categorical"\nseeds = 2\nout = "res"\n[fixed]\n'
+                   'num_actions = 40\nnum_correct = 5\nnum_steps = 4\nstride = 2\n'
+                   '[grid]\ngroup_size = [2, 4]\n')
+    ds = sweep.run_config(cfg, progress=False)
+    assert (tmp_path / "res" / "s.nc").exists() and ds.q_pos.dims[:2] == ("group_size", "seed")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('simulator = "categorical"\nseed = 1\n[grid]\ngroup_sise = [2]\n')
+    with pytest.raises(ValueError, match="group_sise"):
+        sweep.load_config(bad)
+    bad.write_text('simulator = "categorical"\nseedz = 1\n')
+    with pytest.raises(ValueError, match="seedz"):
+        sweep.load_config(bad)
