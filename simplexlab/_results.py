@@ -72,8 +72,11 @@ def _git_revision() -> str | None:
             ["git", "rev-parse", "--short=12", "HEAD"],
             cwd=here, capture_output=True, text=True, timeout=5, check=True,
         ).stdout.strip()
+        # the result files under figures/ are outputs, not code: writing them during a
+        # `reproduce --full` must not mark the experiments after the first as -dirty
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)",
+             ":(top,exclude)figures"],
             cwd=here, capture_output=True, text=True, timeout=5, check=True,
         ).stdout.strip()
         return rev + ("-dirty" if dirty else "")
