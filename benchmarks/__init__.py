@@ -1,0 +1,37 @@
+"""The simplexlab benchmark suite: every performance goal of the project, in one command.
+
+    python -m benchmarks [--quick] [--only NAME[,NAME...]] [--json PATH] [--dtype float32|float64]
+                         [--rounds R] [--repeats N] [--block B]
+
+Benchmarks (``--only`` names):
+
+- ``categorical`` (:mod:`benchmarks.categorical`): the F-GRPO Fig. 4 sweep of the 128,000-action
+  categorical simulator through :func:`simplexlab.sweep.run`, against the old ``run_many``
+  thread-pool path rebuilt from the public API; and its per-step cost against the
+  memory-traffic bound.
+- ``meanfield`` (:mod:`benchmarks.meanfield`): 10^6 mean-field trajectories through the sweep
+  engine in ≤ 60 s and ≤ 2 GB, against scipy ``solve_ivp`` extrapolated from a subset.
+- ``ensemble`` (:mod:`benchmarks.ensemble`): 2,048 trajectories through ``vmap(solve)`` and
+  ``solve_ensemble`` against scipy per trajectory (≥ 200×).
+
+Each measurement runs in a worker process of its own (``python -m benchmarks --worker
+MODULE.FUNCTION``), with the JAX configuration it needs set before JAX is imported: the sweep
+engine's workers get one CPU device per core (``XLA_FLAGS=--xla_force_host_platform_device_count``,
+set by the suite), the baselines JAX's default single device; and each reports its own peak
+resident memory. The suite prints one table (and, with ``--json``, writes the numbers) with
+every baseline measured in the same run. ``--quick`` runs small shapes (a smoke test, < 2
+minutes on 2 cores); its numbers say nothing about the goals.
+
+On a shared machine other jobs inflate wall times unevenly: ``--repeats N`` times the categorical
+sweep N times in each worker (default 2; the engine's first call compiles, the later ones reuse
+its programs) and the table also gives the CPU time of both paths; ``--rounds R`` runs every
+worker R times, alternating the order of a benchmark's workers; the best of each is reported and
+every run is listed. The load average at start and end is printed with the table.
+"""
+
+from . import categorical, ensemble, meanfield
+
+#: benchmarks by ``--only`` name, in the order they run
+BENCHMARKS = {m.NAME: m for m in (categorical, meanfield, ensemble)}
+
+__all__ = ["BENCHMARKS"]
