@@ -72,9 +72,10 @@ def prepare_group(rewards, mask=None, *, min_valid: int = 2):
     r = _float(rewards)
     r = jnp.where(m, r, jnp.zeros((), r.dtype))
     r = check_finite(r, "rewards")
-    r = check(r, lambda a: xp.abs(a) > REWARD_MAX,
-              f"rewards must have magnitude <= {REWARD_MAX:g} (the group statistics of larger "
-              "rewards overflow float64)")
+    bound = min(REWARD_MAX, float(np.sqrt(np.finfo(r.dtype).max)) * 1e-3)  # float32: 1.8e16
+    r = check(r, lambda a: xp.abs(a) > bound,
+              f"rewards must have magnitude <= {bound:g} (the group statistics of larger "
+              f"rewards overflow {r.dtype})")
     mf = m.astype(r.dtype)
     if min_valid > 0:
         mf = check(

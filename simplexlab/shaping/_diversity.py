@@ -5,6 +5,8 @@ All functions are pure and jit/vmap; cluster ids use ``−1`` for "not in any cl
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -32,6 +34,7 @@ __all__ = [
     "normalized_entropy",
     "num_modes",
     "pass_at_k",
+    "retained_mass",
     "self_bleu",
     "sequence_entropy",
     "token_entropy",
@@ -135,6 +138,39 @@ def normalized_entropy(y):
     y = jnp.asarray(y)
     K = num_modes(y)
     return jnp.where(K > 1, H / jnp.log(jnp.maximum(K, 2.0)), 0.0)
+
+
+def _retained_mass(p0, p, mask=None):
+    if mask is None:
+        lost = jnp.sum(jnp.maximum(jnp.zeros((), p.dtype), p0 - p), -1)
+        return 1.0 - lost / jnp.sum(p0, -1)
+    zero = jnp.zeros((), p.dtype)
+    lost = jnp.sum(jnp.where(mask, jnp.maximum(zero, p0 - p), zero), -1)
+    return 1.0 - lost / jnp.sum(jnp.where(mask, p0, zero), -1)
+
+
+def retained_mass(p0, p, mask=None):
+    r"""Retained positive mass ``M_ret = 1 − Σ_{i∈A+} max(0, π_0(i) − π_t(i)) / Σ_{i∈A+} π_0(i)``
+    (F-GRPO eq. 26): the share of the initial correct mass that no correct action has lost.
+
+    ``p0``, ``p``: initial and current masses over the last axis (finite, ``>= 0``, same shape);
+    ``mask``: bool over the last axis marking the correct set ``A+`` (default: every entry).
+    1 when no correct action lost mass; 0 when every one lost all of it."""
+    p0 = _masses(p0, "p0 (initial masses)")
+    p = _masses(p, "p (current masses)")
+    if p0.shape != p.shape:
+        raise ValueError(f"p0 {p0.shape} and p {p.shape} must have the same shape")
+    if mask is not None:
+        mask = jnp.asarray(mask)
+        if mask.dtype != jnp.bool_ or mask.shape[-1:] != p.shape[-1:]:
+            raise ValueError(f"mask must be a boolean array over the last axis of p "
+                             f"({p.shape[-1]} entries); got {mask.dtype} {mask.shape}")
+    return _retained_mass(p0, p, mask)
+
+
+#: The formulas above without argument checks, for simulators that call them inside a compiled
+#: step on arrays they made themselves.
+unchecked = SimpleNamespace(retained_mass=_retained_mass)
 
 
 def sequence_entropy(cluster_ids, num_clusters: int, mask=None):

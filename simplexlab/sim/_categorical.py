@@ -51,7 +51,18 @@ from ..shaping._advantages import (
     raw_advantages,
     rloo_advantages,
 )
+from ..shaping._diversity import unchecked
 from ..theory._focal import focal_weight
+from ._policy import (
+    OPTIMIZERS,
+    REDUCTIONS,
+    SURROGATES,
+    default_float,
+    gradient_from_probs,
+    lookup,
+    optimizer_init,
+    optimizer_update,
+)
 from ._protocol import AbstractSimulator, trajectory
 from ._sampler import counts_from_weights, sample_counts, unnormalized
 
@@ -72,15 +83,6 @@ __all__ = [
     "sample_counts",
     "step",
 ]
-
-SURROGATES = ("probability", "log_likelihood")
-
-REDUCTIONS = ("mean", "sum")
-
-
-def _float_dtype():
-    return jnp.result_type(float)
-
 
 def _check_finite_scalar(value, name: str):
     check_number(value, name)
@@ -134,7 +136,7 @@ class CategoricalPolicy(eqx.Module):
     def initial_logits(self, dtype=None):
         """Initial logits ``(A,)``: anchor / other correct / incorrect (F-GRPO App. J), of the
         floating ``dtype`` (default: JAX's default float)."""
-        dt = _float_dtype() if dtype is None else jnp.dtype(dtype)
+        dt = default_float() if dtype is None else jnp.dtype(dtype)
         idx = jnp.arange(self.num_actions)
         z = jnp.where(idx < self.num_correct, jnp.asarray(self.correct_logit, dt),
                       jnp.asarray(self.incorrect_logit, dt))
@@ -211,7 +213,7 @@ class CategoricalConfig(eqx.Module):
 
     def float_dtype(self):
         """The simulator's floating dtype: ``dtype`` or, if ``None``, JAX's default float."""
-        return _float_dtype() if self.dtype is None else jnp.dtype(self.dtype)
+        return default_float() if self.dtype is None else jnp.dtype(self.dtype)
 
     def make_optimizer(self) -> optax.GradientTransformation:
         # a run-time check too: under jit/vmap the learning rate may be traced (sweeps)
@@ -219,23 +221,13 @@ class CategoricalConfig(eqx.Module):
                                               strict=True))
 
     def optimizer_init(self, params):
-        """``make_optimizer().init(params)`` (see :meth:`optimizer_update` on dtype promotion)."""
-        with jax.numpy_dtype_promotion("standard"):
-            return self.make_optimizer().init(params)
+        """``make_optimizer().init(params)`` (:func:`simplexlab.sim._policy.optimizer_init`)."""
+        return optimizer_init(self.make_optimizer(), params)
 
     def optimizer_update(self, updates, opt_state, params):
-        """``make_optimizer().update(...)`` under *standard* dtype promotion.
-
-        optax transforms mix Python scalars and int32 step counters with float arrays (e.g.
-        ``optax.adam``'s bias correction ``1 − β^t``), which fails under
-        ``jax_numpy_dtype_promotion="strict"`` (the test suite's setting). The optimizer is
-        third-party code, so it runs under the standard rules; the simulator's own numerics stay
-        strict. The returned updates are cast to the dtype of ``params``.
-        """
-        with jax.numpy_dtype_promotion("standard"):
-            upd, state = self.make_optimizer().update(updates, opt_state, params)
-        upd = jax.tree_util.tree_map(lambda u, p: jnp.asarray(u, p.dtype), upd, params)
-        return upd, state
+        """``make_optimizer().update(...)`` under standard dtype promotion, updates cast to the
+        dtype of ``params`` (:func:`simplexlab.sim._policy.optimizer_update`)."""
+        return optimizer_update(self.make_optimizer(), updates, opt_state, params)
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,14 +313,8 @@ def count_gradient(logits, weights, surrogate: str):
     logits = check(logits, lambda a: xp.all(a == -xp.inf, axis=-1),
                    "logits: at least one action needs a finite logit (all are −inf)")
     weights = check_finite(weights, "weights")
-    return _count_gradient_from_probs(jax.nn.softmax(jnp.asarray(logits)), jnp.asarray(weights),
+    return gradient_from_probs(jax.nn.softmax(jnp.asarray(logits)), jnp.asarray(weights),
                                       surrogate)
-
-
-def _count_gradient_from_probs(p, weights, surrogate: str, weights_sum=None):
-    if surrogate == "probability":
-        return weights * p - p * jnp.sum(weights * p)
-    return weights - p * (jnp.sum(weights) if weights_sum is None else weights_sum)
 
 
 def count_weights(config: CategoricalConfig, counts):
@@ -408,7 +394,7 @@ def step(config: CategoricalConfig, state: SimState) -> SimState:
     counts, total = counts_from_weights(sub, e, config.group_size, return_total=True)
     p = e * (1.0 / total)
     w, k, w_sum = _count_weights_and_sum(config, counts)
-    grad = _count_gradient_from_probs(p, w, config.surrogate, w_sum)
+    grad = gradient_from_probs(p, w, config.surrogate, w_sum)
     updates, opt_state = config.optimizer_update(-grad, state.opt_state, state.logits)
     logits = optax.apply_updates(state.logits, updates)
     return SimState(logits=logits, opt_state=opt_state, key=key, step=state.step + 1,
@@ -432,11 +418,10 @@ def metrics(config: CategoricalConfig, state: SimState) -> Metrics:
     p, logp = _softmax_and_log(state.logits)  # as in init, so that M_ret(0) = 1 exactly
     zero = jnp.zeros((), p.dtype)
     p0 = state.probs0
-    lost = jnp.sum(jnp.where(correct, jnp.maximum(zero, p0 - p), zero))
     return Metrics(
         step=state.step,
         q_pos=jnp.sum(jnp.where(correct, p, zero)),
-        m_ret=1.0 - lost / jnp.sum(jnp.where(correct, p0, zero)),
+        m_ret=unchecked.retained_mass(p0, p, correct),
         entropy=-jnp.sum(p * logp),
         anchor=p[0],
         num_above=jnp.sum(correct & (p > p0), dtype=jnp.int32),
@@ -455,9 +440,6 @@ def run(config: CategoricalConfig, key, num_steps: int, stride: int = 1):
     return trajectory(sim, key, sim.default_params(), num_steps=num_steps, stride=stride)
 
 
-#: Optimizers by name (``Categorical.make(optimizer=...)``, sweep configs).
-OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam, "adamw": optax.adamw,
-              "momentum": lambda lr: optax.sgd(lr, momentum=0.9)}
 #: Group-level advantage functions by name (``Categorical.make(advantage=...)``).
 ADVANTAGES = {"mean_shifted": mean_shifted_advantages, "raw": raw_advantages,
               "grpo": grpo_advantages, "dr_grpo": dr_grpo_advantages,
@@ -494,10 +476,7 @@ class Categorical(AbstractSimulator):
         s = dict(settings)
         for field, table in (("advantage", ADVANTAGES), ("optimizer", OPTIMIZERS)):
             if isinstance(s.get(field), str):
-                if s[field] not in table:
-                    raise ValueError(f"categorical: unknown {field} {s[field]!r}; choose one of "
-                                     f"{sorted(table)}")
-                s[field] = table[s[field]]
+                s[field] = lookup(table, s[field], field, "categorical")
         if isinstance(s.get("dtype"), str):
             if s["dtype"] not in ("float32", "float64"):
                 raise ValueError(f"categorical: dtype must be 'float32' or 'float64'; got "

@@ -48,6 +48,15 @@ class AbstractSimulator(eqx.Module):
         """The static settings :meth:`make` accepts and their defaults."""
         return {}
 
+    #: how the sweep engine batches runs on CPU (``"map"``: ``lax.map``, run by run, best for
+    #: large per-run states; ``"vmap"``: best for small ones); accelerators always use ``vmap``
+    cpu_batching: ClassVar[str] = "map"
+
+    def observe_dims(self) -> dict[str, tuple[str, ...]]:
+        """Names of the trailing axes of each :meth:`observe` field (after ``step``), for the
+        sweep engine's Dataset; fields left out get ``<field>_0``, ``<field>_1``, ..."""
+        return {}
+
     def working_bytes(self) -> int:
         """An upper estimate of the memory one run needs while it runs (state, optimizer state,
         temporaries); the sweep engine sizes its chunks with it. Default: 1 MiB."""

@@ -164,7 +164,8 @@ def run(
             the chunk store ``<name>.chunks/``; ``None`` keeps everything in memory.
         memory_budget: bytes (or ``"2GB"``) the chunks may use; the chunk size is the largest
             that fits. ``chunk_size``: runs per chunk instead (a multiple of the device count).
-        batching: ``"auto"`` (``lax.map`` on CPU, ``vmap`` elsewhere), ``"vmap"`` or ``"map"``.
+        batching: ``"auto"`` (on CPU the simulator's ``cpu_batching``: ``lax.map`` for large
+            per-run states, ``vmap`` for small ones; ``vmap`` elsewhere), ``"vmap"`` or ``"map"``.
         devices: ``None`` (every device of every process), a number of local devices, or a list.
         resume: reuse chunks already in the store (their digest says they are the same work).
 
@@ -260,8 +261,7 @@ def run(
         if chunk_size is not None:
             per_dev = chunk_size // ndev
         else:
-            per_run = batch.bytes_out + (batch.bytes_per_run if batching == "vmap" or (
-                batching == "auto" and jax.default_backend() != "cpu") else 0)
+            per_run = batch.bytes_out + (batch.bytes_per_run if batch.vmapped else 0)
             fixed_cost = 0 if per_run > batch.bytes_out else batch.bytes_per_run
             room = budget // ndev - fixed_cost
             if room < per_run:

@@ -39,6 +39,7 @@ class Batch:
     coords: dict[str, np.ndarray]
     bytes_per_run: int
     bytes_out: int
+    vmapped: bool = False  #: runs batched with vmap (working memory per run) or one at a time
 
 
 class SweepTarget(abc.ABC):
@@ -71,12 +72,18 @@ class SweepTarget(abc.ABC):
         return {"target": self.name, "target_version": self.version}
 
 
+def resolve_batching(batching: str, cpu: str = "map") -> str:
+    """``"vmap"`` or ``"map"``; ``"auto"`` is ``cpu`` on CPU (``"map"``, i.e. ``lax.map``, for
+    large per-run states, where batched scans and gathers are slower than the same work done run
+    by run; ``"vmap"`` for small ones) and ``"vmap"`` on accelerators."""
+    if batching == "auto":
+        return cpu if jax.default_backend() == "cpu" else "vmap"
+    return batching
+
+
 def _map_or_vmap(one, batching: str):
     """``one(kd, arrays) -> outputs`` over a leading batch axis, by ``vmap`` or ``lax.map``
-    (``auto``: ``lax.map`` on CPU, where batched scans and gathers are slower than the same
-    work done run by run, ``vmap`` on accelerators)."""
-    if batching == "auto":
-        batching = "map" if jax.default_backend() == "cpu" else "vmap"
+    (``batching`` already resolved by :func:`resolve_batching`)."""
     if batching == "vmap":
         return jax.vmap(one)
     return lambda kd, arrays: jax.lax.map(lambda a: one(*a), (kd, arrays))
@@ -128,17 +135,21 @@ class SimulatorTarget(SweepTarget):
             rec.pop("step", None)  # the step is the coordinate
             return rec
 
+        batching = resolve_batching(batching, type(sim).cpu_batching)
         fn = _map_or_vmap(one, batching)
         shapes = jax.eval_shape(
             one, jax.random.key_data(jax.random.key(0)),
             {k: jnp.asarray(v) for k, v in sim.default_params().items()})
         n_rec = num_steps // stride + 1
-        dims = {k: ("step",) + tuple(f"{k}_{i}" for i in range(s.ndim - 1))
+        named = sim.observe_dims()
+        dims = {k: ("step",) + tuple(named.get(k, ())) if len(named.get(k, ())) == s.ndim - 1
+                else ("step",) + tuple(f"{k}_{i}" for i in range(s.ndim - 1))
                 for k, s in shapes.items()}
         bytes_out = sum(int(np.prod(s.shape)) * s.dtype.itemsize for s in shapes.values())
         return Batch(fn=fn, dims=dims,
                      coords={"step": np.arange(0, num_steps + 1, stride)[:n_rec]},
-                     bytes_per_run=sim.working_bytes(), bytes_out=bytes_out)
+                     bytes_per_run=sim.working_bytes(), bytes_out=bytes_out,
+                     vmapped=batching == "vmap")
 
 
 SYSTEMS = ("grpo", "good_bonus", "neutralized")
@@ -307,12 +318,13 @@ class MeanFieldTarget(SweepTarget):
             coords["k"] = np.arange(K)
         if "z" in outputs:
             coords["m"] = np.arange(M)
-        if batching == "vmap" or (batching == "auto" and jax.default_backend() != "cpu"):
+        vmapped = resolve_batching(batching) == "vmap"
+        if vmapped:
             work_per_run = work + per  # the engine counts it per run: blocks of >= 1 run
         else:
             work_per_run = block * work + per  # the engine counts it once: one block at a time
         return Batch(fn=fn, dims=dims, coords=coords, bytes_out=per,
-                     bytes_per_run=work_per_run)
+                     bytes_per_run=work_per_run, vmapped=vmapped)
 
     def block_multiple(self, static) -> int:
         return static["block"]

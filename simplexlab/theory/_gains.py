@@ -79,10 +79,8 @@ class ConstantGain(_OneGain):
         return jnp.asarray(self.gain)
 
 
-class ScheduleA(_OneGain):
-    r"""Schedule A, p-adaptive: ``λ = λ0 J p/σ(p)`` so that ``λ̃ ≡ λ0`` (G²RPO eq. 62);
-    with a perfect verifier this is the adaptive gain ``λ0 sqrt(p/(1−p))`` of eq. (50).
-    ``gain`` is λ0."""
+class _BaseGainSchedule(_OneGain):
+    """A schedule whose one parameter is the base gain λ0 (old keyword ``lam0``)."""
 
     _old_name: ClassVar[str] = "lam0"
     _symbol: ClassVar[str] = "λ0"
@@ -91,23 +89,21 @@ class ScheduleA(_OneGain):
     def lam0(self):
         """Deprecated alias of :attr:`gain`."""
         return self._deprecated()
+
+
+class ScheduleA(_BaseGainSchedule):
+    r"""Schedule A, p-adaptive: ``λ = λ0 J p/σ(p)`` so that ``λ̃ ≡ λ0`` (G²RPO eq. 62);
+    with a perfect verifier this is the adaptive gain ``λ0 sqrt(p/(1−p))`` of eq. (50).
+    ``gain`` is λ0."""
 
     def __call__(self, t, p, L_y, L_z, K, verifier):
         return _gain_schedule_a(p, self.gain, verifier)
 
 
-class ScheduleB(_OneGain):
+class ScheduleB(_BaseGainSchedule):
     r"""Schedule B, (p, y, z)-adaptive: ``λ = λ0 (J p/σ) (L_y + L_z)/(L_z + 1/K)`` (G²RPO eq. 67),
     which makes the neutralized inner-time good-block field exactly ``(1 − λ0) V(y)`` (eq. 68).
     ``gain`` is λ0."""
-
-    _old_name: ClassVar[str] = "lam0"
-    _symbol: ClassVar[str] = "λ0"
-
-    @property
-    def lam0(self):
-        """Deprecated alias of :attr:`gain`."""
-        return self._deprecated()
 
     def __call__(self, t, p, L_y, L_z, K, verifier):
         return _gain_schedule_b(p, L_y, L_z, K, self.gain, verifier)

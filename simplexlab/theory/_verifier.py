@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check, check_finite, check_number, is_concrete
 
 __all__ = ["Verifier"]
+
+
+def _labels(correct):
+    correct = jnp.asarray(correct)
+    if correct.dtype != jnp.bool_:
+        raise ValueError(f"correct must be a boolean array (the latent labels); got dtype "
+                         f"{correct.dtype}")
+    return correct
 
 
 class Verifier(eqx.Module):
@@ -60,6 +69,27 @@ class Verifier(eqx.Module):
     def reward_mean(self, p):
         """``q(p) = (1 - delta_fn) - J p``, the Bernoulli mean of the reward (App. A.2)."""
         return (1.0 - jnp.asarray(self.delta_fn)) - self.J * p
+
+    def sample(self, key, correct, dtype=None):
+        r"""Verifier outcomes ``r ∈ {0, 1}`` for rollouts whose latent label is ``correct``
+        (bool array): ``P(r = 0 | good) = delta_fn``, ``P(r = 1 | bad) = delta_fp`` (App. A.2),
+        independently per rollout. Returns floats of ``dtype`` (default: JAX's default float)
+        of the shape of ``correct``; :meth:`outcome` does the same from given uniforms."""
+        correct = _labels(correct)
+        dt = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
+        return self.outcome(jax.random.uniform(key, correct.shape, dt), correct)
+
+    def outcome(self, u, correct):
+        r""":meth:`sample` from uniforms ``u ∈ [0, 1)`` (one per rollout, the shape of
+        ``correct``): ``r = [u >= delta_fn]`` for a good rollout, ``[u < delta_fp]`` for a bad
+        one; floats of the dtype of ``u``."""
+        correct = _labels(correct)
+        u = jnp.asarray(u)
+        if u.shape != correct.shape:
+            raise ValueError(f"u {u.shape} and correct {correct.shape} must have the same shape")
+        fn = jnp.asarray(self.delta_fn, u.dtype)
+        fp = jnp.asarray(self.delta_fp, u.dtype)
+        return jnp.where(correct, u >= fn, u < fp).astype(u.dtype)
 
     def reward_std(self, p):
         """``sigma(p) = sqrt(q (1 - q))`` (App. A.2)."""
