@@ -87,7 +87,7 @@ def cluster_distribution(cluster_ids, num_clusters: int, mask=None):
         if np.shape(mask) != ids.shape:
             raise ValueError(f"mask must have shape {ids.shape}; got {np.shape(mask)}")
         member = member & jnp.asarray(mask).astype(bool)
-    onehot = (ids[..., None] == jnp.arange(num_clusters)) & member[..., None]
+    onehot = (ids[..., None] == jnp.arange(num_clusters, dtype=ids.dtype)) & member[..., None]
     counts = jnp.sum(onehot.astype(jnp.result_type(float)), -2)
     tot = jnp.sum(counts, -1, keepdims=True)
     return counts / jnp.maximum(tot, 1.0)

@@ -137,7 +137,7 @@ class G2RPOStats(NamedTuple):
 
 
 def _cluster_masses(ids, member, num_clusters, dtype):
-    onehot = (ids[..., :, None] == jnp.arange(num_clusters)) & member[..., :, None]
+    onehot = (ids[..., :, None] == jnp.arange(num_clusters, dtype=ids.dtype)) & member[..., :, None]
     return jnp.sum(onehot.astype(dtype), axis=-2)
 
 

@@ -5,6 +5,9 @@
   (jax-md style); :func:`trajectory` runs any of them with ``lax.scan``.
 - :class:`Categorical`: the F-GRPO App. J softmax policy simulator (:mod:`simplexlab.categorical`
   holds its configuration classes and functions).
+- :class:`Bandit`: the finite-group (K+M)-mode bandit of G²RPO (SPEC C7): noisy verifier, any
+  advantage rule of :mod:`simplexlab.shaping` by name (:data:`METHODS`), optax optimizers; its
+  ensemble mean follows the mean-field ODEs of :mod:`simplexlab.meanfield`.
 - :func:`sample_counts`: exact multinomial counts over many categories in O(A + N log A)
   (hashed uniforms, block-tree inverse CDF), reusable by any simulator.
 - :data:`SIMULATORS`: simulators by name (``simplexlab sweep`` configs).
@@ -13,16 +16,21 @@ Batches of runs (grids over parameters and seeds, sharded, chunked, resumable) a
 :mod:`simplexlab.sweep`.
 """
 
+from ._bandit import METHODS, Bandit, BanditMetrics, BanditState
 from ._categorical import Categorical
 from ._protocol import AbstractSimulator, trajectory
 from ._sampler import counts_from_weights, sample_counts
 
 #: Simulators by name, for sweep configuration files.
-SIMULATORS = {Categorical.name: Categorical}
+SIMULATORS = {Categorical.name: Categorical, Bandit.name: Bandit}
 
 __all__ = [
+    "METHODS",
     "SIMULATORS",
     "AbstractSimulator",
+    "Bandit",
+    "BanditMetrics",
+    "BanditState",
     "Categorical",
     "counts_from_weights",
     "sample_counts",

@@ -62,6 +62,13 @@ class AbstractSimulator(eqx.Module):
         temporaries); the sweep engine sizes its chunks with it. Default: 1 MiB."""
         return 1 << 20
 
+    @classmethod
+    def all_params(cls) -> dict[str, Any]:
+        """Every array parameter any configuration of this simulator takes, with its default
+        (the sweep engine's list of names). Default: ``cls.make().default_params()``; a
+        simulator whose parameters depend on its settings (the bandit's method) lists all."""
+        return cls.make().default_params()
+
     @abc.abstractmethod
     def default_params(self) -> dict[str, Any]:
         """The array parameters and their default values (scalars)."""

@@ -101,7 +101,7 @@ class SimulatorTarget(SweepTarget):
         self._default = cls.make()
 
     def array_params(self):
-        return {k: float(v) for k, v in self._default.default_params().items()}
+        return {k: float(v) for k, v in self.cls.all_params().items()}
 
     def static_params(self):
         return {**self.cls.settings(), "num_steps": 100, "stride": 1}
@@ -122,13 +122,22 @@ class SimulatorTarget(SweepTarget):
             raise ValueError(f"num_steps = {static['num_steps']} must be a multiple of stride = "
                              f"{static['stride']}")
         sim = self._make(static)
-        sim.check_params({k: np.asarray(v) for k, v in arrays.items()})
+        own = sim.default_params()
+        defaults = self.array_params()
+        for k, v in arrays.items():
+            if k not in own and np.any(np.asarray(v) != defaults[k]):
+                raise ValueError(f"{self.name}: parameter {k!r} has no effect with these "
+                                 f"settings (its array parameters are {sorted(own)})")
+        sim.check_params({k: np.asarray(v) for k, v in arrays.items() if k in own})
 
     def batch(self, static, batching):
         sim = self._make(static)
         num_steps, stride = static["num_steps"], static["stride"]
 
+        own = sim.default_params()
+
         def one(kd, arrays):
+            arrays = {k: v for k, v in arrays.items() if k in own}
             rec = trajectory(sim, jax.random.wrap_key_data(kd), arrays, num_steps=num_steps,
                              stride=stride)[1]
             rec = rec._asdict() if hasattr(rec, "_asdict") else dict(rec)

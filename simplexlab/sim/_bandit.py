@@ -1,0 +1,466 @@
+r"""The finite-group (K+M)-mode bandit (SPEC C7; G²RPO §3, App. A.2, Algorithm 1).
+
+Each run holds ``num_prompts`` independent prompts; a prompt is a softmax policy ``π = softmax(θ)``
+over ``K`` good modes (indices ``0..K−1``) and ``M`` bad modes (``K..K+M−1``). One step, for every
+prompt:
+
+1. draws ``G = group_size`` rollouts i.i.d. from ``π`` (exact inverse-CDF multinomial over the
+   ``K + M`` modes);
+2. verifies them with the noisy verifier (:meth:`Verifier.sample`: a good rollout scores 0 with
+   probability ``delta_fn``, a bad one scores 1 with probability ``delta_fp``);
+3. computes per-rollout advantages with a rule of :mod:`simplexlab.shaping` from what G²RPO
+   Algorithm 1 sees -- the verifier outcomes and the mode (cluster) of each rollout, never the true
+   probabilities (ProGRPO also sees its own log-probability of the rollout, as in PG eq. 5–6);
+4. ascends the chosen surrogate in count form (:mod:`simplexlab.sim._policy`) with an optax
+   optimizer of rate ``eta``.
+
+With ``optimizer="sgd"``, ``surrogate="log_likelihood"`` and ``reduction="mean"`` (the defaults) the
+expected logit step is ``E[Δθ] = η J(π) A`` (G²RPO App. A.2, ``J(π) = Diag(π) − ππᵀ``, ``A`` the
+conditional advantages), so the ensemble mean follows the mean-field ODEs of
+:mod:`simplexlab.meanfield` with the time map ``t = step · η`` (ODE with ``eta = 1``), up to
+``O(η)`` (discretisation and noise) and ``O(1/G)`` (plug-in group statistics) errors.
+
+Implements the simulator protocol, so :mod:`simplexlab.sweep` batches and shards it over seeds,
+gains, group sizes and step sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import check_parameter, is_concrete, is_int
+from ..shaping._advantages import (
+    dr_grpo_advantages,
+    grpo_advantages,
+    mean_shifted_advantages,
+    raw_advantages,
+    reinforce_pp_advantages,
+    rloo_advantages,
+)
+from ..shaping._diversity import entropy, num_modes, unchecked
+from ..shaping._g2rpo import G2RPOConfig, g2rpo_advantages
+from ..shaping._rules import dapo_iac, f_grpo, grpo_n
+from ..shaping._token import progrpo_advantages
+from ..theory._closed_forms import concentration
+from ..theory._verifier import Verifier
+from ._policy import (
+    OPTIMIZERS,
+    REDUCTIONS,
+    SURROGATES,
+    default_float,
+    gradient_from_probs,
+    lookup,
+    optimizer_init,
+    optimizer_update,
+)
+from ._protocol import AbstractSimulator
+from ._sampler import uniforms
+
+__all__ = ["METHODS", "Bandit", "BanditMetrics", "BanditState"]
+
+
+class _Rollouts(NamedTuple):
+    """What the advantage rule sees for one step: ``(P, max_group_size)`` arrays, of which the
+    first ``group_size`` rollouts of every group are valid (``mask``)."""
+
+    rewards: jax.Array  #: verifier outcomes in {0, 1} (0 where masked)
+    modes: jax.Array  #: mode (cluster) id of each rollout, in [0, K + M)
+    logp: jax.Array  #: log π(mode) of each rollout (ProGRPO's confidence)
+    mask: jax.Array  #: valid rollouts
+
+
+def _g2rpo(sim: Bandit, q, ro: _Rollouts):
+    """G²RPO (G² Alg. 1): every mode is a cluster; correct-scored rollouts are clustered among the
+    good, the others among the bad (``cluster_bad=False``: one aggregated bad arm, L̂_z = 1)."""
+    cfg = G2RPOConfig(gain=q["gain"], schedule=sim.schedule, neutralize=sim.neutralize,
+                      verifier=sim.verifier(q))
+    good = jnp.where(ro.mask & (ro.rewards == 1), ro.modes, -1)
+    bad = jnp.where(ro.mask & (ro.rewards == 0), ro.modes, -1) if sim.cluster_bad else None
+    return g2rpo_advantages(ro.rewards, good, bad, ro.mask, config=cfg,
+                            num_clusters=sim.K + sim.M)
+
+
+#: Advantage rules by name: ``(array parameters it uses, rule(sim, params, rollouts) -> (P, G))``.
+#: Every rule is a function of :mod:`simplexlab.shaping`; none is re-derived here.
+METHODS: dict[str, tuple[tuple[str, ...], Callable]] = {
+    "raw": ((), lambda s, q, ro: raw_advantages(ro.rewards, ro.mask)),
+    "mean_shifted": ((), lambda s, q, ro: mean_shifted_advantages(ro.rewards, ro.mask)),
+    "grpo": ((), lambda s, q, ro: grpo_advantages(ro.rewards, ro.mask)),
+    "dr_grpo": ((), lambda s, q, ro: dr_grpo_advantages(ro.rewards, ro.mask)),
+    "rloo": ((), lambda s, q, ro: rloo_advantages(ro.rewards, ro.mask)),
+    # REINFORCE++ normalizes over the whole batch: the run's num_prompts groups
+    "reinforce_pp": ((), lambda s, q, ro: reinforce_pp_advantages(ro.rewards, ro.mask)),
+    "f_grpo": (("focal_gamma",),
+               lambda s, q, ro: f_grpo(q["focal_gamma"])(ro.rewards, ro.mask)),
+    "iac": (("iac_alpha",), lambda s, q, ro: dapo_iac(q["iac_alpha"])(ro.rewards, ro.mask)),
+    "grpo_n": ((), lambda s, q, ro: grpo_n()(ro.rewards, ro.mask)),
+    "g2rpo": (("gain",), _g2rpo),
+    # ProGRPO (PG eq. 4–6) with the policy probability of the rollout's mode as its confidence
+    # c(o) and the geometric mean of the group's confidences as the prompt's c(q) (fraction 1).
+    "progrpo": (("progrpo_alpha",), lambda s, q, ro: progrpo_advantages(
+        ro.rewards, ro.logp[..., None], ro.logp, prompt_mask=ro.mask, mask=ro.mask,
+        alpha=q["progrpo_alpha"], fraction=1.0)),
+}
+
+#: Array parameters (swept inside one compiled program) and their defaults.
+PARAMS = {"eta": 0.05, "group_size": 16.0, "p0": 0.5, "instance": 0.0, "delta_fn": 0.0,
+          "delta_fp": 0.0,
+          "gain": 1.5, "focal_gamma": 1.0, "iac_alpha": 1.0, "progrpo_alpha": 0.3}
+_COMMON = ("eta", "group_size", "p0", "instance", "delta_fn", "delta_fp")
+_INSTANCE_KEY = 0x5EED  # initial compositions: key(_INSTANCE_KEY) folded with `instance`
+
+
+class BanditState(NamedTuple):
+    """Simulator state (a pytree); ``P = num_prompts``, ``C = K + M``."""
+
+    logits: jax.Array  #: ``θ`` ``(P, C)``, good modes first
+    opt_state: Any  #: optax optimizer state
+    key: jax.Array  #: PRNG key of the sampling and verifier noise
+    step: jax.Array  #: number of steps taken
+    probs0: jax.Array  #: initial policy ``π_0`` ``(P, C)``
+    reward: jax.Array  #: mean verifier outcome of the last group ``(P,)``
+
+
+class BanditMetrics(NamedTuple):
+    """Recorded per prompt (leading axis ``prompt``)."""
+
+    step: jax.Array  #: step at which they were recorded
+    p: jax.Array  #: total bad mass (G²RPO eq. 1)
+    y: jax.Array  #: within-good composition ``(P, K)``
+    z: jax.Array  #: within-bad composition ``(P, M)``
+    L_y: jax.Array  #: ``||y||²``
+    L_z: jax.Array  #: ``||z||²`` (0 when M = 0)
+    K_hat: jax.Array  #: good modes with ``y_j > mode_threshold``
+    entropy: jax.Array  #: entropy of the whole policy over the K + M modes (nats)
+    accuracy: jax.Array  #: probability of a correct rollout, ``1 − p``
+    m_ret: jax.Array  #: retained correct mass (F-GRPO eq. 26) over the good modes
+    reward: jax.Array  #: mean verifier outcome of the last group
+
+
+_SETTINGS = {"K": 3, "M": 2, "max_group_size": 16, "num_prompts": 1, "method": "grpo",
+             "schedule": "constant", "neutralize": True, "cluster_bad": True,
+             "optimizer": "sgd", "surrogate": "log_likelihood", "reduction": "mean",
+             "y0": None, "z0": None, "mode_threshold": 0.05, "allow_flipped": False,
+             "dtype": None}
+
+
+def _composition(value, n: int, name: str):
+    if value is None:
+        return None
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"bandit: {name} must be a sequence of {n} positive numbers summing to "
+                         f"1; got {value!r}") from None
+    if arr.shape != (n,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0) or \
+            abs(arr.sum() - 1.0) > 1e-6:
+        raise ValueError(f"bandit: {name} must be {n} positive numbers summing to 1; got "
+                         f"{value!r}")
+    return tuple(float(v) for v in arr / arr.sum())
+
+
+class Bandit(AbstractSimulator):
+    r"""The finite-group (K+M)-mode bandit (module docstring).
+
+    Static settings (fields; one compilation per value): ``K >= 1`` good and ``M >= 0`` bad modes,
+    ``max_group_size`` (rollout arrays are padded to it, so every group size up to it runs in one
+    program; the cost of a step follows it, not ``group_size``), ``num_prompts``, ``method`` (a
+    name in :data:`METHODS`), ``schedule`` / ``neutralize`` / ``cluster_bad`` (G²RPO only: the
+    gain schedule ``"constant"``, ``"A"`` eq. 62 or ``"B"`` eq. 67, whether bad rollouts get the
+    neutralizer, whether they are clustered by mode), ``optimizer`` (a name in ``OPTIMIZERS`` or
+    a callable ``rate -> optax.GradientTransformation``), ``surrogate``, ``reduction``,
+    ``y0`` / ``z0`` (initial within-block compositions; ``None``: each prompt draws
+    ``Dirichlet(1)`` from the ``instance`` parameter), ``mode_threshold`` (``K̂`` counts good
+    modes with ``y_j`` above it), ``allow_flipped`` (admit ``delta_fn + delta_fp >= 1``),
+    ``dtype``.
+
+    Array parameters (:meth:`default_params`; swept inside one program): ``eta`` (the optimizer's
+    rate; with SGD the mean-field step size η), ``group_size`` (``G``, a whole number in
+    ``[2, max_group_size]``), ``p0`` (initial bad mass), ``instance`` (which random initial
+    compositions; the run's seed drives only the sampling and verifier noise, so methods compared
+    on one ``instance`` start from the same policies), ``delta_fn``, ``delta_fp``, and the
+    method's own: ``gain`` (G²RPO λ or λ0), ``focal_gamma`` (F-GRPO), ``iac_alpha`` (IAC),
+    ``progrpo_alpha`` (ProGRPO).
+    """
+
+    name: ClassVar[str] = "bandit"
+    version: ClassVar[str] = "1"
+    cpu_batching: ClassVar[str] = "vmap"  # a few dozen numbers per run: batch them
+
+    K: int = eqx.field(default=3, kw_only=True, static=True)
+    M: int = eqx.field(default=2, kw_only=True, static=True)
+    max_group_size: int = eqx.field(default=16, kw_only=True, static=True)
+    num_prompts: int = eqx.field(default=1, kw_only=True, static=True)
+    method: str = eqx.field(default="grpo", kw_only=True, static=True)
+    schedule: str = eqx.field(default="constant", kw_only=True, static=True)
+    neutralize: bool = eqx.field(default=True, kw_only=True, static=True)
+    cluster_bad: bool = eqx.field(default=True, kw_only=True, static=True)
+    optimizer: Any = eqx.field(default="sgd", kw_only=True, static=True)
+    surrogate: str = eqx.field(default="log_likelihood", kw_only=True, static=True)
+    reduction: str = eqx.field(default="mean", kw_only=True, static=True)
+    y0: tuple | None = eqx.field(default=None, kw_only=True, static=True)
+    z0: tuple | None = eqx.field(default=None, kw_only=True, static=True)
+    mode_threshold: float = eqx.field(default=0.05, kw_only=True, static=True)
+    allow_flipped: bool = eqx.field(default=False, kw_only=True, static=True)
+    dtype: Any = eqx.field(default=None, kw_only=True, static=True)
+
+    def __check_init__(self):
+        who = "bandit"
+        for name, lower in (("K", 1), ("M", 0), ("max_group_size", 2), ("num_prompts", 1)):
+            v = getattr(self, name)
+            if not is_int(v) or v < lower:
+                raise ValueError(f"{who}: {name} must be an integer >= {lower}; got {v!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"{who}: unknown method {self.method!r}; choose one of "
+                             f"{sorted(METHODS)}")
+        if self.schedule not in ("constant", "A", "B"):
+            raise ValueError(f"{who}: schedule must be 'constant', 'A' or 'B'; got "
+                             f"{self.schedule!r}")
+        for name in ("neutralize", "cluster_bad", "allow_flipped"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise ValueError(f"{who}: {name} must be True or False; got "
+                                 f"{getattr(self, name)!r}")
+        lookup(OPTIMIZERS, self.optimizer, "optimizer", who)
+        if self.surrogate not in SURROGATES:
+            raise ValueError(f"{who}: surrogate must be one of {SURROGATES}; got "
+                             f"{self.surrogate!r}")
+        if self.reduction not in REDUCTIONS:
+            raise ValueError(f"{who}: reduction must be one of {REDUCTIONS}; got "
+                             f"{self.reduction!r}")
+        _composition(self.y0, self.K, "y0")
+        _composition(self.z0, self.M, "z0") if self.M > 0 else None
+        if self.M == 0 and self.z0 not in (None, ()):
+            raise ValueError(f"{who}: z0 must be None when M = 0; got {self.z0!r}")
+        t = self.mode_threshold
+        if not isinstance(t, int | float) or not 0.0 <= t < 1.0:
+            raise ValueError(f"{who}: mode_threshold must be a number in [0, 1); got {t!r}")
+        if self.dtype not in (None, "float32", "float64"):
+            raise ValueError(f"{who}: dtype must be None, 'float32' or 'float64'; got "
+                             f"{self.dtype!r}")
+
+    @classmethod
+    def make(cls, **settings) -> Bandit:
+        unknown = sorted(set(settings) - set(_SETTINGS))
+        if unknown:
+            raise ValueError(f"bandit: unknown setting(s) {unknown}; known: {sorted(_SETTINGS)}")
+        s = dict(settings)
+        for name, n in (("y0", s.get("K", 3)), ("z0", s.get("M", 2))):
+            if s.get(name) is not None and is_int(n):
+                s[name] = _composition(s[name], n, name)
+        return cls(**s)
+
+    @classmethod
+    def settings(cls) -> dict[str, Any]:
+        return dict(_SETTINGS)
+
+    def working_bytes(self) -> int:
+        """The ``(P, G, C)`` one-hot of the rollouts and a few ``(P, G)`` / ``(P, C)`` arrays."""
+        P, G, C = self.num_prompts, self.max_group_size, self.K + self.M
+        return 8 * P * (4 * G * C + 16 * G + 16 * C) + 4096
+
+    def float_dtype(self):
+        return default_float() if self.dtype is None else jnp.dtype(self.dtype)
+
+    def observe_dims(self) -> dict[str, tuple[str, ...]]:
+        dims = {k: ("prompt",) for k in BanditMetrics._fields if k != "step"}
+        dims.update(y=("prompt", "good_mode"), z=("prompt", "bad_mode"))
+        return dims
+
+    # ---- parameters ------------------------------------------------------------------------
+
+    @classmethod
+    def all_params(cls) -> dict[str, Any]:
+        return dict(PARAMS)
+
+    def default_params(self) -> dict[str, Any]:
+        names = _COMMON + METHODS[self.method][0]
+        return {k: PARAMS[k] for k in names}
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Unknown names and bad concrete values raise ``ValueError`` naming the value; traced
+        values are checked at run time (:meth:`init`)."""
+        super().check_params(params)
+        q = {k: np.asarray(v, float) for k, v in {**self.default_params(), **params}.items()
+             if is_concrete(v)}
+
+        def bad(name, ok, what):
+            if name in q and not np.all(ok(q[name])):
+                raise ValueError(f"bandit: {name} must be {what}; got {q[name]}")
+
+        bad("eta", lambda v: np.isfinite(v) & (v > 0), "finite and > 0 (the step size η)")
+        bad("group_size", lambda v: np.isfinite(v) & (v >= 2) & (v == np.round(v)),
+            "a whole number >= 2 (the group size G)")
+        Gmax = self.max_group_size
+        bad("group_size", lambda v: v <= Gmax,
+            f"<= max_group_size = {Gmax} (a static setting: the rollout arrays are padded to "
+            "it; raise it to sweep larger groups)")
+        if self.M > 0:
+            bad("p0", lambda v: (v > 0) & (v < 1), "in (0, 1) (the initial bad mass)")
+        bad("instance", lambda v: np.isfinite(v) & (v >= 0) & (v == np.round(v)),
+            "a whole number >= 0")
+        for name in ("delta_fn", "delta_fp"):
+            bad(name, lambda v: (v >= 0) & (v <= 1), "a rate in [0, 1]")
+        if "delta_fn" in q and "delta_fp" in q:
+            Verifier(q["delta_fn"], q["delta_fp"], allow_flipped=self.allow_flipped)
+        for name in ("gain", "progrpo_alpha"):
+            bad(name, np.isfinite, "finite")
+        for name in ("focal_gamma", "iac_alpha"):
+            bad(name, lambda v: np.isfinite(v) & (v >= 0), "finite and >= 0")
+
+    def verifier(self, params) -> Verifier:
+        dt = self.float_dtype()
+        return Verifier(jnp.asarray(params["delta_fn"], dt), jnp.asarray(params["delta_fp"], dt),
+                        allow_flipped=self.allow_flipped)
+
+    def _optimizer(self, params):
+        rate = check_parameter(jnp.asarray(params["eta"], self.float_dtype()),
+                               "bandit eta (step size η)", lower=0.0, strict=True)
+        return lookup(OPTIMIZERS, self.optimizer, "optimizer", "bandit")(rate)
+
+    # ---- the mean-field prediction ---------------------------------------------------------
+
+    def meanfield(self, params: dict[str, Any] | None = None):
+        r"""The mean-field system this run follows as ``η → 0``, ``G → ∞`` and its initial state:
+        ``(dynamics, state0)`` for :func:`simplexlab.meanfield.solve` with the time map
+        ``t = step · η`` (the system has ``eta = 1``). ``state0`` has one entry per prompt.
+
+        ``grpo`` → :class:`~simplexlab.meanfield.GRPO` (eq. 22); ``g2rpo`` →
+        :class:`~simplexlab.meanfield.GoodBonus` (eq. 48, ``neutralize=False``) or
+        :class:`~simplexlab.meanfield.Neutralized` (eq. 56) with ``ConstantGain`` /
+        ``ScheduleA`` / ``ScheduleB`` (eq. 62 / 67) of ``gain``; both with the run's verifier.
+        Other methods have no mean-field system in the package (``ValueError``); so has a run
+        with ``M = 0`` (the bad block is empty) or with an optimizer other than SGD on the
+        mean-reduced log-likelihood surrogate (the ODE describes ``E[Δθ] = η J(π) A``)."""
+        from ..theory._fields import GRPO, GoodBonus, Neutralized
+        from ..theory._gains import ConstantGain, ScheduleA, ScheduleB
+        from ..theory._state import make_state
+
+        q = {**self.default_params(), **(params or {})}
+        self.check_params(q)
+        if self.method not in ("grpo", "g2rpo"):
+            raise ValueError(f"bandit: no mean-field system for method {self.method!r} (only "
+                             "'grpo' and 'g2rpo' have one)")
+        if self.M == 0:
+            raise ValueError("bandit: the mean-field (p, y, z) system needs M >= 1 bad modes")
+        if (self.optimizer, self.surrogate, self.reduction) != ("sgd", "log_likelihood",
+                                                                 "mean"):
+            raise ValueError("bandit: the mean-field system describes SGD on the mean-reduced "
+                             "log-likelihood surrogate; got optimizer="
+                             f"{self.optimizer!r}, surrogate={self.surrogate!r}, "
+                             f"reduction={self.reduction!r}")
+        verifier = Verifier(float(q["delta_fn"]), float(q["delta_fp"]),
+                            allow_flipped=self.allow_flipped)
+        if self.method == "grpo":
+            dyn = GRPO(eta=1.0, verifier=verifier)
+        else:
+            gain = {"constant": ConstantGain, "A": ScheduleA, "B": ScheduleB}[self.schedule](
+                float(q["gain"]))
+            system = Neutralized if self.neutralize else GoodBonus
+            dyn = system(gain=gain, eta=1.0, verifier=verifier)
+        pi = np.asarray(jax.nn.softmax(self.initial_logits(q), -1), float)
+        p = pi[:, self.K:].sum(-1)
+        state0 = make_state(p, pi[:, :self.K] / (1.0 - p)[:, None], pi[:, self.K:] / p[:, None])
+        return dyn, state0
+
+    # ---- protocol --------------------------------------------------------------------------
+
+    def initial_logits(self, params):
+        r"""``θ_0 = (log((1 − p0) y0), log(p0 z0))`` per prompt; ``y0``/``z0`` from the settings
+        or ``Dirichlet(1)`` (normalized i.i.d. exponentials) from ``key(0x5EED)`` folded with
+        ``instance``."""
+        dt = self.float_dtype()
+        P, K, M = self.num_prompts, self.K, self.M
+        key = jax.random.fold_in(jax.random.key(_INSTANCE_KEY),
+                                 jnp.asarray(params["instance"]).astype(jnp.int32))
+        ky, kz = jax.random.split(key)
+
+        def block(fixed, k, n):
+            if fixed is not None:
+                return jnp.broadcast_to(jnp.asarray(fixed, dt), (P, n))
+            e = jax.random.exponential(k, (P, n), dt)
+            return e / jnp.sum(e, -1, keepdims=True)
+
+        p0 = jnp.asarray(params["p0"], dt) if M > 0 else jnp.zeros((), dt)
+        good = jnp.log(block(self.y0, ky, K)) + jnp.log1p(-p0)
+        if M == 0:
+            return good
+        return jnp.concatenate([good, jnp.log(block(self.z0, kz, M)) + jnp.log(p0)], -1)
+
+    def _group_size(self, params):
+        """``G`` as int32, checked at run time (a traced bad value raises before any group
+        statistic is formed)."""
+        G = jnp.asarray(params["group_size"])
+        G = eqx.error_if(
+            G, (G < 2) | (G > self.max_group_size) | (G != jnp.round(G)),
+            f"bandit group_size G must be a whole number in [2, max_group_size = "
+            f"{self.max_group_size}]")
+        return G.astype(jnp.int32)
+
+    def _checked(self, theta, params):
+        """``theta`` with run-time checks of the verifier rates attached (``eta`` is checked
+        where the optimizer is built, ``group_size`` in every step)."""
+        fn, fp = jnp.asarray(params["delta_fn"]), jnp.asarray(params["delta_fp"])
+        theta = eqx.error_if(theta, ~jnp.isfinite(fn + fp) | (fn < 0) | (fn > 1) | (fp < 0)
+                             | (fp > 1), "bandit delta_fn, delta_fp must be rates in [0, 1]")
+        if not self.allow_flipped:
+            theta = eqx.error_if(theta, fn + fp >= 1, "bandit delta_fn + delta_fp >= 1 (J <= 0) "
+                                 "flips the flow; set allow_flipped=True to study it")
+        return theta
+
+    def init(self, key, params) -> BanditState:
+        dt = self.float_dtype()
+        theta = self._checked(self.initial_logits(params), params)
+        return BanditState(logits=theta, opt_state=optimizer_init(self._optimizer(params), theta),
+                           key=key, step=jnp.zeros((), jnp.int32),
+                           probs0=jax.nn.softmax(theta, -1),
+                           reward=jnp.zeros((self.num_prompts,), dt))
+
+    def step(self, state: BanditState, params) -> BanditState:
+        dt = self.float_dtype()
+        P, Gmax, K, C = self.num_prompts, self.max_group_size, self.K, self.K + self.M
+        G = self._group_size(params)
+        key, sub = jax.random.split(state.key)
+        logp = jax.nn.log_softmax(state.logits, -1)
+        probs = jnp.exp(logp)
+        # exact inverse-CDF draws (mode = #{c < C−1 : cdf_c <= u}) and verifier outcomes, from
+        # the shared sampler's hashed uniforms (one key per step); rollout g of prompt q uses
+        # uniforms 2(gP + q) and 2(gP + q) + 1, whatever max_group_size is, so padding a run to
+        # a larger max_group_size leaves its valid rollouts unchanged
+        u = uniforms(sub, 2 * Gmax * P, dt).reshape(Gmax, P, 2).transpose(2, 1, 0)
+        cdf = jnp.cumsum(probs[:, :-1], -1)
+        modes = jnp.sum(u[0][..., None] >= cdf[:, None, :], -1, dtype=jnp.int32)
+        mask = jnp.broadcast_to(jnp.arange(Gmax, dtype=jnp.int32) < G, (P, Gmax))
+        rewards = jnp.where(mask, self.verifier(params).outcome(u[1], modes < K), 0.0)
+        ro = _Rollouts(rewards, modes, jnp.take_along_axis(logp, modes, -1), mask)
+        adv = jnp.where(mask, jnp.asarray(METHODS[self.method][1](self, params, ro), dt), 0.0)
+        scale = 1.0 / G.astype(dt) if self.reduction == "mean" else jnp.ones((), dt)
+        # w_c = s Σ_{g : mode_g = c} Â_g: a masked sum (one fused reduction, no one-hot matrix)
+        hit = modes[..., None] == jnp.arange(C, dtype=jnp.int32)
+        weights = scale * jnp.sum(jnp.where(hit, adv[..., None], 0.0), -2)
+        grad = gradient_from_probs(probs, weights, self.surrogate)
+        updates, opt_state = optimizer_update(self._optimizer(params), -grad, state.opt_state,
+                                              state.logits)
+        return BanditState(logits=state.logits + updates, opt_state=opt_state, key=key,
+                           step=state.step + 1, probs0=state.probs0,
+                           reward=jnp.sum(rewards, -1) / G.astype(dt))
+
+    def observe(self, state: BanditState) -> BanditMetrics:
+        K = self.K
+        pi = jax.nn.softmax(state.logits, -1)
+        good, bad = pi[:, :K], pi[:, K:]
+        p = jnp.sum(bad, -1)
+        y = good / jnp.sum(good, -1, keepdims=True)
+        z = bad / jnp.where(p > 0, p, 1.0)[:, None]
+        L_y = concentration(y)
+        L_z = concentration(z) if self.M > 0 else jnp.zeros_like(p)
+        above = jnp.where(y > self.mode_threshold, y, 0.0)
+        return BanditMetrics(
+            step=state.step, p=p, y=y, z=z, L_y=L_y, L_z=L_z, K_hat=num_modes(above),
+            entropy=entropy(pi), accuracy=1.0 - p,
+            m_ret=unchecked.retained_mass(state.probs0[:, :K], good), reward=state.reward)
