@@ -13,6 +13,8 @@ Benchmarks (``--only`` names):
   engine in ≤ 60 s and ≤ 2 GB, against scipy ``solve_ivp`` extrapolated from a subset.
 - ``ensemble`` (:mod:`benchmarks.ensemble`): 2,048 trajectories through ``vmap(solve)`` and
   ``solve_ensemble`` against scipy per trajectory (≥ 200×).
+- ``bandit`` (:mod:`benchmarks.bandit`): a 32 × 8 (λ0, G) grid × 64 seeds × 2,000 steps of the
+  finite-group bandit through the sweep engine in ≤ 60 s, against a per-configuration loop.
 
 Each measurement runs in a worker process of its own (``python -m benchmarks --worker
 MODULE.FUNCTION``), with the JAX configuration it needs set before JAX is imported: the sweep
@@ -29,9 +31,9 @@ worker R times, alternating the order of a benchmark's workers; the best of each
 every run is listed. The load average at start and end is printed with the table.
 """
 
-from . import categorical, ensemble, meanfield
+from . import bandit, categorical, ensemble, meanfield
 
 #: benchmarks by ``--only`` name, in the order they run
-BENCHMARKS = {m.NAME: m for m in (categorical, meanfield, ensemble)}
+BENCHMARKS = {m.NAME: m for m in (categorical, meanfield, ensemble, bandit)}
 
 __all__ = ["BENCHMARKS"]

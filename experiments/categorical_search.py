@@ -45,7 +45,7 @@ def settings(quick: bool) -> dict:
     reproduces=(
         "the search behind F-GRPO Fig. 4: which surrogate / reduction / optimizer / learning "
         "rate reproduces the three group-size regimes (the paper does not say; SPEC C4)"),
-    cost={"quick": "~1 min", "full": "~4 min"},
+    cost={"quick": "~80 s", "full": "~4 min"},
 )
 def run(ctx: Context) -> dict:
     """For every surrogate (probability-linear, log-likelihood) × reduction (mean, sum) ×

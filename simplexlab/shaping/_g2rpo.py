@@ -258,8 +258,11 @@ def g2rpo_bonus(rewards, good_cluster, bad_cluster=None, mask=None, *,
                      num_clusters=num_clusters)
     r, m, _ = prepare_group(rewards, mask, min_valid=0)
     C = st.good_bonus.shape[-1]
-    gid = jnp.clip(jnp.asarray(good_cluster), 0, C - 1)
-    per_good = jnp.take_along_axis(st.good_bonus, gid, axis=-1)
+    gid = jnp.asarray(good_cluster)
+    # B_{cluster(i)}: a select-and-sum over the C clusters rather than a gather (batched gathers
+    # are slow on CPU; every other entry of the sum is an exact zero, so the value is B_j)
+    hit = gid[..., :, None] == jnp.arange(C, dtype=gid.dtype)
+    per_good = jnp.sum(jnp.where(hit, st.good_bonus[..., None, :], 0.0), -1)
     good = m & (r == 1)
     bad = m & (r == 0)
     return jnp.where(good, per_good, jnp.where(bad, st.bad_bonus[..., None], 0.0))
