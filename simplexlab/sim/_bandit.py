@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_parameter, is_concrete, is_int, trusted_inputs
+from .._checks import is_concrete, is_int, trusted_inputs
 from ..shaping._advantages import (
     dr_grpo_advantages,
     grpo_advantages,
@@ -319,8 +319,8 @@ class Bandit(AbstractSimulator):
                         allow_flipped=self.allow_flipped)
 
     def _optimizer(self, params):
-        rate = check_parameter(jnp.asarray(params["eta"], self.float_dtype()),
-                               "bandit eta (step size η)", lower=0.0, strict=True)
+        """The optax optimizer at rate ``eta`` (checked once, in :meth:`init`)."""
+        rate = jnp.asarray(params["eta"], self.float_dtype())
         return lookup(OPTIMIZERS, self.optimizer, "optimizer", "bandit")(rate)
 
     # ---- the mean-field prediction ---------------------------------------------------------
@@ -398,20 +398,20 @@ class Bandit(AbstractSimulator):
             return good
         return jnp.concatenate([good, jnp.log(block(self.z0, kz, M)) + jnp.log(p0)], -1)
 
-    def _group_size(self, params):
-        """``G`` as int32, checked at run time (a traced bad value raises before any group
-        statistic is formed)."""
+    def _checked(self, theta, params):
+        """``theta`` with run-time checks of every (possibly traced) parameter attached, once per
+        run: step size, group size, verifier rates and the method's own. The step adds none (a
+        branch per step costs a batch-wide reduction), and the advantage rule's inputs, which the
+        step builds itself, are not re-checked (:func:`simplexlab._checks.trusted_inputs`); so
+        :meth:`step` assumes parameters that :meth:`init` has accepted."""
+        eta = jnp.asarray(params["eta"])
+        theta = eqx.error_if(theta, ~jnp.isfinite(eta) | (eta <= 0),
+                             "bandit eta (step size η) must be finite and > 0")
         G = jnp.asarray(params["group_size"])
-        G = eqx.error_if(
-            G, (G < 2) | (G > self.max_group_size) | (G != jnp.round(G)),
+        theta = eqx.error_if(
+            theta, (G < 2) | (G > self.max_group_size) | (G != jnp.round(G)),
             f"bandit group_size G must be a whole number in [2, max_group_size = "
             f"{self.max_group_size}]")
-        return G.astype(jnp.int32)
-
-    def _checked(self, theta, params):
-        """``theta`` with run-time checks of the (possibly traced) parameters attached: the
-        verifier rates and the method's own (``eta`` is checked where the optimizer is built,
-        ``group_size`` in every step; the advantage rule's inputs are not re-checked per step)."""
         fn, fp = jnp.asarray(params["delta_fn"]), jnp.asarray(params["delta_fp"])
         theta = eqx.error_if(theta, ~jnp.isfinite(fn + fp) | (fn < 0) | (fn > 1) | (fp < 0)
                              | (fp > 1), "bandit delta_fn, delta_fp must be rates in [0, 1]")
@@ -438,7 +438,7 @@ class Bandit(AbstractSimulator):
     def step(self, state: BanditState, params) -> BanditState:
         dt = self.float_dtype()
         P, Gmax, K, C = self.num_prompts, self.max_group_size, self.K, self.K + self.M
-        G = self._group_size(params)
+        G = jnp.asarray(params["group_size"]).astype(jnp.int32)  # checked in init
         key, sub = jax.random.split(state.key)
         logp = jax.nn.log_softmax(state.logits, -1)
         probs = jnp.exp(logp)
