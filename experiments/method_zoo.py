@@ -171,7 +171,7 @@ def markdown_table(rows: list[dict], initial: dict) -> str:
         "seeds, K, M, G, η, steps, prompts; SGD, perfect verifier): final accuracy, L_y, K_eff, "
         "retained correct mass (F-GRPO eq. 26) and exact pass@1/pass@8 with 95 % seed "
         "intervals."),
-    cost={"quick": "~45 s (compile-bound: 10 programs)", "full": "~1.5 min"},
+    cost={"quick": "~45 s", "full": "~1.5 min"},
 )
 def run(ctx: Context) -> dict:
     """Trains every rule of :data:`METHODS` on the same bandit instance with the same seeds
