@@ -129,7 +129,8 @@ def test_ctrl_c_prints_one_line_and_how_to_resume(tmp_path):
 
     cfg = tmp_path / "long.toml"
     cfg.write_text(SWEEP_TOML.replace("num_steps = 4", "num_steps = 3000").replace(
-        "num_actions = 40", "num_actions = 4000").replace("seeds = 2", "seeds = 64\nchunk_size = 2"))
+        "num_actions = 40", "num_actions = 4000").replace(
+        "seeds = 2", "seeds = 64\nchunk_size = 2"))
     # 64 chunks of ~0.1 s: the sweep cannot finish between the first chunk and the signal (with
     # 4 chunks an idle machine sometimes did, and the run exited 0 before the SIGINT landed)
     env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", PYTHONUNBUFFERED="1")
