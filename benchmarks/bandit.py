@@ -81,11 +81,10 @@ def loop(opts: dict) -> dict:
     gains = np.linspace(0.0, 3.0, sh["gains"])
     per_G, compile_s = {}, 0.0
     for G in sh["Gs"]:
-        sim = Bandit(method="g2rpo", schedule="B", neutralize=True, K=K, M=M, max_group_size=G,
-                     dtype="float32")
-        f = jax.jit(lambda key, gain, sim=sim, G=G: trajectory(
-            sim, key, {"eta": ETA, "p0": P0, "group_size": G, "gain": gain},
-            num_steps=fixed["num_steps"], stride=fixed["stride"])[1])
+        sim, params = Bandit.from_values({**fixed, "max_group_size": G, "group_size": G})
+        f = jax.jit(lambda key, gain, sim=sim, params=params: trajectory(
+            sim, key, {**params, "gain": gain}, num_steps=fixed["num_steps"],
+            stride=fixed["stride"])[1])
         t0 = time.perf_counter()
         jax.block_until_ready(f(jax.random.key(0), gains[0]))
         compile_s += time.perf_counter() - t0

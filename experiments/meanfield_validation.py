@@ -73,9 +73,7 @@ def _ensemble(ctx, label, system, *, etas, Gs, T, seeds, y0=Y0, tag=""):
     ds = sweep.run("bandit", {"eta": list(etas), "group_size": list(Gs)}, fixed=fixed,
                    seeds=seeds, seed=ctx.seed, out=ctx.out / "cache", progress=ctx.show_progress,
                    name=f"{ctx.name}-{ctx.mode}-{tag}{_slug(label)}")
-    sim = Bandit.make(**{k: v for k, v in fixed.items() if k in Bandit.settings()})
-    params = {k: v for k, v in fixed.items() if k in sim.default_params()}
-    params.update(eta=eta_min, group_size=max(Gs))
+    sim, params = Bandit.from_values({**fixed, "eta": eta_min, "group_size": max(Gs)})
     dyn, st0 = sim.meanfield(params)
     times = np.arange(0.0, T + 1e-9, stride * eta_min)
     sol = mf.solve(dyn, jax.tree_util.tree_map(lambda a: a[0], st0), t1=float(times[-1]),

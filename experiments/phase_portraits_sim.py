@@ -45,8 +45,7 @@ def _simulate(ctx, st, gain):
     ds = sweep.run("bandit", {}, fixed=fixed, seeds=st["seeds"], seed=ctx.seed,
                    out=ctx.out / "cache", progress=ctx.show_progress,
                    name=f"{ctx.name}-{ctx.mode}-{'grpo' if gain is None else f'A{gain:g}'}")
-    sim = Bandit.make(**{k: v for k, v in fixed.items() if k in Bandit.settings()})
-    params = {k: v for k, v in fixed.items() if k in sim.default_params()}
+    sim, params = Bandit.from_values(fixed)
     dyn, st0 = sim.meanfield(params)
     T = st["steps"] * st["eta"]
     ode = eqx.filter_vmap(lambda s: mf.solve(dyn, s, t1=T, n_save=201))(st0)

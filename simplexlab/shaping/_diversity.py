@@ -141,9 +141,7 @@ def normalized_entropy(y):
 
 
 def _retained_mass(p0, p, mask=None):
-    if mask is None:
-        lost = jnp.sum(jnp.maximum(jnp.zeros((), p.dtype), p0 - p), -1)
-        return 1.0 - lost / jnp.sum(p0, -1)
+    mask = True if mask is None else mask
     zero = jnp.zeros((), p.dtype)
     lost = jnp.sum(jnp.where(mask, jnp.maximum(zero, p0 - p), zero), -1)
     return 1.0 - lost / jnp.sum(jnp.where(mask, p0, zero), -1)

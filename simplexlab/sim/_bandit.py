@@ -26,6 +26,7 @@ gains, group sizes and step sizes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
@@ -34,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import is_concrete, is_int, trusted_inputs
+from .._checks import is_concrete, is_int, trusted_inputs, xp
 from ..shaping._advantages import (
     dr_grpo_advantages,
     grpo_advantages,
@@ -48,6 +49,9 @@ from ..shaping._g2rpo import G2RPOConfig, g2rpo_advantages
 from ..shaping._rules import dapo_iac, f_grpo, grpo_n
 from ..shaping._token import progrpo_advantages
 from ..theory._closed_forms import concentration
+from ..theory._fields import GRPO, GoodBonus, Neutralized
+from ..theory._gains import ConstantGain, ScheduleA, ScheduleB
+from ..theory._state import make_state
 from ..theory._verifier import Verifier
 from ._policy import (
     OPTIMIZERS,
@@ -143,13 +147,6 @@ class BanditMetrics(NamedTuple):
     reward: jax.Array  #: mean verifier outcome of the last group
 
 
-_SETTINGS = {"K": 3, "M": 2, "max_group_size": 16, "num_prompts": 1, "method": "grpo",
-             "schedule": "constant", "neutralize": True, "cluster_bad": True,
-             "optimizer": "sgd", "surrogate": "log_likelihood", "reduction": "mean",
-             "y0": None, "z0": None, "mode_threshold": 0.05, "allow_flipped": False,
-             "dtype": None}
-
-
 def _composition(value, n: int, name: str):
     if value is None:
         return None
@@ -234,7 +231,8 @@ class Bandit(AbstractSimulator):
             raise ValueError(f"{who}: reduction must be one of {REDUCTIONS}; got "
                              f"{self.reduction!r}")
         _composition(self.y0, self.K, "y0")
-        _composition(self.z0, self.M, "z0") if self.M > 0 else None
+        if self.M > 0:
+            _composition(self.z0, self.M, "z0")
         if self.M == 0 and self.z0 not in (None, ()):
             raise ValueError(f"{who}: z0 must be None when M = 0; got {self.z0!r}")
         t = self.mode_threshold
@@ -246,9 +244,10 @@ class Bandit(AbstractSimulator):
 
     @classmethod
     def make(cls, **settings) -> Bandit:
-        unknown = sorted(set(settings) - set(_SETTINGS))
+        known = cls.settings()
+        unknown = sorted(set(settings) - set(known))
         if unknown:
-            raise ValueError(f"bandit: unknown setting(s) {unknown}; known: {sorted(_SETTINGS)}")
+            raise ValueError(f"bandit: unknown setting(s) {unknown}; known: {sorted(known)}")
         s = dict(settings)
         for name, n in (("y0", s.get("K", 3)), ("z0", s.get("M", 2))):
             if s.get(name) is not None and is_int(n):
@@ -257,7 +256,8 @@ class Bandit(AbstractSimulator):
 
     @classmethod
     def settings(cls) -> dict[str, Any]:
-        return dict(_SETTINGS)
+        """The static settings (the module's fields) and their defaults."""
+        return {f.name: f.default for f in dataclasses.fields(cls)}
 
     def working_bytes(self) -> int:
         """The ``(P, G, C)`` one-hot of the rollouts and a few ``(P, G)`` / ``(P, C)`` arrays."""
@@ -282,36 +282,46 @@ class Bandit(AbstractSimulator):
         names = _COMMON + METHODS[self.method][0]
         return {k: PARAMS[k] for k in names}
 
+    def _param_rules(self):
+        """``(names, bad, what)`` for every array parameter: ``bad(*values)`` is written with
+        ``xp``, so :meth:`check_params` evaluates it in NumPy on concrete values (``ValueError``)
+        and :meth:`init` with ``eqx.error_if`` on traced ones -- one rule, both paths."""
+        Gmax = self.max_group_size
+        rules = [
+            (("eta",), lambda a: ~xp.isfinite(a) | (a <= 0), "finite and > 0 (the step size η)"),
+            (("group_size",), lambda a: ~xp.isfinite(a) | (a < 2) | (a != xp.round(a)),
+             "a whole number >= 2 (the group size G)"),
+            (("group_size",), lambda a: a > Gmax,
+             f"<= max_group_size = {Gmax} (a static setting: the rollout arrays are padded to "
+             "it; raise it to sweep larger groups)"),
+            (("instance",), lambda a: ~xp.isfinite(a) | (a < 0) | (a != xp.round(a)),
+             "a whole number >= 0"),
+            (("delta_fn",), lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]"),
+            (("delta_fp",), lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]"),
+            (("gain",), lambda a: ~xp.isfinite(a), "finite"),
+            (("progrpo_alpha",), lambda a: ~xp.isfinite(a), "finite"),
+            (("focal_gamma",), lambda a: ~xp.isfinite(a) | (a < 0), "finite and >= 0"),
+            (("iac_alpha",), lambda a: ~xp.isfinite(a) | (a < 0), "finite and >= 0"),
+        ]
+        if self.M > 0:
+            rules.append((("p0",), lambda a: (a <= 0) | (a >= 1),
+                          "in (0, 1) (the initial bad mass)"))
+        if not self.allow_flipped:
+            rules.append((("delta_fn", "delta_fp"), lambda fn, fp: fn + fp >= 1,
+                          "< 1 (J = 1 − delta_fn − delta_fp <= 0 flips the flow; set "
+                          "allow_flipped=True to study that regime)"))
+        return rules
+
     def check_params(self, params: dict[str, Any]) -> None:
         """Unknown names and bad concrete values raise ``ValueError`` naming the value; traced
         values are checked at run time (:meth:`init`)."""
         super().check_params(params)
         q = {k: np.asarray(v, float) for k, v in {**self.default_params(), **params}.items()
              if is_concrete(v)}
-
-        def bad(name, ok, what):
-            if name in q and not np.all(ok(q[name])):
-                raise ValueError(f"bandit: {name} must be {what}; got {q[name]}")
-
-        bad("eta", lambda v: np.isfinite(v) & (v > 0), "finite and > 0 (the step size η)")
-        bad("group_size", lambda v: np.isfinite(v) & (v >= 2) & (v == np.round(v)),
-            "a whole number >= 2 (the group size G)")
-        Gmax = self.max_group_size
-        bad("group_size", lambda v: v <= Gmax,
-            f"<= max_group_size = {Gmax} (a static setting: the rollout arrays are padded to "
-            "it; raise it to sweep larger groups)")
-        if self.M > 0:
-            bad("p0", lambda v: (v > 0) & (v < 1), "in (0, 1) (the initial bad mass)")
-        bad("instance", lambda v: np.isfinite(v) & (v >= 0) & (v == np.round(v)),
-            "a whole number >= 0")
-        for name in ("delta_fn", "delta_fp"):
-            bad(name, lambda v: (v >= 0) & (v <= 1), "a rate in [0, 1]")
-        if "delta_fn" in q and "delta_fp" in q:
-            Verifier(q["delta_fn"], q["delta_fp"], allow_flipped=self.allow_flipped)
-        for name in ("gain", "progrpo_alpha"):
-            bad(name, np.isfinite, "finite")
-        for name in ("focal_gamma", "iac_alpha"):
-            bad(name, lambda v: np.isfinite(v) & (v >= 0), "finite and >= 0")
+        for names, bad, what in self._param_rules():
+            if all(n in q for n in names) and np.any(bad(*(q[n] for n in names))):
+                raise ValueError(f"bandit: {' + '.join(names)} must be {what}; got "
+                                 + ", ".join(f"{n} = {q[n]}" for n in names))
 
     def verifier(self, params) -> Verifier:
         dt = self.float_dtype()
@@ -343,10 +353,6 @@ class Bandit(AbstractSimulator):
         bad mode's false positives form a rare "good" cluster and get the largest reciprocal
         bonus, which the ODE (bonus on the latent good modes) does not model -- measured: the
         ensemble's ``p`` leaves eq. (48) by 0.1–0.25 at ``δ = (0.1, 0.1)`` (NOTES.md)."""
-        from ..theory._fields import GRPO, GoodBonus, Neutralized
-        from ..theory._gains import ConstantGain, ScheduleA, ScheduleB
-        from ..theory._state import make_state
-
         q = {**self.default_params(), **(params or {})}
         self.check_params(q)
         if self.method not in ("grpo", "g2rpo"):
@@ -400,31 +406,14 @@ class Bandit(AbstractSimulator):
 
     def _checked(self, theta, params):
         """``theta`` with run-time checks of every (possibly traced) parameter attached, once per
-        run: step size, group size, verifier rates and the method's own. The step adds none (a
-        branch per step costs a batch-wide reduction), and the advantage rule's inputs, which the
-        step builds itself, are not re-checked (:func:`simplexlab._checks.trusted_inputs`); so
-        :meth:`step` assumes parameters that :meth:`init` has accepted."""
-        eta = jnp.asarray(params["eta"])
-        theta = eqx.error_if(theta, ~jnp.isfinite(eta) | (eta <= 0),
-                             "bandit eta (step size η) must be finite and > 0")
-        G = jnp.asarray(params["group_size"])
-        theta = eqx.error_if(
-            theta, (G < 2) | (G > self.max_group_size) | (G != jnp.round(G)),
-            f"bandit group_size G must be a whole number in [2, max_group_size = "
-            f"{self.max_group_size}]")
-        fn, fp = jnp.asarray(params["delta_fn"]), jnp.asarray(params["delta_fp"])
-        theta = eqx.error_if(theta, ~jnp.isfinite(fn + fp) | (fn < 0) | (fn > 1) | (fp < 0)
-                             | (fp > 1), "bandit delta_fn, delta_fp must be rates in [0, 1]")
-        if not self.allow_flipped:
-            theta = eqx.error_if(theta, fn + fp >= 1, "bandit delta_fn + delta_fp >= 1 (J <= 0) "
-                                 "flips the flow; set allow_flipped=True to study it")
-        for name, lower in (("gain", None), ("progrpo_alpha", None), ("focal_gamma", 0.0),
-                            ("iac_alpha", 0.0)):
-            if name in params:
-                v = jnp.asarray(params[name])
-                bad = ~jnp.isfinite(v) if lower is None else ~jnp.isfinite(v) | (v < lower)
-                theta = eqx.error_if(theta, bad, f"bandit {name} must be finite"
-                                     + ("" if lower is None else f" and >= {lower:g}"))
+        run (:meth:`_param_rules`). The step adds none (a branch per step costs a batch-wide
+        reduction), and the advantage rule's inputs, which the step builds itself, are not
+        re-checked (:func:`simplexlab._checks.trusted_inputs`); so :meth:`step` assumes
+        parameters that :meth:`init` has accepted."""
+        for names, bad, what in self._param_rules():
+            if all(n in params for n in names):
+                pred = jnp.any(bad(*(jnp.asarray(params[n]) for n in names)))
+                theta = eqx.error_if(theta, pred, f"bandit {' + '.join(names)} must be {what}")
         return theta
 
     def init(self, key, params) -> BanditState:

@@ -48,6 +48,16 @@ class AbstractSimulator(eqx.Module):
         """The static settings :meth:`make` accepts and their defaults."""
         return {}
 
+    @classmethod
+    def from_values(cls, values: dict[str, Any]):
+        """``(simulator, params)`` from one flat dict of static settings and array parameters
+        (a sweep's ``fixed`` values): the settings build the simulator with :meth:`make`, its
+        own array parameters form ``params``; other names (``num_steps``, ...) are ignored."""
+        settings = cls.settings()
+        sim = cls.make(**{k: v for k, v in values.items() if k in settings})
+        own = sim.default_params()
+        return sim, {k: v for k, v in values.items() if k in own}
+
     #: how the sweep engine batches runs on CPU (``"map"``: ``lax.map``, run by run, best for
     #: large per-run states; ``"vmap"``: best for small ones); accelerators always use ``vmap``
     cpu_batching: ClassVar[str] = "map"

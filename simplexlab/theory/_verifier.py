@@ -75,9 +75,8 @@ class Verifier(eqx.Module):
         (bool array): ``P(r = 0 | good) = delta_fn``, ``P(r = 1 | bad) = delta_fp`` (App. A.2),
         independently per rollout. Returns floats of ``dtype`` (default: JAX's default float)
         of the shape of ``correct``; :meth:`outcome` does the same from given uniforms."""
-        correct = _labels(correct)
         dt = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
-        return self.outcome(jax.random.uniform(key, correct.shape, dt), correct)
+        return self.outcome(jax.random.uniform(key, jnp.shape(correct), dt), correct)
 
     def outcome(self, u, correct):
         r""":meth:`sample` from uniforms ``u ∈ [0, 1)`` (one per rollout, the shape of
