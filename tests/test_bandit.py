@@ -186,20 +186,40 @@ def test_neutralizer_restores_the_grpo_bad_mass_trajectory():
 
 
 def test_sweep_over_gain_and_group_size_matches_direct_runs(tmp_path):
-    grid = {"gain": [0.5, 2.0], "group_size": [4, 8]}
-    fixed = {"method": "g2rpo", "K": K, "M": M, "max_group_size": 8, "num_steps": 20,
-             "stride": 10, "eta": 0.1}
+    grid = {"gain": [0.5, 2.0], "group_size": [4, 5, 8]}
+    fixed = {"method": "g2rpo", "K": K, "M": M, "num_steps": 20, "stride": 10, "eta": 0.1}
+    # max_group_size unset: the engine buckets the runs by group size (4 -> 4; 5, 8 -> 8)
     ds = sweep.run("bandit", grid, fixed=fixed, seeds=2, seed=3, out=tmp_path, name="b",
                    progress=False)
+    assert ds.attrs["chunks"] == 2
     assert ds["L_y"].dims == ("gain", "group_size", "seed", "step", "prompt")
     assert ds["y"].dims[-2:] == ("prompt", "good_mode")
-    # the engine's runs are the simulator's own: rerun one grid point directly
-    sim = Bandit(method="g2rpo", K=K, M=M, max_group_size=8)
+    # one program padded to 8 for every run: the same runs (padding is inert)
+    one = sweep.run("bandit", grid, fixed={**fixed, "max_group_size": 8}, seeds=2, seed=3,
+                    progress=False)
+    assert one.attrs["chunks"] == 1
+    np.testing.assert_allclose(ds["L_y"].values, one["L_y"].values, rtol=0, atol=1e-9)
+    # the engine's runs are the simulator's own: rerun grid points directly with their keys
+    keys = jax.random.split(jax.random.key(3), 2)
+    for i, gain in enumerate(grid["gain"]):
+        for j, G in enumerate(grid["group_size"]):
+            sim, params = Bandit.from_values({**fixed, "max_group_size": G, "group_size": G,
+                                              "gain": gain})
+            rec = trajectory(sim, keys[1], params, num_steps=20, stride=10)[1]
+            np.testing.assert_allclose(ds["L_y"].values[i, j, 1], rec.L_y, rtol=0, atol=1e-9)
+            np.testing.assert_allclose(ds["p"].values[i, j, 1], rec.p, rtol=0, atol=1e-9)
     again = sweep.run("bandit", grid, fixed=fixed, seeds=2, seed=3, out=tmp_path / "again",
                       name="b", progress=False)
     np.testing.assert_array_equal(ds["L_y"].values, again["L_y"].values)
-    assert np.all(np.isfinite(ds["p"].values))
-    assert sim.default_params().keys() >= {"gain", "group_size", "eta"}
+
+
+def test_sweep_buckets_name_a_bad_group_size():
+    with pytest.raises(ValueError, match="group_size must be a whole number >= 2"):
+        sweep.run("bandit", {"group_size": [4, 1]}, fixed={"num_steps": 2}, progress=False)
+    with pytest.raises(ValueError, match="group_size must be <= max_group_size = 8"):
+        sweep.run("bandit", {"group_size": [4, 16]}, fixed={"num_steps": 2,
+                                                           "max_group_size": 8},
+                  progress=False)
 
 
 # ---- bad input -----------------------------------------------------------------------------------

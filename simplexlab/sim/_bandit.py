@@ -167,7 +167,8 @@ class Bandit(AbstractSimulator):
 
     Static settings (fields; one compilation per value): ``K >= 1`` good and ``M >= 0`` bad modes,
     ``max_group_size`` (rollout arrays are padded to it, so every group size up to it runs in one
-    program; the cost of a step follows it, not ``group_size``), ``num_prompts``, ``method`` (a
+    program; the cost of a step follows it, not ``group_size``; a sweep that leaves it unset
+    buckets its runs by group size, :meth:`sweep_groups`), ``num_prompts``, ``method`` (a
     name in :data:`METHODS`), ``schedule`` / ``neutralize`` / ``cluster_bad`` (G²RPO only: the
     gain schedule ``"constant"``, ``"A"`` eq. 62 or ``"B"`` eq. 67, whether bad rollouts get the
     neutralizer, whether they are clustered by mode), ``optimizer`` (a name in ``OPTIMIZERS`` or
@@ -258,6 +259,22 @@ class Bandit(AbstractSimulator):
     def settings(cls) -> dict[str, Any]:
         """The static settings (the module's fields) and their defaults."""
         return {f.name: f.default for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def sweep_groups(cls, static, arrays, given):
+        """Unless the sweep sets ``max_group_size``, its runs are grouped by ``group_size``
+        into power-of-two buckets, each one program with ``max_group_size`` the bucket's bound
+        (a step costs what ``max_group_size`` says, so a G = 2 run padded to 64 would pay for
+        64 rollouts). Padding is inert, so a run's result does not depend on its bucket (up to
+        the order of floating-point sums)."""
+        if "max_group_size" in given:
+            return [(static, None)]
+        G = np.asarray(arrays["group_size"], dtype=float)
+        ok = np.isfinite(G) & (G >= 2)
+        # bad values stay with the first bucket, whose validation names them
+        bound = np.where(ok, 2.0 ** np.ceil(np.log2(np.where(ok, G, 2.0))), 2.0).astype(int)
+        return [({**static, "max_group_size": int(b)}, np.flatnonzero(bound == b))
+                for b in np.unique(bound)]
 
     def working_bytes(self) -> int:
         """The ``(P, G, C)`` one-hot of the rollouts and a few ``(P, G)`` / ``(P, C)`` arrays."""

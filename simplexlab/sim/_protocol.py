@@ -58,6 +58,17 @@ class AbstractSimulator(eqx.Module):
         own = sim.default_params()
         return sim, {k: v for k, v in values.items() if k in own}
 
+    @classmethod
+    def sweep_groups(cls, static: dict[str, Any], arrays: dict[str, Any],
+                     given: set[str]) -> list[tuple[dict[str, Any], Any]]:
+        """How the sweep engine splits the runs of one static configuration into programs:
+        ``[(static_i, rows_i), ...]`` with ``rows_i`` an index array into the ``(n,)`` parameter
+        ``arrays`` (``None``: every run). ``given``: the names the user set (fixed or swept),
+        which a simulator must not override. Default: one program for every run. A simulator
+        whose cost follows a static bound that array values may undercut (the bandit's
+        ``max_group_size``) groups runs into cheaper programs here."""
+        return [(static, None)]
+
     #: how the sweep engine batches runs on CPU (``"map"``: ``lax.map``, run by run, best for
     #: large per-run states; ``"vmap"``: best for small ones); accelerators always use ``vmap``
     cpu_batching: ClassVar[str] = "map"

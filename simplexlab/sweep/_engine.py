@@ -249,9 +249,13 @@ def run(
             except (TypeError, ValueError):
                 raise ValueError(f"{target.name}: parameter {k} must be a number; got "
                                  f"{sorted(set(map(repr, v)))}") from None
-        target.validate(static, arrays)
         seeds_of = np.asarray([i[-1] for i in idx])
-        groups.append((static, idx, arrays, seeds_of))
+        for sub, rows in target.groups(static, arrays, set(grid) | set(fixed)):
+            if rows is None:
+                rows = np.arange(len(idx))
+            sub_arrays = {k: v[rows] for k, v in arrays.items()}
+            target.validate(sub, sub_arrays)
+            groups.append((sub, [idx[i] for i in rows], sub_arrays, seeds_of[rows]))
 
     batches = [_batch(target, g[0], batching) for g in groups]
     plans = []

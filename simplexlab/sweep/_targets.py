@@ -60,6 +60,13 @@ class SweepTarget(abc.ABC):
         """Static parameters that fix the output layout and cannot be swept."""
         return ()
 
+    def groups(self, static: dict[str, Any], arrays: dict[str, np.ndarray],
+               given: set[str]) -> list[tuple[dict[str, Any], Any]]:
+        """Split the runs of one static combination into programs: ``[(static_i, rows_i)]``,
+        ``rows_i`` indices into the ``(n,)`` arrays or ``None`` for all (default: one program).
+        ``given``: the parameter names the user fixed or swept."""
+        return [(static, None)]
+
     @abc.abstractmethod
     def validate(self, static: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """Raise ``ValueError`` naming any bad value (called before any compute)."""
@@ -108,6 +115,9 @@ class SimulatorTarget(SweepTarget):
 
     def unsweepable(self):
         return ("num_steps", "stride", "dtype")
+
+    def groups(self, static, arrays, given):
+        return self.cls.sweep_groups(static, arrays, given)
 
     def _make(self, static):
         return self.cls.make(**{k: v for k, v in static.items()
