@@ -3,6 +3,8 @@
 Group-relative baselines (raw, mean-shifted, GRPO, Dr.GRPO, RLOO, REINFORCE++), G²RPO
 (G² Alg. 1, Listing 1), F-GRPO (FG eq. 15–16), IAC (SC §3.1), GRPO-N (TS App. B.5),
 GRPO-TN (TS App. C.5), ProGRPO (PG eq. 4–6), and a small composition API (:class:`Pipeline`).
+Every rule by name on what a training loop sees (:func:`advantages`, :data:`METHODS`), and the
+portable G²RPO gain schedule (:class:`GainSchedule`: constant / A / B, warm-up, safeguards).
 """
 
 from ..theory._focal import focal_weight
@@ -15,6 +17,7 @@ from ._advantages import (
     rloo_advantages,
 )
 from ._g2rpo import G2RPOConfig, G2RPOStats, g2rpo_advantages, g2rpo_bonus, g2rpo_stats
+from ._methods import METHOD_PARAMS, METHODS, Groups, advantages
 from ._rules import (
     IAC,
     Focal,
@@ -34,6 +37,7 @@ from ._rules import (
     negative_only,
     success_rate,
 )
+from ._schedule import GainSchedule, RampedGain
 from ._token import (
     grpo_tn_advantages,
     low_prob_confidence,
@@ -47,8 +51,14 @@ __all__ = [
     "G2RPOBonus",
     "G2RPOConfig",
     "G2RPOStats",
+    "GainSchedule",
+    "Groups",
+    "METHODS",
+    "METHOD_PARAMS",
     "NegativeOnly",
     "Pipeline",
+    "RampedGain",
+    "advantages",
     "dapo",
     "dapo_iac",
     "dapo_keep_mask",

@@ -27,7 +27,6 @@ gains, group sizes and step sizes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
@@ -36,21 +35,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete, is_int, trusted_inputs, xp
-from ..shaping._advantages import (
-    dr_grpo_advantages,
-    grpo_advantages,
-    mean_shifted_advantages,
-    raw_advantages,
-    reinforce_pp_advantages,
-    rloo_advantages,
-)
 from ..shaping._diversity import entropy, num_modes, unchecked
-from ..shaping._g2rpo import G2RPOConfig, g2rpo_advantages
-from ..shaping._rules import dapo_iac, f_grpo, grpo_n
-from ..shaping._token import progrpo_advantages
+from ..shaping._methods import METHOD_PARAMS, Groups, advantages
+from ..shaping._methods import METHODS as _RULES
+from ..shaping._schedule import GainSchedule
 from ..theory._closed_forms import concentration
 from ..theory._fields import GRPO, GoodBonus, Neutralized
-from ..theory._gains import ConstantGain, ScheduleA, ScheduleB
 from ..theory._state import make_state
 from ..theory._verifier import Verifier
 from ._policy import (
@@ -69,53 +59,13 @@ from ._sampler import uniforms
 __all__ = ["METHODS", "Bandit", "BanditMetrics", "BanditState"]
 
 
-class _Rollouts(NamedTuple):
-    """What the advantage rule sees for one step: ``(P, max_group_size)`` arrays, of which the
-    first ``group_size`` rollouts of every group are valid (``mask``)."""
-
-    rewards: jax.Array  #: verifier outcomes in {0, 1} (0 where masked)
-    modes: jax.Array  #: mode (cluster) id of each rollout, in [0, K + M)
-    logp: jax.Array  #: log π(mode) of each rollout (ProGRPO's confidence)
-    mask: jax.Array  #: valid rollouts
-
-
-def _g2rpo(sim: Bandit, q, ro: _Rollouts):
-    """G²RPO (G² Alg. 1): every mode is a cluster; correct-scored rollouts are clustered among the
-    good, the others among the bad (``cluster_bad=False``: one aggregated bad arm, L̂_z = 1)."""
-    cfg = G2RPOConfig(gain=q["gain"], schedule=sim.schedule, neutralize=sim.neutralize,
-                      verifier=sim.verifier(q))
-    good = jnp.where(ro.mask & (ro.rewards == 1), ro.modes, -1)
-    bad = jnp.where(ro.mask & (ro.rewards == 0), ro.modes, -1) if sim.cluster_bad else None
-    return g2rpo_advantages(ro.rewards, good, bad, ro.mask, config=cfg,
-                            num_clusters=sim.K + sim.M)
-
-
-#: Advantage rules by name: ``(array parameters it uses, rule(sim, params, rollouts) -> (P, G))``.
-#: Every rule is a function of :mod:`simplexlab.shaping`; none is re-derived here.
-METHODS: dict[str, tuple[tuple[str, ...], Callable]] = {
-    "raw": ((), lambda s, q, ro: raw_advantages(ro.rewards, ro.mask)),
-    "mean_shifted": ((), lambda s, q, ro: mean_shifted_advantages(ro.rewards, ro.mask)),
-    "grpo": ((), lambda s, q, ro: grpo_advantages(ro.rewards, ro.mask)),
-    "dr_grpo": ((), lambda s, q, ro: dr_grpo_advantages(ro.rewards, ro.mask)),
-    "rloo": ((), lambda s, q, ro: rloo_advantages(ro.rewards, ro.mask)),
-    # REINFORCE++ normalizes over the whole batch: the run's num_prompts groups
-    "reinforce_pp": ((), lambda s, q, ro: reinforce_pp_advantages(ro.rewards, ro.mask)),
-    "f_grpo": (("focal_gamma",),
-               lambda s, q, ro: f_grpo(q["focal_gamma"])(ro.rewards, ro.mask)),
-    "iac": (("iac_alpha",), lambda s, q, ro: dapo_iac(q["iac_alpha"])(ro.rewards, ro.mask)),
-    "grpo_n": ((), lambda s, q, ro: grpo_n()(ro.rewards, ro.mask)),
-    "g2rpo": (("gain",), _g2rpo),
-    # ProGRPO (PG eq. 4–6) with the policy probability of the rollout's mode as its confidence
-    # c(o) and the geometric mean of the group's confidences as the prompt's c(q) (fraction 1).
-    "progrpo": (("progrpo_alpha",), lambda s, q, ro: progrpo_advantages(
-        ro.rewards, ro.logp[..., None], ro.logp, prompt_mask=ro.mask, mask=ro.mask,
-        alpha=q["progrpo_alpha"], fraction=1.0)),
-}
+#: Advantage rules by name: the array parameters each uses (the rules themselves are those of
+#: :func:`simplexlab.shaping.advantages`, shared with the torch bridge).
+METHODS: dict[str, tuple[str, ...]] = {name: names for name, (names, _) in _RULES.items()}
 
 #: Array parameters (swept inside one compiled program) and their defaults.
 PARAMS = {"eta": 0.05, "group_size": 16.0, "p0": 0.5, "instance": 0.0, "delta_fn": 0.0,
-          "delta_fp": 0.0,
-          "gain": 1.5, "focal_gamma": 1.0, "iac_alpha": 1.0, "progrpo_alpha": 0.3}
+          "delta_fp": 0.0, **METHOD_PARAMS}
 _COMMON = ("eta", "group_size", "p0", "instance", "delta_fn", "delta_fp")
 _INSTANCE_KEY = 0x5EED  # initial compositions: key(_INSTANCE_KEY) folded with `instance`
 
@@ -204,6 +154,13 @@ class Bandit(AbstractSimulator):
     reduction: str = eqx.field(default="mean", kw_only=True, static=True)
     y0: tuple | None = eqx.field(default=None, kw_only=True, static=True)
     z0: tuple | None = eqx.field(default=None, kw_only=True, static=True)
+    ramp_steps: int = eqx.field(default=0, kw_only=True, static=True)
+    B_max: float = eqx.field(default=float("inf"), kw_only=True, static=True)
+    p_min: float = eqx.field(default=0.0, kw_only=True, static=True)
+    p_damp: float = eqx.field(default=0.0, kw_only=True, static=True)
+    rho: float = eqx.field(default=0.0, kw_only=True, static=True)
+    floor_inverse_G: bool = eqx.field(default=False, kw_only=True, static=True)
+    Lz_min: float = eqx.field(default=0.0, kw_only=True, static=True)
     mode_threshold: float = eqx.field(default=0.05, kw_only=True, static=True)
     allow_flipped: bool = eqx.field(default=False, kw_only=True, static=True)
     dtype: Any = eqx.field(default=None, kw_only=True, static=True)
@@ -224,6 +181,7 @@ class Bandit(AbstractSimulator):
             if not isinstance(getattr(self, name), bool | np.bool_):
                 raise ValueError(f"{who}: {name} must be True or False; got "
                                  f"{getattr(self, name)!r}")
+        self.gain_schedule({"gain": PARAMS["gain"]})  # validates the G²RPO settings
         lookup(OPTIMIZERS, self.optimizer, "optimizer", who)
         if self.surrogate not in SURROGATES:
             raise ValueError(f"{who}: surrogate must be one of {SURROGATES}; got "
@@ -296,7 +254,7 @@ class Bandit(AbstractSimulator):
         return dict(PARAMS)
 
     def default_params(self) -> dict[str, Any]:
-        names = _COMMON + METHODS[self.method][0]
+        names = _COMMON + METHODS[self.method]
         return {k: PARAMS[k] for k in names}
 
     def _param_rules(self):
@@ -339,6 +297,24 @@ class Bandit(AbstractSimulator):
             if all(n in q for n in names) and np.any(bad(*(q[n] for n in names))):
                 raise ValueError(f"bandit: {' + '.join(names)} must be {what}; got "
                                  + ", ".join(f"{n} = {q[n]}" for n in names))
+
+    #: the static settings that make up the G²RPO :class:`~simplexlab.shaping.GainSchedule`
+    SCHEDULE_SETTINGS: ClassVar[dict[str, str]] = {
+        "schedule": "kind", "ramp_steps": "ramp_steps", "neutralize": "neutralize",
+        "cluster_bad": "cluster_bad", "B_max": "B_max", "p_min": "p_min", "p_damp": "p_damp",
+        "rho": "rho", "floor_inverse_G": "floor_inverse_G", "Lz_min": "Lz_min"}
+
+    def gain_schedule(self, params) -> GainSchedule:
+        """The run's G²RPO schedule: the static settings and the ``gain`` parameter."""
+        return GainSchedule(gain=params["gain"], **{v: getattr(self, k) for k, v in
+                                                    self.SCHEDULE_SETTINGS.items()})
+
+    @classmethod
+    def schedule_values(cls, schedule: GainSchedule) -> dict[str, Any]:
+        """The bandit settings and ``gain`` parameter that run ``schedule`` (for
+        :meth:`from_values` or a sweep's ``fixed``)."""
+        return {"method": "g2rpo", "gain": schedule.gain,
+                **{k: getattr(schedule, v) for k, v in cls.SCHEDULE_SETTINGS.items()}}
 
     def verifier(self, params) -> Verifier:
         dt = self.float_dtype()
@@ -388,8 +364,8 @@ class Bandit(AbstractSimulator):
         if self.method == "grpo":
             dyn = GRPO(eta=1.0, verifier=verifier)
         else:
-            gain = {"constant": ConstantGain, "A": ScheduleA, "B": ScheduleB}[self.schedule](
-                float(q["gain"]))
+            # the time map t = step · η turns a warm-up over ramp_steps steps into t_ramp
+            gain = self.gain_schedule({"gain": float(q["gain"])}).theory_gain(float(q["eta"]))
             system = Neutralized if self.neutralize else GoodBonus
             dyn = system(gain=gain, eta=1.0, verifier=verifier)
         pi = np.asarray(jax.nn.softmax(self.initial_logits(q), -1), float)
@@ -457,11 +433,15 @@ class Bandit(AbstractSimulator):
         modes = jnp.sum(u[0][..., None] >= cdf[:, None, :], -1, dtype=jnp.int32)
         mask = jnp.broadcast_to(jnp.arange(Gmax, dtype=jnp.int32) < G, (P, Gmax))
         rewards = jnp.where(mask, self.verifier(params).outcome(u[1], modes < K), 0.0)
-        ro = _Rollouts(rewards, modes, jnp.take_along_axis(logp, modes, -1), mask)
+        ro = Groups(rewards, modes, mask, jnp.take_along_axis(logp, modes, -1))
         # the rule's inputs are built above and valid by construction (rewards in {0, 1}, ids in
         # range, >= 2 valid rollouts); the user's parameters were checked in init
         with trusted_inputs():
-            adv = METHODS[self.method][1](self, params, ro)
+            adv = advantages(self.method, ro, num_clusters=C, step=state.step,
+                             params={k: params[k] for k in METHODS[self.method]},
+                             schedule=(self.gain_schedule(params)
+                                       if self.method == "g2rpo" else None),
+                             verifier=self.verifier(params))
         adv = jnp.where(mask, jnp.asarray(adv, dt), 0.0)
         scale = 1.0 / G.astype(dt) if self.reduction == "mean" else jnp.ones((), dt)
         # w_c = s Σ_{g : mode_g = c} Â_g: a masked sum (one fused reduction, no one-hot matrix)
