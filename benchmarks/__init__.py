@@ -15,6 +15,9 @@ Benchmarks (``--only`` names):
   ``solve_ensemble`` against scipy per trajectory (≥ 200×).
 - ``bandit`` (:mod:`benchmarks.bandit`): a 32 × 8 (λ0, G) grid × 64 seeds × 2,000 steps of the
   finite-group bandit through the sweep engine in ≤ 60 s, against a per-configuration loop.
+- ``bridge`` (:mod:`benchmarks.bridge`): the G²RPO bonus + advantages of 256 prompts × 16
+  rollouts called from torch through ``simplexlab.llm`` in ≤ 2 ms, against the JAX-native call
+  and the rollout step it serves (``generate`` of a tiny GPT-2; needs torch and transformers).
 
 Each measurement runs in a worker process of its own (``python -m benchmarks --worker
 MODULE.FUNCTION``), with the JAX configuration it needs set before JAX is imported: the sweep
@@ -31,9 +34,9 @@ worker R times, alternating the order of a benchmark's workers; the best of each
 every run is listed. The load average at start and end is printed with the table.
 """
 
-from . import bandit, categorical, ensemble, meanfield
+from . import bandit, bridge, categorical, ensemble, meanfield
 
 #: benchmarks by ``--only`` name, in the order they run
-BENCHMARKS = {m.NAME: m for m in (categorical, meanfield, ensemble, bandit)}
+BENCHMARKS = {m.NAME: m for m in (categorical, meanfield, ensemble, bandit, bridge)}
 
 __all__ = ["BENCHMARKS"]

@@ -1,4 +1,5 @@
-"""The ``simplexlab`` command line: ``list``, ``reproduce`` and ``sweep``.
+"""The ``simplexlab`` command line: ``list``, ``reproduce``, ``sweep``, ``schedule verify`` and
+``train`` (:mod:`simplexlab.lab._train_cli`; the torch side is imported only when it runs).
 
 Arguments are parsed before JAX is imported (``simplexlab --help`` answers at once). Before the
 first JAX import the CLI asks XLA for one host device per CPU core
@@ -69,6 +70,12 @@ def _cmd_reproduce(args) -> int:
     quick = not args.full
     out = Path(args.out) if args.out else default_out_dir(quick)
     failed = []
+    for name in list(names):
+        missing = exps[name].missing()
+        if missing and not args.names:  # all experiments: skip the ones an extra is missing for
+            print(f"[{name}] skipped: needs {', '.join(missing)} (pip install "
+                  "'simplexlab[llm]')")
+            names.remove(name)
     for name in names:
         result_file = out / f"{name}.json"
         if args.resume and result_file.exists():
@@ -150,6 +157,32 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
+def _cmd_schedule_verify(args) -> int:
+    """``simplexlab schedule verify CONFIG --out schedule.json [--report report.json]``: verify
+    the G²RPO gain schedule of a TOML file (``[schedule]``: GainSchedule fields; ``[verify]``:
+    verify_schedule keyword arguments) and save it with its verification. Exit status 0 when
+    it passed, 1 when it failed (the file is still written, marked failed: ``load_schedule``
+    refuses it), 2 on bad input."""
+    from .._results import atomic_write_json, provenance
+    from ..sim import load_schedule_config, save_schedule, verify_schedule
+
+    try:
+        schedule, options = load_schedule_config(args.config)
+        report = verify_schedule(schedule, **options, progress=os.environ.get(
+            "SIMPLEXLAB_PROGRESS", "1") != "0")
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(report.summary())
+    save_schedule(args.out, schedule, report)
+    print(f"wrote {args.out} ({'verified' if report.passed else 'FAILED verification'})")
+    if args.report:
+        atomic_write_json(args.report, {**report.to_dict(curves=True),
+                                        "provenance": provenance()})
+        print(f"wrote {args.report}")
+    return 0 if report.passed else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="simplexlab",
@@ -195,6 +228,22 @@ def main(argv: list[str] | None = None) -> int:
                       help="call jax.distributed.initialize() with no arguments (cluster "
                       "auto-detection, e.g. SLURM)")
     p_sw.set_defaults(func=_cmd_sweep)
+    p_sch = sub.add_parser("schedule", help="verify G²RPO gain schedules for training")
+    sch = p_sch.add_subparsers(dest="schedule_command", required=True)
+    p_ver = sch.add_parser(
+        "verify", help="check a gain schedule (flip, neutrality, bounded bonus, L_y, bandit vs "
+        "ODE) and save it as JSON", description="Verify the gain schedule of a TOML file "
+        "([schedule]: GainSchedule fields; [verify]: verify_schedule options; see "
+        "experiments/schedules/) and write it with its verification. Exit status: 0 passed, "
+        "1 failed (the JSON is written, marked failed), 2 bad input.")
+    p_ver.add_argument("config", help="the schedule's TOML file")
+    p_ver.add_argument("--out", required=True, help="the schedule file to write (JSON)")
+    p_ver.add_argument("--report", default=None,
+                       help="also write the full report with the trajectories (JSON)")
+    p_ver.set_defaults(func=_cmd_schedule_verify)
+    from ._train_cli import add_parser as add_train_parser
+
+    add_train_parser(sub)
     args = parser.parse_args(argv)
     _setup_jax()
     try:

@@ -46,6 +46,13 @@ class Experiment:
     cost: dict[str, str]
     description: str
     source: str
+    requires: tuple[str, ...] = ()  #: modules it needs beyond the core (an optional extra)
+
+    def missing(self) -> list[str]:
+        """The modules of :attr:`requires` that cannot be imported here."""
+        import importlib.util
+
+        return [m for m in self.requires if importlib.util.find_spec(m) is None]
 
 
 @dataclasses.dataclass
@@ -92,11 +99,14 @@ def experiment(
     reproduces: str,
     cost: dict[str, str],
     description: str = "",
+    requires: tuple[str, ...] = (),
 ) -> Callable[[Callable[[Context], dict[str, Any]]], Callable[[Context], dict[str, Any]]]:
     """Register ``run(ctx)`` under ``name``.
 
     ``reproduces``: which paper figure/table (and what differs); ``cost``: ``{"quick": "~20 s",
-    "full": "~3 min"}`` on a 2-core CPU.
+    "full": "~3 min"}`` on a 2-core CPU; ``requires``: modules of an optional extra it needs
+    (``("torch", "transformers")``: the ``llm`` extra); ``simplexlab reproduce`` without names
+    skips it, saying so, where they are missing.
     """
     if set(cost) != {"quick", "full"}:
         raise ValueError(f"cost must have exactly the keys 'quick' and 'full'; got {sorted(cost)}")
@@ -108,7 +118,7 @@ def experiment(
             raise ValueError(f"experiment {name!r} registered twice ({prev.source} and {src})")
         doc = description or (func.__doc__ or "").strip().split("\n\n")[0]
         _REGISTRY[name] = Experiment(name, func, reproduces, dict(cost), " ".join(doc.split()),
-                                     str(src))
+                                     str(src), tuple(requires))
         return func
 
     return register

@@ -12,6 +12,7 @@ import numpy as np
 __all__ = [
     "FIXED_POINT_STYLE",
     "mark_fixed_points",
+    "plot_training",
     "simplex_grid",
     "stream_on_simplex",
     "ternary_axes",
@@ -109,3 +110,50 @@ def mark_fixed_points(ax, fixed_points, *, size: float = 60.0, legend: bool = Fa
         seen.add(label)
     if legend:
         ax.legend(loc="upper right", fontsize=8, frameon=False)
+
+
+#: colours and labels of the training methods in :func:`plot_training`
+METHOD_STYLE = {"grpo": ("tab:blue", "GRPO"), "g2rpo": ("tab:orange", "G²RPO")}
+TRAINING_PANELS = (("p", "bad mass p (1 − accuracy)"), ("L_y", "concentration L_y = ||y||²"),
+                   ("K_hat", "good modes K̂ (y_j > threshold)"))
+
+
+def plot_training(histories: dict, predictions: dict | None = None, *, K: int | None = None,
+                  labels: dict | None = None, title: str = ""):
+    """Training curves of the LLM driver: ``p``, ``L_y`` and ``K̂`` against the step, one line
+    per method (seed mean, min–max band over seeds) and, dashed, its mean-field prediction.
+
+    ``histories``: ``{method: [history, ...]}`` (one history per seed: the rows of
+    :func:`simplexlab.llm.train`); ``predictions``: ``{method: {"step", "p", "L_y", "K_hat"}}``;
+    ``K`` draws the ``1/K`` floor of ``L_y``. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    labels = labels or {}
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    for ax, (key, name) in zip(axes, TRAINING_PANELS, strict=True):
+        for i, (m, runs) in enumerate(histories.items()):
+            color, short = METHOD_STYLE.get(m, (f"C{i + 2}", m))
+            rows = [[r for r in h if key in r] for h in runs]
+            steps = np.asarray([r["step"] for r in rows[0]], float)
+            v = np.asarray([[r[key] for r in h] for h in rows], float)
+            n = len(v)
+            ax.plot(steps, v.mean(0), color=color, lw=2,
+                    label=f"{labels.get(m, short)} (measured, {n} seed{'s' * (n > 1)})")
+            if n > 1:
+                ax.fill_between(steps, v.min(0), v.max(0), color=color, alpha=0.2)
+            if predictions and m in predictions:
+                pr = predictions[m]
+                ax.plot(pr["step"], pr[key], color=color, ls="--", lw=1.5,
+                        label=f"{short} mean-field")
+        if key == "L_y" and K:
+            ax.axhline(1 / K, color="grey", lw=0.8, ls=":")
+            ax.annotate("1/K", (1.0, 1 / K), xycoords=("axes fraction", "data"), fontsize=8,
+                        color="grey", va="bottom", ha="right")
+        ax.set_title(name)
+        ax.set_xlabel("training step")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, loc="upper right")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

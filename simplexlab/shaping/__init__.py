@@ -17,7 +17,7 @@ from ._advantages import (
     rloo_advantages,
 )
 from ._g2rpo import G2RPOConfig, G2RPOStats, g2rpo_advantages, g2rpo_bonus, g2rpo_stats
-from ._methods import METHOD_PARAMS, METHODS, Groups, advantages
+from ._methods import METHOD_PARAMS, METHODS, Groups, advantages, g2rpo_clusters
 from ._rules import (
     IAC,
     Focal,
@@ -70,6 +70,7 @@ __all__ = [
     "g2rpo",
     "g2rpo_advantages",
     "g2rpo_bonus",
+    "g2rpo_clusters",
     "g2rpo_stats",
     "grpo",
     "grpo_advantages",

@@ -29,7 +29,7 @@ from ._rules import dapo_iac, f_grpo, grpo_n
 from ._schedule import GainSchedule
 from ._token import progrpo_advantages
 
-__all__ = ["METHODS", "METHOD_PARAMS", "Groups", "advantages"]
+__all__ = ["METHODS", "METHOD_PARAMS", "Groups", "advantages", "g2rpo_clusters"]
 
 
 class Groups(NamedTuple):
@@ -41,15 +41,21 @@ class Groups(NamedTuple):
     logp: Any = None  #: log-probability of each rollout (ProGRPO's confidence)
 
 
-def _g2rpo(g: Groups, q, schedule: GainSchedule, step, verifier, num_clusters):
-    """G²RPO (G² Alg. 1): correct-scored rollouts are clustered among the good by mode, the
-    others among the bad (``schedule.cluster_bad=False``: one aggregated bad arm)."""
+def g2rpo_clusters(g: Groups, cluster_bad: bool = True):
+    """G²RPO's cluster ids (G² Alg. 1): a correct-scored rollout is clustered among the good by
+    its mode, an incorrect one among the bad (``cluster_bad=False``: ``None``, one aggregated bad
+    arm); ``−1`` elsewhere. Returns ``(good_cluster, bad_cluster)``."""
     m = jnp.ones(jnp.shape(g.rewards), bool) if g.mask is None else g.mask
     r = jnp.asarray(g.rewards)
     good = jnp.where(m & (r == 1), g.modes, -1)
-    bad = jnp.where(m & (r == 0), g.modes, -1) if schedule.cluster_bad else None
-    return g2rpo_advantages(r, good, bad, g.mask, config=schedule.config(step, verifier),
-                            num_clusters=num_clusters)
+    bad = jnp.where(m & (r == 0), g.modes, -1) if cluster_bad else None
+    return good, bad
+
+
+def _g2rpo(g: Groups, q, schedule: GainSchedule, step, verifier, num_clusters):
+    good, bad = g2rpo_clusters(g, schedule.cluster_bad)
+    return g2rpo_advantages(jnp.asarray(g.rewards), good, bad, g.mask,
+                            config=schedule.config(step, verifier), num_clusters=num_clusters)
 
 
 def _progrpo(g: Groups, q, *_):

@@ -111,7 +111,12 @@ class GainSchedule(eqx.Module):
         """The :class:`G2RPOConfig` of training step ``step`` (an int or a traced step)."""
         gain = self.gain
         if self.ramp_steps:
-            gain = jnp.minimum(1.0, jnp.asarray(step) / self.ramp_steps) * jnp.asarray(gain)
+            gain = jnp.asarray(gain)
+            if not jnp.issubdtype(gain.dtype, jnp.floating):
+                gain = gain.astype(jnp.result_type(float))
+            # the step (an int32 counter) in the gain's dtype: no mixed-precision product
+            frac = jnp.asarray(step).astype(gain.dtype) / self.ramp_steps
+            gain = jnp.minimum(1.0, frac).astype(gain.dtype) * gain
         return G2RPOConfig(gain=gain, schedule=self.kind, rho=self.rho,
                            floor_inverse_G=self.floor_inverse_G, B_max=self.B_max,
                            neutralize=self.neutralize, p_min=self.p_min, p_damp=self.p_damp,

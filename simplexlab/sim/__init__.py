@@ -11,6 +11,10 @@
 - :func:`sample_counts`: exact multinomial counts over many categories in O(A + N log A)
   (hashed uniforms, block-tree inverse CDF), reusable by any simulator.
 - :data:`SIMULATORS`: simulators by name (``simplexlab sweep`` configs).
+- :func:`verify_schedule`: checks a G²RPO :class:`~simplexlab.shaping.GainSchedule` (flip,
+  neutrality, bounded bad bonus, reached ``L_y``, bandit vs ODE) before training;
+  :func:`save_schedule` / :func:`load_schedule` write and read it with its verification (JSON;
+  a failed verification is refused unless ``force=True``).
 
 Batches of runs (grids over parameters and seeds, sharded, chunked, resumable) are the job of
 :mod:`simplexlab.sweep`.
@@ -20,6 +24,14 @@ from ._bandit import METHODS, Bandit, BanditMetrics, BanditState
 from ._categorical import Categorical
 from ._protocol import AbstractSimulator, trajectory
 from ._sampler import counts_from_weights, sample_counts
+from ._verify import (
+    ScheduleReport,
+    bad_bonus_growth,
+    load_schedule,
+    load_schedule_config,
+    save_schedule,
+    verify_schedule,
+)
 
 #: Simulators by name, for sweep configuration files.
 SIMULATORS = {Categorical.name: Categorical, Bandit.name: Bandit}
@@ -32,7 +44,13 @@ __all__ = [
     "BanditMetrics",
     "BanditState",
     "Categorical",
+    "ScheduleReport",
+    "bad_bonus_growth",
     "counts_from_weights",
+    "load_schedule",
+    "load_schedule_config",
     "sample_counts",
+    "save_schedule",
     "trajectory",
+    "verify_schedule",
 ]

@@ -161,6 +161,7 @@ class Bandit(AbstractSimulator):
     rho: float = eqx.field(default=0.0, kw_only=True, static=True)
     floor_inverse_G: bool = eqx.field(default=False, kw_only=True, static=True)
     Lz_min: float = eqx.field(default=0.0, kw_only=True, static=True)
+    eps: float = eqx.field(default=1e-6, kw_only=True, static=True)
     mode_threshold: float = eqx.field(default=0.05, kw_only=True, static=True)
     allow_flipped: bool = eqx.field(default=False, kw_only=True, static=True)
     dtype: Any = eqx.field(default=None, kw_only=True, static=True)
@@ -302,7 +303,7 @@ class Bandit(AbstractSimulator):
     SCHEDULE_SETTINGS: ClassVar[dict[str, str]] = {
         "schedule": "kind", "ramp_steps": "ramp_steps", "neutralize": "neutralize",
         "cluster_bad": "cluster_bad", "B_max": "B_max", "p_min": "p_min", "p_damp": "p_damp",
-        "rho": "rho", "floor_inverse_G": "floor_inverse_G", "Lz_min": "Lz_min"}
+        "rho": "rho", "floor_inverse_G": "floor_inverse_G", "Lz_min": "Lz_min", "eps": "eps"}
 
     def gain_schedule(self, params) -> GainSchedule:
         """The run's G²RPO schedule: the static settings and the ``gain`` parameter."""

@@ -1,0 +1,48 @@
+"""The torch side of simplexlab (issue 15): a bridge and a small driver for LLM training loops.
+
+The bridge (:mod:`simplexlab.llm._bridge`):
+
+- :func:`to_jax`, :func:`to_torch` -- zero-copy DLPack exchange of CPU (and, where both libraries
+  have one, GPU) buffers; the dtype, device, gradient, layout and donation rules are in the
+  bridge module's docstring (:data:`DTYPES`: float32, float64, int32, int64, bool; the 64-bit
+  types only with JAX's x64 mode).
+- :func:`advantages` -- every advantage rule of :func:`simplexlab.shaping.advantages` by name
+  (GRPO, G²RPO with its gain schedule, F-GRPO, ...) on a torch loop's ``(P, G)`` groups, computed
+  by that one JAX implementation under a cached ``jax.jit``; returns a torch tensor.
+- :func:`group_stats` -- G²RPO's plug-in group statistics (p̂, ŷ, K̂, L̂_y, L̂_z, gain, bonuses;
+  G² Alg. 1) as torch tensors, for logging (:data:`STATS` names them).
+
+The driver: a toy task (:class:`ArithmeticTask`), a tiny model (:func:`tiny_model`,
+:func:`load_model`), the training loop (:class:`TrainConfig`, :func:`train`, :func:`warm_start`,
+:func:`clipped_token_loss`) and the mean-field prediction it is compared with
+(:func:`predict`, :func:`fit_time_scale`, :func:`initial_states`).
+
+Importing this package imports torch (``import simplexlab`` never does). It sits beside
+:mod:`simplexlab.lab` and imports only the layers below (theory, shaping, sim, sweep).
+"""
+
+from ._bridge import DTYPES, STATS, advantages, group_stats, to_jax, to_torch
+from ._driver import TrainConfig, clipped_token_loss, train, warm_start
+from ._model import load_model, tiny_model
+from ._prediction import fit_time_scale, initial_states, predict
+from ._task import FAMILIES, ArithmeticTask
+
+__all__ = [
+    "DTYPES",
+    "FAMILIES",
+    "STATS",
+    "ArithmeticTask",
+    "TrainConfig",
+    "advantages",
+    "clipped_token_loss",
+    "fit_time_scale",
+    "group_stats",
+    "initial_states",
+    "load_model",
+    "predict",
+    "tiny_model",
+    "to_jax",
+    "to_torch",
+    "train",
+    "warm_start",
+]

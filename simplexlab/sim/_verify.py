@@ -1,0 +1,720 @@
+r"""Verified gain schedules: what the lab checks before a G²RPO schedule goes to training.
+
+:func:`verify_schedule` runs a :class:`~simplexlab.shaping.GainSchedule` through five checks and
+returns a :class:`ScheduleReport` (numbers, a verdict, the reasons of any failure, the inputs).
+:func:`save_schedule` writes the schedule with its verification to a small JSON file
+(``simplexlab.gain_schedule/1``) and :func:`load_schedule` reads it back, refusing a schedule
+whose verification failed unless ``force=True``. ``simplexlab schedule verify CONFIG.toml``
+does both from the command line (:func:`load_schedule_config` reads the TOML file).
+
+The checks (G² = the G²RPO paper; every number is measured, none is assumed):
+
+(a) **flip** -- along the mean-field ODE of the schedule
+    (:class:`~simplexlab.meanfield.Neutralized`, eq. 56, when ``schedule.neutralize``;
+    :class:`~simplexlab.meanfield.GoodBonus`, eq. 48, otherwise; gain
+    ``schedule.theory_gain(eta)``: constant, A = eq. 62, B = eq. 67, with the warm-up) from the
+    start ``(p0, y0, z0)``: the first time the coefficient ``a_y`` of the collision field
+    ``V(y)`` turns negative (``ẏ = a_y V(y)``; ``a_y/κ = 1 − λ̃ ρ`` under the neutralizer,
+    eq. 57/60, so this is ``λ̃ > λ̃_flip`` of eq. 61; ``1 − λ̃`` without it), in time ``t`` and
+    in training steps ``t/η``. Required (``require_flip``): a schedule that never flips
+    collision to anti-collision does not do what G²RPO is for.
+(b) **neutral** -- does the bonus leave the bad mass alone (Prop. D.2, eq. 53/55: the
+    neutralizer makes ``ṗ`` equal GRPO's baseline eq. 22 *at every state*)? Measured along the
+    schedule's ODE trajectory: ``max |ṗ_schedule − ṗ_GRPO|`` at the visited states and the bad
+    mass the bonus itself moves, ``max_t |∫_0^t (ṗ_schedule − ṗ_GRPO) ds|`` (``p_gap_direct``;
+    passes when ``<= tol_neutral``). Also reported, not checked unless ``tol_p_vs_grpo`` is set:
+    ``max_t |p_schedule(t) − p_GRPO(t)|`` against the GRPO ODE run from the same start, which is
+    *not* zero even with an exact neutralizer -- the schedule flattens ``y`` (and ``z``), so the
+    baseline decay rate ``∝ L_y + L_z`` is smaller on its trajectory (G² Remark D.4). Required
+    when ``schedule.neutralize`` (``require_neutral``).
+(c) **bounded** -- the bad-rollout bonus ``B_b`` that the plug-in estimator
+    (:func:`~simplexlab.shaping.g2rpo_stats`, Listing 1, with the schedule's safeguards, at full
+    gain) gives when a group of ``G`` rollouts has exactly one incorrect rollout, ``p̂ = 1/G``,
+    for ``G = 2 … 4096`` and three compositions of the correct rollouts over good clusters
+    (uniform over ``K``, one dominant cluster with 80 %, all but one rollout in one cluster). The
+    neutralizer (55) grows like ``1/p̂`` under a constant gain and like ``1/σ(p̂)`` under
+    schedules A/B (eq. 65, 70) unless clipped (``B_max``), damped (``p_damp``: ``× 3(p̂/p_damp)²``
+    for small ``p̂``) or switched off (``p_min``) -- the App. D.4 safeguards -- or ``σ(p̂)``
+    stays away from 0 (schedules A/B with a verifier with ``δ_FN > 0``: the gain vanishes like
+    ``p̂``). Passes when a safeguard bounds ``|B_b|`` by construction (finite ``B_max``,
+    ``p_damp > 0``, ``p_min > 0``, no neutralizer) or when the measured growth exponent ``a`` of
+    ``|B_b| ∝ G^a`` between ``G = 256`` and ``G = 4096`` is ``<= tol_growth``; and, if
+    ``max_bad_bonus`` is given, ``max |B_b| <= max_bad_bonus`` over the ``G`` tried. What it
+    means: the per-sample bonus of the rare groups with a single failure does not blow up as
+    ``p → 0``. What it does not mean: a bound on the good bonus, a small bound (``B_max = 1e9``
+    passes unless ``max_bad_bonus`` is set), or a proof for a gain the structural list does not
+    cover (the exponent is measured on 256 ≤ G ≤ 4096 only).
+(d) **concentration** -- the ``L_y`` the schedule reaches at the last step: the ODE's, the
+    bandit ensemble mean's (and the GRPO ODE's for comparison), against ``1/K`` (uniform) and
+    ``L_y(0)``. Checked only when ``max_L_y`` is given (ODE ``L_y`` at the end ``<= max_L_y``).
+(e) **bandit** -- the finite-group bandit (:class:`Bandit`, ``seeds`` runs, group size ``G``,
+    SGD step ``η``, the schedule's safeguards and warm-up, Algorithm 1's plug-in statistics)
+    against the ODE with the time map ``t = step · η``: ``sup_step |mean p − p_ODE|`` and the
+    same for ``L_y``; passes when each is ``<= tol + 3 SE`` (SE: the standard error of the
+    ensemble mean). The ODE has no safeguards (clip, damping, floors), so this also measures
+    what they change at this ``G``.
+
+The ODE and the bandit are one system: both come from :meth:`Bandit.meanfield` on the
+configuration :meth:`Bandit.schedule_values` gives. The default verification (K = 3, M = 2,
+G = 32, η = 0.05, 200 steps, 64 seeds) takes about 10–15 s on 2 CPU cores, most of it
+compilation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import math
+import os
+import sys
+import time
+import tomllib
+import warnings
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import is_concrete, is_int
+from .._results import atomic_write_json, provenance, to_jsonable
+from ..shaping._g2rpo import g2rpo_stats
+from ..shaping._schedule import GainSchedule
+from ..theory._closed_forms import flip_threshold, inner_gain
+from ..theory._fields import GRPO
+from ..theory._solve import solve
+from ..theory._verifier import Verifier
+from ._bandit import Bandit
+from ._protocol import trajectory
+
+__all__ = [
+    "FORMAT",
+    "ScheduleReport",
+    "bad_bonus_growth",
+    "load_schedule",
+    "load_schedule_config",
+    "save_schedule",
+    "verify_schedule",
+]
+
+#: the ``format`` field of a saved schedule file
+FORMAT = "simplexlab.gain_schedule/1"
+
+#: group sizes of check (c): one incorrect rollout out of G, so p̂ = 1/G
+BOUND_GROUP_SIZES = tuple(2**k for k in range(1, 13))  # 2 .. 4096
+_GROWTH_FROM, _GROWTH_TO = 256, 4096
+_ZERO = 1e-9  # |B_b| below this counts as 0 in the growth ratio
+_FLIP_EPS = 1e-9  # a_y/κ below −_FLIP_EPS is a flip (exact cancellation, λ0 = 1 under B, is not)
+
+
+@dataclasses.dataclass
+class ScheduleReport:
+    """What :func:`verify_schedule` found.
+
+    ``passed``: every required check passed; ``reasons``: one line per failed required check;
+    ``checks``: the numbers of each check (``flip``, ``neutral``, ``bounded``, ``concentration``,
+    ``bandit``), each with ``passed`` and ``required``; ``inputs``: the schedule (as
+    :meth:`GainSchedule.to_dict`) and every argument; ``curves``: the trajectories behind the
+    numbers (``t``, ``step``, ODE ``p`` / ``L_y`` / ``a_y``, GRPO ODE ``p`` / ``L_y``, bandit mean
+    ``p`` / ``L_y`` and their standard errors at the recorded steps), NumPy arrays;
+    ``elapsed_s``: wall time of the verification.
+    """
+
+    passed: bool
+    reasons: list[str]
+    checks: dict[str, dict[str, Any]]
+    inputs: dict[str, Any]
+    curves: dict[str, np.ndarray] = dataclasses.field(default_factory=dict, repr=False)
+    elapsed_s: float = 0.0
+
+    def to_dict(self, *, curves: bool = False) -> dict[str, Any]:
+        """Plain JSON-able values (``curves=True`` adds the trajectories as lists)."""
+        out = {"passed": bool(self.passed), "reasons": list(self.reasons),
+               "checks": _finite(to_jsonable(self.checks)),
+               "inputs": _finite(to_jsonable(self.inputs)), "elapsed_s": float(self.elapsed_s)}
+        if curves:
+            out["curves"] = _finite(to_jsonable(self.curves))
+        return out
+
+    def key_numbers(self) -> dict[str, Any]:
+        """The headline number of each check (what a saved schedule file records)."""
+        c = self.checks
+        return _finite({
+            "t_flip": c["flip"]["t_flip"], "step_flip": c["flip"]["step_flip"],
+            "lambda_tilde_start": c["flip"]["lambda_tilde_start"],
+            "flip_threshold_start": c["flip"]["flip_threshold_start"],
+            "p_gap_direct": c["neutral"]["p_gap_direct"],
+            "pdot_gap": c["neutral"]["pdot_gap"],
+            "p_gap_vs_grpo": c["neutral"]["p_gap_vs_grpo"],
+            "max_abs_bad_bonus": c["bounded"]["max_abs_bad_bonus"],
+            "bad_bonus_growth_exponent": c["bounded"]["growth_exponent"],
+            "L_y_start": c["concentration"]["L_y_start"],
+            "L_y_end_ode": c["concentration"]["L_y_end_ode"],
+            "L_y_end_bandit": c["concentration"]["L_y_end_bandit"],
+            "error_p": c["bandit"]["error_p"], "error_L_y": c["bandit"]["error_L_y"],
+        })
+
+    def summary(self) -> str:
+        """A short human-readable verdict: one line per check with its numbers."""
+        c, inp = self.checks, self.inputs
+        f, n, b, d, e = (c[k] for k in ("flip", "neutral", "bounded", "concentration", "bandit"))
+
+        def tag(chk):
+            if not chk["required"]:
+                return "info" if chk["passed"] else "warn"
+            return "pass" if chk["passed"] else "FAIL"
+
+        lines = [f"{describe_schedule(inp['schedule'])}: "
+                 f"{'PASSED' if self.passed else 'FAILED'}  ({self.elapsed_s:.1f} s)"]
+        if f["flips"]:
+            when = ("from the start" if f["t_flip"] == 0 else
+                    f"at t = {f['t_flip']:.4g} (step {f['step_flip']:.1f})")
+            what = f"collision flips to anti-collision {when}"
+        else:
+            what = f"no flip: a_y >= 0 up to t = {f['t_end']:.4g} (collision all along)"
+        lines.append(f"  [{tag(f)}] (a) flip: {what}; inner gain λ̃ = "
+                     f"{f['lambda_tilde_start']:.3g} vs threshold {f['flip_threshold_start']:.3g}"
+                     " at the start")
+        lines.append(f"  [{tag(n)}] (b) neutral: the bonus moves p by {n['p_gap_direct']:.2g} "
+                     f"(tol {n['tolerance']:.2g}), max |ṗ − ṗ_GRPO| = {n['pdot_gap']:.2g}; "
+                     f"p vs GRPO's ODE: up to {n['p_gap_vs_grpo']:.3g} (through L_y + L_z, "
+                     "Remark D.4)")
+        exp = b["growth_exponent"]
+        grow = "vanishes" if exp is None else f"∝ G^{exp:.2f}"
+        by = "; ".join(b["bounded_by"]) or "no safeguard bounds it"
+        lines.append(f"  [{tag(b)}] (c) bounded: max |B_b| = {b['max_abs_bad_bonus']:.4g} over "
+                     f"G = {b['G'][0]}..{b['G'][-1]} with one incorrect rollout; |B_b| {grow} "
+                     f"for G = {_GROWTH_FROM}..{_GROWTH_TO}; {by}")
+        lines.append(f"  [{tag(d)}] (d) L_y at step {inp['num_steps']}: ODE "
+                     f"{d['L_y_end_ode']:.4f}, bandit {d['L_y_end_bandit']:.4f} ± "
+                     f"{d['L_y_end_bandit_se']:.1g} (start {d['L_y_start']:.4f}, 1/K = "
+                     f"{d['one_over_K']:.4f}, GRPO's ODE {d['L_y_end_grpo']:.4f})")
+        lines.append(f"  [{tag(e)}] (e) bandit vs ODE ({inp['seeds']} seeds, G = "
+                     f"{inp['group_size']}, η = {inp['eta']:g}): sup |Δp| = {e['error_p']:.3g},"
+                     f" sup |ΔL_y| = {e['error_L_y']:.3g} (tol {e['tolerance_p']:g}, "
+                     f"{e['tolerance_L_y']:g} + 3 SE)")
+        for r in self.reasons:
+            lines.append(f"  reason: {r}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _finite(obj):
+    """Non-finite floats as ``None`` (strict JSON: an infinite growth ratio, B_max = inf)."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def describe_schedule(d: dict[str, Any]) -> str:
+    """``schedule B, λ0 = 1.5, neutralizer, B_max = 5`` from :meth:`GainSchedule.to_dict`."""
+    sym = "λ" if d["kind"] == "constant" else "λ0"
+    parts = [f"schedule {d['kind']}, {sym} = {d['gain']:g}",
+             "neutralizer" if d["neutralize"] else "no neutralizer"]
+    if d["ramp_steps"]:
+        parts.append(f"warm-up {d['ramp_steps']} steps")
+    default = GainSchedule().to_dict()
+    for k in ("B_max", "p_min", "p_damp", "rho", "floor_inverse_G", "Lz_min", "cluster_bad"):
+        if d[k] != default[k]:
+            parts.append(f"{k} = {d[k]}")
+    return ", ".join(parts)
+
+
+# ---- check (c): the bad bonus of the plug-in estimator as p̂ = 1/G → 0 ---------------------------
+
+
+def _good_counts(comp: str, n: int, K: int) -> np.ndarray:
+    """Cluster counts of ``n`` correct rollouts: ``uniform`` over K, ``dominant`` (80 % in one,
+    the rest spread), ``all-but-one`` (n − 1 in one cluster, 1 in another)."""
+    if comp == "all-but-one":
+        c = np.array([n - 1, 1])
+    else:
+        frac = (np.full(K, 1.0 / K) if comp == "uniform"
+                else np.r_[0.8, np.full(K - 1, 0.2 / (K - 1))])
+        k = min(K, n)
+        frac = frac[:k] / frac[:k].sum()
+        c = np.maximum(1, np.floor(frac * n)).astype(int)
+        c[0] += n - c.sum()
+    return c[c > 0]
+
+
+COMPOSITIONS = ("uniform", "dominant", "all-but-one")
+
+_stats = eqx.filter_jit(g2rpo_stats)  # the gain goes in as an array: one compilation for all λ
+
+
+def bad_bonus_growth(schedule: GainSchedule, *, K: int = 3, delta_fn: float = 0.0,
+                     delta_fp: float = 0.0, tol_growth: float = 0.1,
+                     group_sizes: tuple[int, ...] = BOUND_GROUP_SIZES) -> dict[str, Any]:
+    r"""Check (c) of :func:`verify_schedule`: the neutralizer ``B_b`` (eq. 53 on the clipped
+    good bonus, Listing 1 step (f)) that :func:`~simplexlab.shaping.g2rpo_stats` gives to the
+    incorrect rollouts of a group of ``G`` rollouts with exactly one incorrect rollout
+    (``p̂ = 1/G``), for every ``G`` in ``group_sizes`` and the compositions of
+    :data:`COMPOSITIONS` of the ``G − 1`` correct ones over ``K`` good clusters, with
+    ``schedule.config(schedule.ramp_steps)`` (full gain, all safeguards) and the verifier
+    ``(delta_fn, delta_fp)`` (schedules A/B use its ``J`` and ``σ``).
+
+    Returns ``G``, ``bad_bonus`` (composition → ``B_b`` per ``G``), ``max_abs_bad_bonus``,
+    ``growth_ratio`` ``= max over compositions of |B_b(4096)| / |B_b(256)|`` (compositions with
+    ``|B_b| < 1e-9`` at both ends left out; 1 when none is left) and
+    ``growth_exponent`` ``= log(ratio)/log(16)`` (``None`` when ``|B_b|`` vanishes, ``inf``
+    when it appears from 0), ``bounded_by`` (the safeguards that bound ``|B_b|`` by construction,
+    and ``"measured"`` when the exponent is ``<= tol_growth``) and ``bounded`` (``bounded_by``
+    is not empty). Unclipped, the exponent is 1 for a constant gain (``B_b ∝ 1/p̂``, eq. 55)
+    and 1/2 for schedules A/B with a perfect verifier (``∝ 1/σ(p̂)``, eq. 65/70) -- as ``p̂ → 0``;
+    on 256 ≤ G ≤ 4096 a bonus that a finite ``B_max`` clips only beyond it shows its unclipped
+    exponent."""
+    if not isinstance(schedule, GainSchedule):
+        raise ValueError(f"schedule must be a GainSchedule; got {schedule!r}")
+    if not (is_int(K) and K >= 2):
+        raise ValueError(f"K (number of good modes) must be an integer >= 2; got {K!r}")
+    Gs = tuple(int(g) for g in group_sizes)
+    if any(g < 2 for g in Gs) or not {_GROWTH_FROM, _GROWTH_TO} <= set(Gs):
+        raise ValueError(f"group_sizes must be integers >= 2 including {_GROWTH_FROM} and "
+                         f"{_GROWTH_TO}; got {group_sizes!r}")
+    Gmax = max(Gs)
+    rows = []
+    for comp in COMPOSITIONS:
+        for G in Gs:
+            n = G - 1  # correct rollouts; rollout n is the incorrect one
+            c = _good_counts(comp, n, K)
+            r = np.zeros(Gmax)
+            good = np.full(Gmax, -1)
+            bad = np.full(Gmax, -1)
+            mask = np.zeros(Gmax, bool)
+            mask[:G] = True
+            r[:n] = 1.0
+            good[:n] = np.repeat(np.arange(len(c)), c)
+            bad[n] = 0
+            rows.append((r, good, bad, mask))
+    r, good, bad, mask = (np.stack(a) for a in zip(*rows, strict=True))
+    config = schedule.config(schedule.ramp_steps, Verifier(float(delta_fn), float(delta_fp)))
+    config = eqx.tree_at(lambda c: c.gain, config, jnp.asarray(config.gain))
+    st = _stats(r, good, bad if schedule.cluster_bad else None, mask, config=config,
+                num_clusters=max(K, 2))
+    Bb = np.asarray(st.bad_bonus, float).reshape(len(COMPOSITIONS), len(Gs))
+    # |B_b| below _ZERO is 0 (a uniform composition gives 0 up to round-off); compositions whose
+    # bonus is 0 at both ends do not vote; none voting = nothing grows (ratio 1)
+    lo, hi = np.abs(Bb[:, Gs.index(_GROWTH_FROM)]), np.abs(Bb[:, Gs.index(_GROWTH_TO)])
+    lo, hi = np.where(lo > _ZERO, lo, 0.0), np.where(hi > _ZERO, hi, 0.0)
+    vote = (lo > 0) | (hi > 0)
+    with np.errstate(divide="ignore"):
+        ratios = np.where(lo > 0, hi / np.where(lo > 0, lo, 1.0), np.inf)[vote]
+    ratio = float(ratios.max()) if ratios.size else 1.0
+    exponent = (None if ratio == 0 else
+                math.inf if math.isinf(ratio) else math.log(ratio) / math.log(_GROWTH_TO
+                                                                              / _GROWTH_FROM))
+    by = []
+    if not schedule.neutralize:
+        by.append("no neutralizer (B_b = 0)")
+    else:
+        if math.isfinite(schedule.B_max):
+            by.append(f"B_max = {schedule.B_max:g} clips |B_b|")
+        if schedule.p_damp > 0:
+            by.append(f"p_damp = {schedule.p_damp:g} damps B_b by 3(p̂/p_damp)² as p̂ → 0")
+        if schedule.p_min > 0:
+            by.append(f"p_min = {schedule.p_min:g} switches B_b off below p̂ = p_min")
+    if exponent is None or exponent <= tol_growth:
+        by.append("measured: |B_b| does not grow for G = 256..4096"
+                  + ("" if exponent is None else f" (exponent {exponent:.3f} <= {tol_growth:g})"))
+    return {"G": list(Gs), "bad_bonus": {k: Bb[i].tolist() for i, k in enumerate(COMPOSITIONS)},
+            "max_abs_bad_bonus": float(np.abs(Bb).max()), "growth_ratio": ratio,
+            "growth_exponent": exponent, "bounded_by": by, "bounded": bool(by)}
+
+
+# ---- compiled pieces (module level, so that repeated verifications reuse them) ----------------
+
+
+@eqx.filter_jit
+def _ensemble(sim, keys, params, num_steps, stride):
+    """Records of one bandit run per key (leading axis seed)."""
+    return jax.vmap(lambda k: trajectory(sim, k, params, num_steps=num_steps,
+                                         stride=stride)[1])(keys)
+
+
+@eqx.filter_jit
+def _rates(dyn, ts, states):
+    return jax.vmap(dyn.rates)(ts, states)
+
+
+def _as_arrays(tree):
+    """Python-float leaves as arrays, so that a new gain value reuses the compiled solve."""
+    return jax.tree_util.tree_map(
+        lambda x: jnp.asarray(x) if isinstance(x, float | int) and not isinstance(x, bool)
+        else x, tree)
+
+
+def _stride(num_steps: int, most: int = 400) -> int:
+    """The smallest divisor of ``num_steps`` that records at most ``most`` + 1 points."""
+    for d in range(1, num_steps + 1):
+        if num_steps % d == 0 and num_steps // d <= most:
+            return d
+    return num_steps
+
+
+def _default_composition(n: int) -> tuple[float, ...]:
+    """``∝ (2^{n−1}, ..., 2, 1)``: a definite, non-uniform start (K = 3: (4/7, 2/7, 1/7))."""
+    w = 2.0 ** np.arange(n - 1, -1, -1)
+    return tuple(float(v) for v in w / w.sum())
+
+
+def _tol(value, name: str, *, optional: bool = False):
+    if value is None and optional:
+        return None
+    ok = isinstance(value, int | float | np.floating | np.integer) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or value < 0:
+        raise ValueError(f"verify_schedule: {name} must be a finite number >= 0"
+                         f"{' or None' if optional else ''}; got {value!r}")
+    return float(value)
+
+
+def _say(progress: bool, msg: str, t0: float) -> None:
+    if progress:
+        print(f"[verify {time.perf_counter() - t0:5.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def verify_schedule(
+    schedule: GainSchedule,
+    *,
+    K: int = 3,
+    M: int = 2,
+    y0=None,
+    z0=None,
+    p0: float = 0.5,
+    eta: float = 0.05,
+    group_size: int = 32,
+    num_steps: int = 200,
+    seeds: int = 64,
+    seed: int = 0,
+    delta_fn: float = 0.0,
+    delta_fp: float = 0.0,
+    require_flip: bool = True,
+    require_neutral: bool | None = None,
+    tol_neutral: float = 1e-3,
+    tol_p_vs_grpo: float | None = None,
+    tol_growth: float = 0.1,
+    max_bad_bonus: float | None = None,
+    max_L_y: float | None = None,
+    tol_p: float = 0.02,
+    tol_L_y: float = 0.02,
+    progress: bool = False,
+) -> ScheduleReport:
+    r"""Verify a G²RPO gain schedule: checks (a)–(e) of the module docstring.
+
+    The system: ``K`` good and ``M`` bad modes, start ``p0`` (bad mass), ``y0`` / ``z0``
+    (within-block compositions; default ``∝ (2^{K−1}, ..., 2, 1)``, for K = 3
+    ``(4/7, 2/7, 1/7)``, and likewise for ``z0``), a verifier with rates ``delta_fn``,
+    ``delta_fp``; ``num_steps`` SGD steps of size ``eta`` with groups of ``group_size``
+    rollouts (ODE time ``t = step · eta`` up to ``T = num_steps · eta``); ``seeds`` bandit runs
+    (keys ``split(key(seed), seeds)``).
+
+    Required for ``passed``: (a) when ``require_flip``; (b) when ``require_neutral`` (default:
+    ``schedule.neutralize``); (c) always; (d) when ``max_L_y`` is given; (e) always.
+    Tolerances: ``tol_neutral`` (bad mass the bonus moves, (b)), ``tol_p_vs_grpo`` (optional
+    bound on ``max |p − p_GRPO|``, (b)), ``tol_growth`` (growth exponent of ``|B_b|``, (c)),
+    ``max_bad_bonus`` (optional bound on ``max |B_b|``, (c)), ``max_L_y`` (optional, (d)),
+    ``tol_p`` / ``tol_L_y`` (bandit vs ODE, plus 3 standard errors, (e)). ``progress`` prints
+    one line per stage to stderr.
+
+    Bad arguments raise ``ValueError`` naming them. Enable ``jax_enable_x64`` for float64 (the
+    command line does); in float32 the numbers are accurate to about 1e-6.
+    """
+    t_start = time.perf_counter()
+    if not isinstance(schedule, GainSchedule):
+        raise ValueError(f"verify_schedule: schedule must be a GainSchedule; got {schedule!r}")
+    if not (is_concrete(schedule.gain) and np.ndim(schedule.gain) == 0):
+        raise ValueError("verify_schedule: schedule.gain must be one concrete number; got "
+                         f"{schedule.gain!r}")
+    for name, v, lower in (("K", K, 2), ("M", M, 1), ("group_size", group_size, 2),
+                           ("num_steps", num_steps, 1), ("seeds", seeds, 2), ("seed", seed, 0)):
+        if not is_int(v) or v < lower:
+            raise ValueError(f"verify_schedule: {name} must be an integer >= {lower}; got {v!r}")
+    for name, v in (("require_flip", require_flip), ("progress", progress)):
+        if not isinstance(v, bool):
+            raise ValueError(f"verify_schedule: {name} must be True or False; got {v!r}")
+    if require_neutral is None:
+        require_neutral = bool(schedule.neutralize)
+    elif not isinstance(require_neutral, bool):
+        raise ValueError(f"verify_schedule: require_neutral must be True, False or None; got "
+                         f"{require_neutral!r}")
+    tol_neutral = _tol(tol_neutral, "tol_neutral")
+    tol_p_vs_grpo = _tol(tol_p_vs_grpo, "tol_p_vs_grpo", optional=True)
+    tol_growth = _tol(tol_growth, "tol_growth")
+    max_bad_bonus = _tol(max_bad_bonus, "max_bad_bonus", optional=True)
+    max_L_y = _tol(max_L_y, "max_L_y", optional=True)
+    tol_p = _tol(tol_p, "tol_p")
+    tol_L_y = _tol(tol_L_y, "tol_L_y")
+    y0 = _default_composition(K) if y0 is None else y0
+    z0 = _default_composition(M) if z0 is None else z0
+
+    # one configuration for the bandit and its ODE (Bandit validates y0, z0, p0, eta, deltas)
+    values = {**Bandit.schedule_values(schedule), "gain": float(schedule.gain), "K": K, "M": M,
+              "y0": y0, "z0": z0, "max_group_size": group_size, "group_size": group_size,
+              "eta": eta, "p0": p0, "delta_fn": delta_fn, "delta_fp": delta_fp}
+    try:
+        sim, params = Bandit.from_values(values)
+        sim.check_params(params)
+    except ValueError as err:
+        raise ValueError(f"verify_schedule: {err}") from None
+    eta = float(eta)
+    inputs = {"schedule": schedule.to_dict(), "K": K, "M": M, "y0": list(sim.y0),
+              "z0": list(sim.z0), "p0": float(p0), "eta": eta, "group_size": group_size,
+              "num_steps": num_steps, "seeds": seeds, "seed": seed,
+              "delta_fn": float(delta_fn), "delta_fp": float(delta_fp),
+              "require_flip": require_flip, "require_neutral": require_neutral,
+              "tol_neutral": tol_neutral, "tol_p_vs_grpo": tol_p_vs_grpo,
+              "tol_growth": tol_growth, "max_bad_bonus": max_bad_bonus, "max_L_y": max_L_y,
+              "tol_p": tol_p, "tol_L_y": tol_L_y,
+              "x64": bool(jax.config.read("jax_enable_x64"))}
+
+    # ---- the ODE of the schedule and GRPO's from the same start ------------------------------
+    _say(progress, "mean-field ODE of the schedule and of GRPO", t_start)
+    dyn, st0 = sim.meanfield(params)
+    st0 = jax.tree_util.tree_map(lambda a: a[0], st0)
+    dyn = _as_arrays(dyn)
+    T = num_steps * eta
+    ts = jnp.asarray(np.arange(num_steps + 1) * eta)
+    sol = solve(dyn, st0, t1=T, saveat=ts)
+    # GRPO = the same system with gain 0 (B* = 0 and B_b = 0): the compiled solve is reused
+    dyn0 = eqx.tree_at(lambda d: d.gain, dyn, jax.tree_util.tree_map(lambda x: x * 0, dyn.gain))
+    grpo_sol = solve(dyn0, st0, t1=T, saveat=ts)
+    grpo = GRPO(eta=dyn.eta, verifier=dyn.verifier)
+    r = _rates(dyn, ts, sol.state)
+    r_grpo = _rates(grpo, ts, sol.state)  # GRPO's field at the schedule's visited states
+    t = np.asarray(ts)
+    p, L_y, L_z = (np.asarray(a, float) for a in (sol.p, sol.L_y, sol.L_z))
+    a_y = np.asarray(r.a_y, float)
+    kap = np.asarray(grpo.kappa(sol.p), float)
+    c_y = a_y / kap  # inner-time coefficient of V(y): 1 − λ̃ρ (neutralized), 1 − λ̃ (good only)
+
+    # ---- (a) flip ----------------------------------------------------------------------------
+    neg = np.flatnonzero(c_y < -_FLIP_EPS)
+    if neg.size == 0:
+        t_flip = None
+    elif neg[0] == 0:
+        t_flip = 0.0
+    else:  # linear interpolation of a_y/κ between the last point >= 0 and the first < 0
+        i = int(neg[0])
+        t_flip = float(t[i - 1] + c_y[i - 1] / (c_y[i - 1] - c_y[i]) * (t[i] - t[i - 1]))
+    full = GainSchedule.from_dict({**schedule.to_dict(), "ramp_steps": 0}).theory_gain(eta)
+    ver = Verifier(float(delta_fn), float(delta_fp))
+    Ly0, Lz0, p_0 = float(L_y[0]), float(L_z[0]), float(p[0])
+    lam0 = float(full(0.0, p_0, Ly0, Lz0, K, ver))
+    lam_tilde = float(inner_gain(p_0, lam0, ver))
+    threshold = float(flip_threshold(Ly0, Lz0, K)) if schedule.neutralize else 1.0
+    flip = {"passed": t_flip is not None, "required": require_flip, "flips": t_flip is not None,
+            "t_flip": t_flip, "step_flip": None if t_flip is None else t_flip / eta,
+            "flipped_at_end": bool(c_y[-1] < -_FLIP_EPS),
+            "fraction_flipped": float(np.mean(c_y < -_FLIP_EPS)),
+            "a_y_over_kappa_start": float(c_y[0]), "a_y_over_kappa_end": float(c_y[-1]),
+            "lambda_tilde_start": lam_tilde, "flip_threshold_start": threshold,
+            "t_end": float(T), "ode_stopped": bool(sol.stopped),
+            "system": "Neutralized (eq. 56)" if schedule.neutralize else "GoodBonus (eq. 48)"}
+
+    # ---- (b) neutrality ----------------------------------------------------------------------
+    dpdot = np.asarray(r.p_dot, float) - np.asarray(r_grpo.p_dot, float)
+    moved = np.concatenate([[0.0], np.cumsum(0.5 * (dpdot[1:] + dpdot[:-1]) * np.diff(t))])
+    p_grpo = np.asarray(grpo_sol.p, float)
+    gap_vs_grpo = float(np.abs(p - p_grpo).max())
+    pdot_scale = float(np.abs(np.asarray(r_grpo.p_dot)).max())
+    neutral_ok = float(np.abs(moved).max()) <= tol_neutral and (
+        tol_p_vs_grpo is None or gap_vs_grpo <= tol_p_vs_grpo)
+    neutral = {"passed": bool(neutral_ok), "required": require_neutral,
+               "p_gap_direct": float(np.abs(moved).max()),
+               "pdot_gap": float(np.abs(dpdot).max()),
+               "pdot_gap_relative": float(np.abs(dpdot).max() / pdot_scale)
+               if pdot_scale > 0 else 0.0,
+               "p_gap_vs_grpo": gap_vs_grpo, "p_end": float(p[-1]),
+               "p_end_grpo": float(p_grpo[-1]), "tolerance": tol_neutral,
+               "tolerance_vs_grpo": tol_p_vs_grpo}
+
+    # ---- (c) bounded bad bonus ---------------------------------------------------------------
+    _say(progress, "plug-in bad bonus as p̂ = 1/G → 0", t_start)
+    bb = bad_bonus_growth(schedule, K=K, delta_fn=delta_fn, delta_fp=delta_fp,
+                          tol_growth=tol_growth)
+    exp = bb["growth_exponent"]
+    bounded_ok = bb["bounded"] and (max_bad_bonus is None
+                                    or bb["max_abs_bad_bonus"] <= max_bad_bonus)
+    bounded = {"passed": bool(bounded_ok), "required": True, **bb, "tolerance": tol_growth,
+               "max_allowed": max_bad_bonus}
+
+    # ---- (d, e) the bandit ensemble ----------------------------------------------------------
+    _say(progress, f"bandit: {seeds} seeds x {num_steps} steps, G = {group_size}", t_start)
+    stride = _stride(num_steps)
+    keys = jax.random.split(jax.random.key(seed), seeds)
+    dt = sim.float_dtype()
+    rec = _ensemble(sim, keys, {k: jnp.asarray(v, dt) for k, v in params.items()}, num_steps,
+                    stride)
+    pb = np.asarray(rec.p[..., 0], float)
+    Lb = np.asarray(rec.L_y[..., 0], float)
+    idx = np.arange(0, num_steps + 1, stride)
+    pm, Lm = pb.mean(0), Lb.mean(0)
+    pse, Lse = pb.std(0, ddof=1) / np.sqrt(seeds), Lb.std(0, ddof=1) / np.sqrt(seeds)
+    dp, dL = np.abs(pm - p[idx]), np.abs(Lm - L_y[idx])
+    bandit_ok = bool(np.all(dp <= tol_p + 3 * pse) and np.all(dL <= tol_L_y + 3 * Lse))
+    bandit = {"passed": bandit_ok, "required": True, "error_p": float(dp.max()),
+              "error_L_y": float(dL.max()), "se_p": float(pse.max()), "se_L_y": float(Lse.max()),
+              "step_error_p": int(idx[dp.argmax()]), "step_error_L_y": int(idx[dL.argmax()]),
+              "tolerance_p": tol_p, "tolerance_L_y": tol_L_y, "stride": stride}
+    L_grpo = np.asarray(grpo_sol.L_y, float)
+    conc = {"passed": max_L_y is None or float(L_y[-1]) <= max_L_y,
+            "required": max_L_y is not None, "L_y_start": Ly0, "L_y_end_ode": float(L_y[-1]),
+            "L_y_end_bandit": float(Lm[-1]), "L_y_end_bandit_se": float(Lse[-1]),
+            "L_y_end_grpo": float(L_grpo[-1]), "one_over_K": 1.0 / K,
+            "K_eff_end_ode": 1.0 / float(L_y[-1]), "max_allowed": max_L_y}
+
+    # ---- verdict -----------------------------------------------------------------------------
+    reasons = []
+    if require_flip and not flip["passed"]:
+        reasons.append(f"flip: a_y >= 0 along the whole ODE trajectory (t <= {T:g}): collision "
+                       f"is never flipped (inner gain λ̃ = {lam_tilde:.3g} vs threshold "
+                       f"{threshold:.3g} at the start)")
+    if require_neutral and not neutral["passed"]:
+        msg = (f"neutral: the bonus moves the bad mass by {neutral['p_gap_direct']:.3g} > "
+               f"{tol_neutral:g} (max |ṗ − ṗ_GRPO| = {neutral['pdot_gap']:.3g})")
+        if tol_p_vs_grpo is not None and gap_vs_grpo > tol_p_vs_grpo:
+            msg += f"; p leaves GRPO's ODE by {gap_vs_grpo:.3g} > {tol_p_vs_grpo:g}"
+        reasons.append(msg)
+    if not bounded["passed"]:
+        if not bb["bounded"]:
+            grow = ("appears from 0" if exp is not None and math.isinf(exp)
+                    else f"grows like G^{exp:.2f}")
+            reasons.append(f"bounded: |B_b| {grow} as p̂ = 1/G → 0 (up to "
+                           f"{bb['max_abs_bad_bonus']:.4g} at G <= {max(bb['G'])}; tol exponent "
+                           f"{tol_growth:g}) and no safeguard bounds it: set B_max, p_damp or "
+                           "p_min (App. D.4)")
+        else:
+            reasons.append(f"bounded: max |B_b| = {bb['max_abs_bad_bonus']:.4g} > max_bad_bonus ="
+                           f" {max_bad_bonus:g}")
+    if conc["required"] and not conc["passed"]:
+        reasons.append(f"concentration: L_y = {conc['L_y_end_ode']:.4f} at the end > "
+                       f"max_L_y = {max_L_y:g}")
+    if not bandit_ok:
+        reasons.append(f"bandit: the {seeds}-seed mean leaves the ODE by sup |Δp| = "
+                       f"{bandit['error_p']:.3g} (tol {tol_p:g}), sup |ΔL_y| = "
+                       f"{bandit['error_L_y']:.3g} (tol {tol_L_y:g}) + 3 SE at G = "
+                       f"{group_size}, η = {eta:g}")
+    curves = {"t": t[idx], "step": idx, "p_ode": p[idx], "L_y_ode": L_y[idx],
+              "a_y": a_y[idx], "p_grpo": p_grpo[idx], "L_y_grpo": L_grpo[idx],
+              "p_bandit": pm, "L_y_bandit": Lm, "p_bandit_se": pse, "L_y_bandit_se": Lse}
+    checks = {"flip": flip, "neutral": neutral, "bounded": bounded, "concentration": conc,
+              "bandit": bandit}
+    elapsed = time.perf_counter() - t_start
+    _say(progress, "done", t_start)
+    return ScheduleReport(passed=not reasons, reasons=reasons, checks=checks, inputs=inputs,
+                          curves=curves, elapsed_s=elapsed)
+
+
+#: the keyword arguments of :func:`verify_schedule` (the ``[verify]`` table of a config file)
+VERIFY_OPTIONS = tuple(n for n in inspect.signature(verify_schedule).parameters
+                       if n not in ("schedule", "progress"))
+
+
+# ---- files -------------------------------------------------------------------------------------
+
+
+def save_schedule(path: str | os.PathLike, schedule: GainSchedule,
+                  report: ScheduleReport) -> Path:
+    """Write ``schedule`` and its verification ``report`` atomically to ``path`` (JSON)::
+
+        {"format": "simplexlab.gain_schedule/1", "schedule": {...GainSchedule.to_dict()},
+         "verification": {"passed", "reasons", "numbers", "inputs"}, "provenance": {...}}
+
+    The report must be the verification of this schedule (``ValueError`` otherwise). A failed
+    verification is written too, marked failed: :func:`load_schedule` refuses it."""
+    if not isinstance(schedule, GainSchedule):
+        raise ValueError(f"save_schedule: schedule must be a GainSchedule; got {schedule!r}")
+    if not isinstance(report, ScheduleReport):
+        raise ValueError(f"save_schedule: report must be the ScheduleReport of verify_schedule; "
+                         f"got {type(report).__name__}")
+    if report.inputs.get("schedule") != schedule.to_dict():
+        raise ValueError("save_schedule: the report verifies another schedule "
+                         f"({report.inputs.get('schedule')}), not {schedule.to_dict()}")
+    verification = {"passed": bool(report.passed), "reasons": list(report.reasons),
+                    "numbers": report.key_numbers(), "inputs": report.inputs}
+    return atomic_write_json(path, {"format": FORMAT, "schedule": schedule.to_dict(),
+                                    "verification": verification,
+                                    "provenance": provenance()})
+
+
+def load_schedule(path: str | os.PathLike, *, force: bool = False) -> GainSchedule:
+    """Read a schedule file written by :func:`save_schedule`.
+
+    Refuses (``ValueError`` naming the file and the failed checks) a schedule whose
+    verification failed, or whose ``schedule`` differs from the one its verification ran on,
+    unless ``force=True`` (then a ``UserWarning`` says so). A file that is not JSON, has another
+    ``format``, or lacks the schedule or its verification raises ``ValueError`` naming it."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not a JSON file ({err})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a JSON text file") from None
+    if not isinstance(data, dict) or "format" not in data:
+        raise ValueError(f"{path}: not a simplexlab schedule file (no 'format'; expected "
+                         f"{FORMAT!r})")
+    if data["format"] != FORMAT:
+        raise ValueError(f"{path}: unknown format {data['format']!r}; expected {FORMAT!r}")
+    for key in ("schedule", "verification"):
+        if not isinstance(data.get(key), dict):
+            raise ValueError(f"{path}: malformed schedule file: no {key!r} table")
+    try:
+        schedule = GainSchedule.from_dict(data["schedule"])
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path}: bad schedule: {err}") from None
+    ver = data["verification"]
+    passed, reasons = ver.get("passed"), ver.get("reasons")
+    if not isinstance(passed, bool) or not isinstance(reasons, list):
+        raise ValueError(f"{path}: malformed verification record (needs 'passed' true/false and "
+                         f"a list of 'reasons'); got {ver!r:.200}")
+    problems = [] if passed else [str(r) for r in reasons] or ["(no reason recorded)"]
+    verified = (ver.get("inputs") or {}).get("schedule")
+    if verified != schedule.to_dict():
+        problems.append(f"the schedule {schedule.to_dict()} is not the one verified "
+                        f"({verified})")
+    if problems:
+        msg = f"{path}: gain schedule failed verification: " + "; ".join(problems)
+        if not force:
+            raise ValueError(msg + " (load_schedule(..., force=True) loads it anyway)")
+        warnings.warn(msg + " (loaded with force=True)", UserWarning, stacklevel=2)
+    return schedule
+
+
+def load_schedule_config(path: str | os.PathLike) -> tuple[GainSchedule, dict[str, Any]]:
+    """Read a TOML file with a ``[schedule]`` table (:class:`GainSchedule` fields) and an
+    optional ``[verify]`` table (:func:`verify_schedule` keyword arguments); returns
+    ``(schedule, verify_kwargs)``. Unknown tables or keys raise ``ValueError`` naming them."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path}: not a valid TOML file ({err})") from None
+    unknown = sorted(set(data) - {"schedule", "verify"})
+    if unknown:
+        raise ValueError(f"{path}: unknown table(s) or key(s) {unknown}; expected [schedule] "
+                         "and optionally [verify]")
+    if not isinstance(data.get("schedule"), dict):
+        raise ValueError(f"{path}: needs a [schedule] table (fields: "
+                         f"{list(GainSchedule.FIELDS)})")
+    try:
+        schedule = GainSchedule.from_dict(data["schedule"])
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path}: [schedule]: {err}") from None
+    opts = data.get("verify", {})
+    if not isinstance(opts, dict):
+        raise ValueError(f"{path}: [verify] must be a table; got {opts!r}")
+    unknown = sorted(set(opts) - set(VERIFY_OPTIONS))
+    if unknown:
+        raise ValueError(f"{path}: [verify]: unknown key(s) {unknown}; known: "
+                         f"{list(VERIFY_OPTIONS)}")
+    return schedule, dict(opts)
