@@ -4,10 +4,13 @@ A tiny GPT-2 (2 layers, 64 wide, built from a config: nothing downloaded) learns
 arithmetic task (:class:`simplexlab.llm.ArithmeticTask`: write an expression over digits equal to
 a target; four exactly-labelled correct families -- literal, sum, difference, product -- and five
 bad modes). A supervised warm start leaves it with several correct families of unequal mass; from
-the same warm-started weights and the same sampling seed, GRPO and G²RPO (schedule B, λ0 = 1.5,
-with the neutralizer: ``GainSchedule()``) then train with the driver of :mod:`simplexlab.llm`
-(clipped surrogate ε = (0.20, 0.28), token-mean, AdamW, no KL). The policy's mode masses are
-computed exactly every step (all 310 well-formed completions of every target are scored).
+the same warm-started weights and the same sampling seed, GRPO and G²RPO then train, G²RPO with
+the schedule of ``experiments/schedules/g2rpo-b.toml`` (schedule B, λ0 = 1.5, the neutralizer,
+``B_max = 5``), verified here first on the (K, M) = (4, 5) bandit and its ODE
+(:func:`simplexlab.sim.verify_schedule`; the run stops if it fails), then used unchanged, with
+the driver of :mod:`simplexlab.llm` (clipped surrogate ε = (0.20, 0.28), token-mean, AdamW, no
+KL). The policy's mode masses are computed exactly every step (all 310 well-formed completions of
+every target are scored).
 
 The figure plots the bad mass ``p``, the concentration ``L_y`` and the number of modes ``K̂``
 (good families with ``y_j > 0.05``), means over the nine targets, seed means with min–max bands,
@@ -30,7 +33,7 @@ import numpy as np
 from simplexlab.lab import Context, experiment
 
 METHODS = ("grpo", "g2rpo")
-LABELS = {"grpo": "GRPO", "g2rpo": "G²RPO (schedule B, λ0 = 1.5, neutralizer)"}
+LABELS = {"grpo": "GRPO", "g2rpo": "G²RPO (schedule B, λ0 = 1.5, neutralizer, B_max = 5)"}
 
 
 def settings(quick: bool) -> dict:
@@ -75,10 +78,22 @@ def _warm_model(ctx: Context, st: dict, seed: int, task):
 def run(ctx: Context) -> dict:
     """GRPO vs G²RPO on a tiny GPT-2 with exact mode masses and the mean-field prediction."""
     from simplexlab.lab.plotting import plot_training
-    from simplexlab.llm import ArithmeticTask, TrainConfig, fit_time_scale, predict, train
+    from simplexlab.llm import (
+        DEFAULT_SCHEDULE,
+        ArithmeticTask,
+        TrainConfig,
+        fit_time_scale,
+        predict,
+        train,
+    )
+    from simplexlab.sim import verify_schedule
 
     st = settings(ctx.quick)
     task = ArithmeticTask()
+    schedule = DEFAULT_SCHEDULE
+    report = verify_schedule(schedule, K=task.K, M=task.M, progress=ctx.show_progress)
+    if not report.passed:
+        raise RuntimeError(f"the G²RPO schedule failed verification: {report.reasons}")
     runs: dict[str, list] = {m: [] for m in METHODS}
     for s in range(st["seeds"]):
         seed = ctx.seed + s
@@ -86,6 +101,7 @@ def run(ctx: Context) -> dict:
         for method in METHODS:
             model = copy.deepcopy(warm)
             cfg = TrainConfig(method=method, steps=st["steps"], lr=st["lr"], seed=seed,
+                              schedule=schedule if method == "g2rpo" else None,
                               prompts_per_step=st["prompts_per_step"],
                               group_size=st["group_size"])
             res = train(model, task, cfg, out=ctx.out / "cache",
@@ -96,8 +112,8 @@ def run(ctx: Context) -> dict:
     steps = np.asarray([r["step"] for r in runs["grpo"][0]], float)
     # the mean-field prediction from seed 0's measured start (both methods share it)
     scale = fit_time_scale(runs["grpo"][0], task.K)
-    pred = {m: predict(runs[m][0][0], task.K, steps, method=m, scale=scale,
-                       schedule=TrainConfig(method=m).schedule) for m in METHODS}
+    pred = {m: predict(runs[m][0][0], task.K, steps, method=m, scale=scale, schedule=schedule)
+            for m in METHODS}
 
     fig = plot_training(runs, pred, K=task.K, labels=LABELS, title=(
         f"Tiny GPT-2 on the arithmetic task (K = 4 families, M = 5 bad modes): GRPO vs G²RPO, "
@@ -111,7 +127,8 @@ def run(ctx: Context) -> dict:
     start = {k: float(runs["grpo"][0][0][k]) for k in ("p", "L_y", "K_hat")}
     return {
         "parameters": {**st, "task": "arithmetic", "model": "GPT-2, 2 layers, n_embd 64",
-                       "schedule": TrainConfig(method="g2rpo").schedule.to_dict()},
+                       "schedule": schedule.to_dict()},
+        "schedule_verification": report.key_numbers(),
         "time_scale": scale,
         "start": start,
         "final": final,

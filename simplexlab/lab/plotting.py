@@ -115,17 +115,18 @@ def mark_fixed_points(ax, fixed_points, *, size: float = 60.0, legend: bool = Fa
 #: colours and labels of the training methods in :func:`plot_training`
 METHOD_STYLE = {"grpo": ("tab:blue", "GRPO"), "g2rpo": ("tab:orange", "G²RPO")}
 TRAINING_PANELS = (("p", "bad mass p (1 − accuracy)"), ("L_y", "concentration L_y = ||y||²"),
-                   ("K_hat", "good modes K̂ (y_j > threshold)"))
+                   ("K_hat", "good modes K̂ (y_j > {threshold:g})"))
 
 
 def plot_training(histories: dict, predictions: dict | None = None, *, K: int | None = None,
-                  labels: dict | None = None, title: str = ""):
+                  labels: dict | None = None, title: str = "", mode_threshold: float = 0.05):
     """Training curves of the LLM driver: ``p``, ``L_y`` and ``K̂`` against the step, one line
     per method (seed mean, min–max band over seeds) and, dashed, its mean-field prediction.
 
     ``histories``: ``{method: [history, ...]}`` (one history per seed: the rows of
     :func:`simplexlab.llm.train`); ``predictions``: ``{method: {"step", "p", "L_y", "K_hat"}}``;
-    ``K`` draws the ``1/K`` floor of ``L_y``. Returns the figure."""
+    ``K`` draws the ``1/K`` floor of ``L_y``; ``mode_threshold`` is K̂'s (for the title).
+    Returns the figure."""
     import matplotlib.pyplot as plt
 
     labels = labels or {}
@@ -149,7 +150,7 @@ def plot_training(histories: dict, predictions: dict | None = None, *, K: int | 
             ax.axhline(1 / K, color="grey", lw=0.8, ls=":")
             ax.annotate("1/K", (1.0, 1 / K), xycoords=("axes fraction", "data"), fontsize=8,
                         color="grey", va="bottom", ha="right")
-        ax.set_title(name)
+        ax.set_title(name.format(threshold=mode_threshold))
         ax.set_xlabel("training step")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, loc="upper right")

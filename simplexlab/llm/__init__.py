@@ -22,12 +22,13 @@ Importing this package imports torch (``import simplexlab`` never does). It sits
 """
 
 from ._bridge import DTYPES, STATS, advantages, group_stats, to_jax, to_torch
-from ._driver import TrainConfig, clipped_token_loss, train, warm_start
+from ._driver import DEFAULT_SCHEDULE, TrainConfig, clipped_token_loss, train, warm_start
 from ._model import load_model, tiny_model
 from ._prediction import fit_time_scale, initial_states, predict
 from ._task import FAMILIES, ArithmeticTask
 
 __all__ = [
+    "DEFAULT_SCHEDULE",
     "DTYPES",
     "FAMILIES",
     "STATS",

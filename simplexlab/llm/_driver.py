@@ -38,7 +38,10 @@ from .._results import atomic_write_json, provenance
 from ..shaping import GainSchedule
 from ._bridge import advantages as bridge_advantages
 
-__all__ = ["TrainConfig", "clipped_token_loss", "train", "warm_start"]
+__all__ = ["DEFAULT_SCHEDULE", "TrainConfig", "clipped_token_loss", "train", "warm_start"]
+
+#: The driver's default G²RPO schedule (that of ``experiments/schedules/g2rpo-b.toml``).
+DEFAULT_SCHEDULE = GainSchedule(kind="B", gain=1.5, neutralize=True, B_max=5.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +49,10 @@ class TrainConfig:
     """Hyper-parameters of :func:`train` (keyword-only; validated on construction)."""
 
     method: str = "grpo"
-    schedule: GainSchedule | None = None  #: G²RPO's (default: schedule B, λ0 = 1.5)
+    #: G²RPO's schedule (default :data:`DEFAULT_SCHEDULE`: schedule B, λ0 = 1.5, neutralizer,
+    #: B_max = 5 -- experiments/schedules/g2rpo-b.toml, which passes ``simplexlab schedule
+    #: verify``; without the clip |B_b| grows like sqrt(G) on groups with one failure)
+    schedule: GainSchedule | None = None
     steps: int = 100
     prompts_per_step: int = 16
     group_size: int = 16
@@ -73,7 +79,7 @@ class TrainConfig:
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)}")
         if self.method == "g2rpo" and self.schedule is None:
-            object.__setattr__(self, "schedule", GainSchedule())
+            object.__setattr__(self, "schedule", DEFAULT_SCHEDULE)
         if self.schedule is not None and not isinstance(self.schedule, GainSchedule):
             raise ValueError(f"schedule must be a GainSchedule; got {self.schedule!r}")
         ints = {"steps": 1, "prompts_per_step": 1, "group_size": 2, "grad_accum": 1,
