@@ -67,6 +67,7 @@ METHODS: dict[str, tuple[str, ...]] = {name: names for name, (names, _) in _RULE
 PARAMS = {"eta": 0.05, "group_size": 16.0, "p0": 0.5, "instance": 0.0, "delta_fn": 0.0,
           "delta_fp": 0.0, **METHOD_PARAMS}
 _COMMON = ("eta", "group_size", "p0", "instance", "delta_fn", "delta_fp")
+_SCHEDULE = GainSchedule()  # defaults of the G²RPO settings
 _INSTANCE_KEY = 0x5EED  # initial compositions: key(_INSTANCE_KEY) folded with `instance`
 
 
@@ -121,7 +122,10 @@ class Bandit(AbstractSimulator):
     buckets its runs by group size, :meth:`sweep_groups`), ``num_prompts``, ``method`` (a
     name in :data:`METHODS`), ``schedule`` / ``neutralize`` / ``cluster_bad`` (G²RPO only: the
     gain schedule ``"constant"``, ``"A"`` eq. 62 or ``"B"`` eq. 67, whether bad rollouts get the
-    neutralizer, whether they are clustered by mode), ``optimizer`` (a name in ``OPTIMIZERS`` or
+    neutralizer, whether they are clustered by mode; ``ramp_steps``, ``B_max``, ``p_min``,
+    ``p_damp``, ``rho``, ``floor_inverse_G``, ``Lz_min``, ``eps``: the rest of the
+    :class:`~simplexlab.shaping.GainSchedule`, see :meth:`gain_schedule` and
+    :meth:`schedule_values`), ``optimizer`` (a name in ``OPTIMIZERS`` or
     a callable ``rate -> optax.GradientTransformation``), ``surrogate``, ``reduction``,
     ``y0`` / ``z0`` (initial within-block compositions; ``None``: each prompt draws
     ``Dirichlet(1)`` from the ``instance`` parameter), ``mode_threshold`` (``K̂`` counts good
@@ -154,14 +158,16 @@ class Bandit(AbstractSimulator):
     reduction: str = eqx.field(default="mean", kw_only=True, static=True)
     y0: tuple | None = eqx.field(default=None, kw_only=True, static=True)
     z0: tuple | None = eqx.field(default=None, kw_only=True, static=True)
-    ramp_steps: int = eqx.field(default=0, kw_only=True, static=True)
-    B_max: float = eqx.field(default=float("inf"), kw_only=True, static=True)
-    p_min: float = eqx.field(default=0.0, kw_only=True, static=True)
-    p_damp: float = eqx.field(default=0.0, kw_only=True, static=True)
-    rho: float = eqx.field(default=0.0, kw_only=True, static=True)
-    floor_inverse_G: bool = eqx.field(default=False, kw_only=True, static=True)
-    Lz_min: float = eqx.field(default=0.0, kw_only=True, static=True)
-    eps: float = eqx.field(default=1e-6, kw_only=True, static=True)
+    # the GainSchedule's warm-up and safeguards (G²RPO only; defaults: GainSchedule's own)
+    ramp_steps: int = eqx.field(default=_SCHEDULE.ramp_steps, kw_only=True, static=True)
+    B_max: float = eqx.field(default=_SCHEDULE.B_max, kw_only=True, static=True)
+    p_min: float = eqx.field(default=_SCHEDULE.p_min, kw_only=True, static=True)
+    p_damp: float = eqx.field(default=_SCHEDULE.p_damp, kw_only=True, static=True)
+    rho: float = eqx.field(default=_SCHEDULE.rho, kw_only=True, static=True)
+    floor_inverse_G: bool = eqx.field(default=_SCHEDULE.floor_inverse_G, kw_only=True,
+                                      static=True)
+    Lz_min: float = eqx.field(default=_SCHEDULE.Lz_min, kw_only=True, static=True)
+    eps: float = eqx.field(default=_SCHEDULE.eps, kw_only=True, static=True)
     mode_threshold: float = eqx.field(default=0.05, kw_only=True, static=True)
     allow_flipped: bool = eqx.field(default=False, kw_only=True, static=True)
     dtype: Any = eqx.field(default=None, kw_only=True, static=True)
