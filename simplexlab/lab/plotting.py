@@ -130,7 +130,7 @@ def plot_training(histories: dict, predictions: dict | None = None, *, K: int | 
     import matplotlib.pyplot as plt
 
     labels = labels or {}
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.8))
     for ax, (key, name) in zip(axes, TRAINING_PANELS, strict=True):
         for i, (m, runs) in enumerate(histories.items()):
             color, short = METHOD_STYLE.get(m, (f"C{i + 2}", m))
@@ -153,8 +153,10 @@ def plot_training(histories: dict, predictions: dict | None = None, *, K: int | 
         ax.set_title(name.format(threshold=mode_threshold))
         ax.set_xlabel("training step")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, loc="upper right")
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=2, fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, -0.02))
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
