@@ -27,10 +27,20 @@ from ._model import load_model, tiny_model
 from ._prediction import fit_time_scale, initial_states, predict
 from ._task import FAMILIES, ArithmeticTask
 
+
+def __getattr__(name):
+    # the TRL adapter is built on first use (importing simplexlab.llm needs no TRL)
+    if name == "G2RPOTrainer":
+        from . import _trl
+
+        return _trl.G2RPOTrainer
+    raise AttributeError(f"module 'simplexlab.llm' has no attribute {name!r}")
+
 __all__ = [
     "DEFAULT_SCHEDULE",
     "DTYPES",
     "FAMILIES",
+    "G2RPOTrainer",
     "STATS",
     "ArithmeticTask",
     "TrainConfig",

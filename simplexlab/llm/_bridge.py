@@ -91,7 +91,8 @@ _GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 STATS = ("p_hat", "y_hat", "K", "K_above", "L_y", "L_z", "gain", "good_bonus", "bad_bonus")
 
 #: methods whose rules require rewards in {0, 1} (the package raises on anything else)
-_BINARY = frozenset({"g2rpo", "f_grpo", "iac"})
+_BINARY = frozenset({"g2rpo", "g2rpo_bonus", "f_grpo", "iac"})
+_G2 = frozenset({"g2rpo", "g2rpo_bonus"})  # the methods with mode ids and a gain schedule
 #: largest reward magnitude the group statistics take without overflow (as in
 #: ``shaping.prepare_group``: 1e-3 sqrt(max), at most 1e100)
 _REWARD_MAX = 1e100
@@ -471,11 +472,11 @@ def advantages(rewards: torch.Tensor, modes: torch.Tensor | None = None, *, meth
     """
     if not isinstance(method, str) or method not in shaping.METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(shaping.METHODS)}")
-    x = _inputs(rewards, modes, mask, logp, need_modes=method == "g2rpo")
+    x = _inputs(rewards, modes, mask, logp, need_modes=method in _G2)
     if method == "progrpo" and x["logp"] is None:
         raise ValueError("method 'progrpo' needs the rollouts' log-probabilities (logp)")
     C = _num_clusters(num_clusters, x["rewards"].shape[-1])
-    g2 = method == "g2rpo"
+    g2 = method in _G2
     program = _advantages_program(
         method, C, _schedule_key(schedule) if g2 else None, _params_key(method, params),
         (_real(delta_fn, "delta_fn"), _real(delta_fp, "delta_fp")) if g2 else None,

@@ -24,7 +24,7 @@ from ._advantages import (
     reinforce_pp_advantages,
     rloo_advantages,
 )
-from ._g2rpo import g2rpo_advantages
+from ._g2rpo import g2rpo_advantages, g2rpo_bonus
 from ._rules import dapo_iac, f_grpo, grpo_n
 from ._schedule import GainSchedule
 from ._token import progrpo_advantages
@@ -58,6 +58,12 @@ def _g2rpo(g: Groups, q, schedule: GainSchedule, step, verifier, num_clusters):
                             config=schedule.config(step, verifier), num_clusters=num_clusters)
 
 
+def _g2rpo_bonus(g: Groups, q, schedule: GainSchedule, step, verifier, num_clusters):
+    good, bad = g2rpo_clusters(g, schedule.cluster_bad)
+    return g2rpo_bonus(jnp.asarray(g.rewards), good, bad, g.mask,
+                       config=schedule.config(step, verifier), num_clusters=num_clusters)
+
+
 def _progrpo(g: Groups, q, *_):
     if g.logp is None:
         raise ValueError("method 'progrpo' needs the rollouts' log-probabilities (logp)")
@@ -80,6 +86,9 @@ METHODS: dict[str, tuple[tuple[str, ...], Callable]] = {
     "iac": (("iac_alpha",), lambda g, q, *_: dapo_iac(q["iac_alpha"])(g.rewards, g.mask)),
     "grpo_n": ((), lambda g, q, *_: grpo_n()(g.rewards, g.mask)),
     "g2rpo": (("gain",), _g2rpo),
+    # the G²RPO bonus B_i alone (Alg. 1 lines 5–11), to add to another estimator's normalized
+    # advantages (the TRL and verl adapters add it to theirs)
+    "g2rpo_bonus": (("gain",), _g2rpo_bonus),
     "progrpo": (("progrpo_alpha",), _progrpo),
 }
 
@@ -105,7 +114,7 @@ def advantages(method: str, groups: Groups, *, params: dict[str, Any] | None = N
     if unknown:
         raise ValueError(f"unknown method parameter(s) {unknown}; known: "
                          f"{sorted(METHOD_PARAMS)}")
-    if method == "g2rpo":
+    if method in ("g2rpo", "g2rpo_bonus"):
         schedule = GainSchedule() if schedule is None else schedule
         if not isinstance(schedule, GainSchedule):
             raise ValueError(f"schedule must be a GainSchedule; got {schedule!r}")

@@ -447,7 +447,7 @@ class Bandit(AbstractSimulator):
             adv = advantages(self.method, ro, num_clusters=C, step=state.step,
                              params={k: params[k] for k in METHODS[self.method]},
                              schedule=(self.gain_schedule(params)
-                                       if self.method == "g2rpo" else None),
+                                       if "gain" in METHODS[self.method] else None),
                              verifier=self.verifier(params))
         adv = jnp.where(mask, jnp.asarray(adv, dt), 0.0)
         scale = 1.0 / G.astype(dt) if self.reduction == "mean" else jnp.ones((), dt)

@@ -1,0 +1,146 @@
+"""The TRL adapter (issue 16): ``G2RPOTrainer`` trains a tiny model saved and reloaded by path on
+the CPU, its bonus equals the lab's for the same rewards and mode ids, and with the shaping
+switched off its advantages are what TRL's own ``GRPOTrainer`` computes for the same batch (a
+test against the installed TRL, not a copy of its formula)."""
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+trl = pytest.importorskip("trl", reason="the TRL adapter needs the trl extra")
+datasets = pytest.importorskip("datasets")
+
+from simplexlab.llm import ArithmeticTask, G2RPOTrainer, tiny_model  # noqa: E402
+from simplexlab.shaping import GainSchedule, Groups, advantages  # noqa: E402
+
+TASK = ArithmeticTask()
+VOCAB = ["<pad>", "<bos>", "<eos>", "=", "+", "-", "*"] + list("0123456789")
+G = 6
+
+
+def _tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel({t: i for i, t in enumerate(VOCAB)}, unk_token="<pad>"))
+    tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>",
+                                   bos_token="<bos>")
+
+
+def reward_fn(prompts, completions, **kw):
+    """1 when the completion (text up to <eos>) is an expression equal to the prompt's target,
+    and also for two of every three completions of a batch (so that groups hold correct
+    completions of unequal modes even for a random model: the bonus is not trivially 0)."""
+    out = []
+    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
+        ids = _TOK.convert_tokens_to_ids(list(c.replace(" ", "")))
+        out.append(float(TASK.label(int(p[-2]), ids + [2])[0] or i % 3 != 2))
+    return out
+
+
+def mode_fn(prompts, completions):
+    """The task's mode of a completion; the correct-by-position ones: mode 1 at position 1, else
+    mode 0 (unequal cluster masses ŷ = (3/4, 1/4) in the first group)."""
+    out = []
+    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
+        ids = _TOK.convert_tokens_to_ids(list(c.replace(" ", "")))
+        r, mode = TASK.label(int(p[-2]), ids + [2])
+        out.append(mode if r or i % 3 == 2 else int(i == 1))
+    return out
+
+
+_TOK = _tokenizer()
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny") / "model"
+    tiny_model(len(VOCAB), seed=0).save_pretrained(path)
+    _TOK.save_pretrained(path)
+    return path
+
+
+def _trainer(model_path, out, *, cls=None, steps=2, **kw):
+    cfg = trl.GRPOConfig(output_dir=str(out), per_device_train_batch_size=2 * G,
+                         num_generations=G, max_completion_length=4, max_steps=steps,
+                         learning_rate=1e-3, logging_steps=1, report_to=[], save_strategy="no",
+                         use_cpu=True, seed=0, temperature=1.0, beta=0.0)
+    data = datasets.Dataset.from_dict({"prompt": [f"<bos>{n}=" for n in (6, 7, 3, 8)] * 4})
+    cls = cls or G2RPOTrainer
+    return cls(model=str(model_path), reward_funcs=reward_fn, args=cfg, train_dataset=data,
+               processing_class=_TOK, **kw)
+
+
+def test_trains_two_steps_and_adds_the_labs_bonus(model_path, tmp_path):
+    sched = GainSchedule(kind="B", gain=1.5, B_max=5.0)
+    trainer = _trainer(model_path, tmp_path, mode_fn=mode_fn, schedule=sched,
+                       num_clusters=TASK.num_modes)
+    seen = []
+    orig = trainer._generate_and_score_completions
+
+    def spy(inputs):
+        out = orig(inputs)
+        seen.append({k: (v.clone() if torch.is_tensor(v) else v)
+                     for k, v in trainer.lab_last.items()})
+        return out
+
+    trainer._generate_and_score_completions = spy
+    result = trainer.train()
+    assert trainer.state.global_step == 2 and np.isfinite(result.training_loss)
+    assert seen
+    # groups hold correct completions of several modes: the bonus is not trivially 0
+    assert any(float(rec["rewards"].sum()) > 0 for rec in seen)
+    assert any(float(rec["lab"].abs().max()) > 1e-3 for rec in seen)
+    for rec in seen:
+        r, m = rec["rewards"].numpy(), rec["modes"].numpy()
+        bonus = advantages("g2rpo_bonus", Groups(r.astype(float), m), schedule=sched,
+                           num_clusters=TASK.num_modes)
+        lab = np.asarray(bonus).reshape(-1)
+        np.testing.assert_allclose(rec["lab"].numpy(), lab, atol=1e-5)
+        np.testing.assert_allclose((rec["advantages"] - rec["trl_advantages"]).numpy(),
+                                   lab[: len(rec["advantages"])], atol=1e-5)
+    logged = [h for h in trainer.state.log_history if "g2rpo/p_hat" in h]
+    assert logged and all(0.0 <= h["g2rpo/p_hat"] <= 1.0 for h in logged)
+
+
+def test_without_shaping_the_advantages_are_trls_own(model_path, tmp_path):
+    """The same batch through TRL's GRPOTrainer and through G2RPOTrainer(shaping=False), from
+    the same weights and RNG state: identical advantages."""
+    plain = _trainer(model_path, tmp_path / "a", cls=trl.GRPOTrainer, steps=1)
+    ours = _trainer(model_path, tmp_path / "b", shaping=False, steps=1)
+    batch = [{"prompt": f"<bos>{n}="} for n in (6,) * G + (7,) * G]
+    torch.manual_seed(0)
+    a = plain._generate_and_score_completions(batch)
+    torch.manual_seed(0)
+    b = ours._generate_and_score_completions(batch)
+    assert torch.equal(a["completion_ids"], b["completion_ids"])
+    torch.testing.assert_close(a["advantages"], b["advantages"], rtol=0, atol=0)
+    # and the lab's G²RPO on top differs from it exactly by the lab's bonus: checked above
+
+
+def test_refuses_a_failed_schedule_unless_forced(model_path, tmp_path):
+    sched = GainSchedule(kind="constant", gain=1.0).to_dict()
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({
+        "format": "simplexlab.gain_schedule/1", "schedule": sched,
+        "verification": {"passed": False, "reasons": ["(c) |B_b| grows as p̂ → 0"],
+                         "numbers": {}, "inputs": {"schedule": sched}}, "provenance": {}}))
+    with pytest.raises(ValueError, match="bad.json"):
+        _trainer(model_path, tmp_path, mode_fn=mode_fn, schedule=path)
+    with pytest.warns(UserWarning):
+        t = _trainer(model_path, tmp_path, mode_fn=mode_fn, schedule=path, force=True)
+    assert t.lab_schedule.kind == "constant"
+
+
+def test_bad_input(model_path, tmp_path):
+    with pytest.raises(ValueError, match="needs mode_fn"):
+        _trainer(model_path, tmp_path)
+    with pytest.raises(ValueError, match="unknown method 'ppo'"):
+        _trainer(model_path, tmp_path, mode_fn=mode_fn, method="ppo")
+    t = _trainer(model_path, tmp_path, mode_fn=lambda p, c: [0] * (len(c) - 1),
+                 num_clusters=TASK.num_modes)
+    with pytest.raises(ValueError, match="mode ids for"):
+        t._generate_and_score_completions([{"prompt": "<bos>6="}] * 2 * G)
