@@ -33,7 +33,7 @@ from ..shaping import GainSchedule
 from ._bridge import advantages as bridge_advantages
 from ._bridge import group_stats
 
-__all__ = ["G2RPOTrainer"]
+__all__ = ["G2RPOTrainer"]  # noqa: F822 (built on first use by the module __getattr__)
 
 
 def _resolve_schedule(schedule, force: bool) -> GainSchedule:
