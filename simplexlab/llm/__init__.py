@@ -17,6 +17,12 @@ The driver: a toy task (:class:`ArithmeticTask`), a tiny model (:func:`tiny_mode
 :func:`clipped_token_loss`) and the mean-field prediction it is compared with
 (:func:`predict`, :func:`fit_time_scale`, :func:`initial_states`).
 
+The adapters (issue 16): :class:`G2RPOTrainer` (TRL's ``GRPOTrainer`` with the lab's shaping;
+built on first use, needs the ``trl`` extra), the verl advantage estimator
+(:func:`register_verl`, :class:`VerlEstimator`, :func:`verl_compute_advantage`) and the
+reward-side :func:`rarity_bonus` of G² Listing 1 (:func:`with_rarity_bonus`; verl is imported only
+when they run), and mode discovery for free text (:func:`discover_modes`).
+
 Importing this package imports torch (``import simplexlab`` never does). It sits beside
 :mod:`simplexlab.lab` and imports only the layers below (theory, shaping, sim, sweep).
 """
@@ -26,6 +32,10 @@ from ._driver import DEFAULT_SCHEDULE, TrainConfig, clipped_token_loss, train, w
 from ._model import load_model, tiny_model
 from ._prediction import fit_time_scale, initial_states, predict
 from ._task import FAMILIES, ArithmeticTask
+from ._verl import VerlEstimator, rarity_bonus, with_rarity_bonus
+from ._verl import compute_advantage as verl_compute_advantage
+from ._verl import register as register_verl
+from ._verl import unregister as unregister_verl
 
 
 def __getattr__(name):
@@ -44,6 +54,7 @@ __all__ = [
     "STATS",
     "ArithmeticTask",
     "TrainConfig",
+    "VerlEstimator",
     "advantages",
     "clipped_token_loss",
     "fit_time_scale",
@@ -51,9 +62,14 @@ __all__ = [
     "initial_states",
     "load_model",
     "predict",
+    "rarity_bonus",
+    "register_verl",
     "tiny_model",
     "to_jax",
     "to_torch",
     "train",
+    "unregister_verl",
+    "verl_compute_advantage",
     "warm_start",
+    "with_rarity_bonus",
 ]
