@@ -44,6 +44,22 @@ __all__ = ["DEFAULT_SCHEDULE", "TrainConfig", "clipped_token_loss", "train", "wa
 DEFAULT_SCHEDULE = GainSchedule(kind="B", gain=1.5, neutralize=True, B_max=5.0)
 
 
+def resolve_schedule(schedule, force: bool = False) -> GainSchedule:
+    """A :class:`GainSchedule` from the path of a verified schedule JSON (``load_schedule``:
+    one that failed verification is refused unless ``force``), a ``GainSchedule``, or ``None``
+    (:data:`DEFAULT_SCHEDULE`). Used by the driver's CLI and both adapters."""
+    if schedule is None:
+        return DEFAULT_SCHEDULE
+    if isinstance(schedule, GainSchedule):
+        return schedule
+    if isinstance(schedule, str | os.PathLike):
+        from ..sim import load_schedule
+
+        return load_schedule(schedule, force=force)
+    raise ValueError(f"schedule must be the path of a verified schedule JSON, a GainSchedule or "
+                     f"None; got {schedule!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """Hyper-parameters of :func:`train` (keyword-only; validated on construction)."""

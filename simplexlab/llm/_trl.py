@@ -23,32 +23,16 @@ weighted reward functions in {0, 1}) for G²RPO, or pass ``correct_fn(rewards) -
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from ..shaping import GainSchedule
 from ._bridge import advantages as bridge_advantages
 from ._bridge import group_stats
+from ._driver import resolve_schedule
 
 __all__ = ["G2RPOTrainer"]  # noqa: F822 (built on first use by the module __getattr__)
-
-
-def _resolve_schedule(schedule, force: bool) -> GainSchedule:
-    if schedule is None:
-        from ._driver import DEFAULT_SCHEDULE
-
-        return DEFAULT_SCHEDULE
-    if isinstance(schedule, GainSchedule):
-        return schedule
-    if isinstance(schedule, str | os.PathLike):
-        from ..sim import load_schedule
-
-        return load_schedule(schedule, force=force)
-    raise ValueError(f"schedule must be a GainSchedule, a schedule JSON path or None; got "
-                     f"{schedule!r}")
 
 
 def _make_trainer_class():
@@ -77,7 +61,7 @@ def _make_trainer_class():
             if method == "g2rpo" and mode_fn is None and shaping:
                 raise ValueError("G2RPOTrainer with method='g2rpo' needs mode_fn(prompts, "
                                  "completions) -> mode ids (e.g. simplexlab.llm.discover_modes)")
-            self.lab_schedule = _resolve_schedule(schedule, force)
+            self.lab_schedule = resolve_schedule(schedule, force)
             self.lab_method = method
             self.lab_mode_fn = mode_fn
             self.lab_num_clusters = num_clusters

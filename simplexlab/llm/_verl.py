@@ -67,6 +67,7 @@ import torch
 from .. import shaping
 from ..shaping import GainSchedule
 from ._bridge import advantages as bridge_advantages
+from ._driver import resolve_schedule
 
 __all__ = ["VerlEstimator", "compute_advantage", "rarity_bonus", "register", "unregister",
            "with_rarity_bonus"]
@@ -82,23 +83,6 @@ def _core_algos():
     except ImportError as err:
         raise ImportError(f"{_NO_VERL}: {err}") from err
     return core_algos
-
-
-def _resolve_schedule(schedule, force: bool) -> GainSchedule:
-    """A GainSchedule from a verified schedule JSON path, a GainSchedule, or None (the lab's
-    :data:`simplexlab.llm.DEFAULT_SCHEDULE`, the verified ``g2rpo-b.toml`` schedule)."""
-    if schedule is None:
-        from ._driver import DEFAULT_SCHEDULE
-
-        return DEFAULT_SCHEDULE
-    if isinstance(schedule, GainSchedule):
-        return schedule
-    if isinstance(schedule, str | os.PathLike):
-        from ..sim import load_schedule
-
-        return load_schedule(schedule, force=force)
-    raise ValueError(f"schedule must be the path of a verified schedule JSON, a GainSchedule or "
-                     f"None; got {schedule!r}")
 
 
 def _groups(index, n: int) -> tuple[np.ndarray, list]:
@@ -198,7 +182,7 @@ class VerlEstimator:
                              f"{mode_fn!r}")
         self.method = method
         if method in _G2 and schedule is None:
-            schedule = _resolve_schedule(None, False)
+            schedule = resolve_schedule(None, False)
         self.schedule = schedule
         self.base = base
         self.mode_key = mode_key
@@ -316,7 +300,7 @@ def register(schedule_path: str | os.PathLike | GainSchedule | None = None, *,
     if schedule_path is not None and method not in _G2:
         raise ValueError(f"a gain schedule is used by method 'g2rpo' only; got method "
                          f"{method!r} with schedule {schedule_path!r}")
-    schedule = _resolve_schedule(schedule_path, force) if method in _G2 else None
+    schedule = resolve_schedule(schedule_path, force) if method in _G2 else None
     est = VerlEstimator(method, schedule=schedule, base=base, mode_key=mode_key,
                         mode_fn=mode_fn, num_clusters=num_clusters, params=params,
                         delta_fn=delta_fn, delta_fp=delta_fp, name=name)
@@ -392,7 +376,7 @@ def rarity_bonus(scores, modes, groups, *,
     (:data:`~simplexlab.llm.DEFAULT_SCHEDULE`). Returns ``(n,)`` float64 bonuses in the input
     order: :func:`simplexlab.llm.advantages` with method ``"g2rpo_bonus"`` (correct responses get
     their cluster's bonus, incorrect ones the neutralizer)."""
-    sched = _resolve_schedule(schedule, force)
+    sched = resolve_schedule(schedule, force)
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     n = s.shape[0]
     order, _ = _groups(list(groups), n)
@@ -516,6 +500,6 @@ def with_rarity_bonus(compute_score: Callable | None = None, *,
         raise ValueError(f"compute_score must be callable; got {compute_score!r}")
     if mode_fn is not None and not callable(mode_fn):
         raise ValueError(f"mode_fn must be callable; got {mode_fn!r}")
-    sched = _resolve_schedule(schedule, force)
+    sched = resolve_schedule(schedule, force)
     return _RarityScore(compute_score, mode_fn, sched, group_key, num_clusters, bonus_key,
                         mode_key, train_split, step, delta_fn, delta_fp)
