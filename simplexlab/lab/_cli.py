@@ -47,6 +47,10 @@ def _cmd_list(args) -> int:
     print(f"{'name':<{w}}  {'quick':>8}  {'full':>8}  reproduces")
     for name, e in exps.items():
         text = e.reproduces if args.verbose else e.reproduces.split(". What differs")[0]
+        if e.requires:
+            missing = e.missing()
+            text += (f" [needs {', '.join(e.requires)}: "
+                     f"{'missing, pip install simplexlab[llm]' if missing else 'installed'}]")
         lines = textwrap.wrap(text, width - len(indent)) or [""]
         print(f"{name:<{w}}  {e.cost['quick']:>8}  {e.cost['full']:>8}  {lines[0]}")
         for line in lines[1:]:
