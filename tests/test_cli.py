@@ -134,9 +134,13 @@ def test_ctrl_c_prints_one_line_and_how_to_resume(tmp_path):
     # 64 chunks of ~0.1 s: the sweep cannot finish between the first chunk and the signal (with
     # 4 chunks an idle machine sometimes did, and the run exited 0 before the SIGINT landed)
     env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", PYTHONUNBUFFERED="1")
+    # the child must start with SIGINT at its default: a test run launched in the background of a
+    # non-interactive shell inherits SIGINT *ignored*, and Python then never installs its
+    # KeyboardInterrupt handler (the sweep ran to the end and exited 0)
     proc = subprocess.Popen([sys.executable, "-m", "simplexlab", "sweep", str(cfg), "--out",
                              str(tmp_path / "o")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     chunks = tmp_path / "o" / "tiny.chunks"
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
