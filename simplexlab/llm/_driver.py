@@ -34,8 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from .._results import atomic_write_json, provenance
+from .._checks import is_int
+from .._results import atomic_write_bytes, atomic_write_json, provenance
 from ..shaping import GainSchedule
+from ..theory._closed_forms import concentration
+from ..theory._verifier import Verifier
 from ._bridge import advantages as bridge_advantages
 
 __all__ = ["DEFAULT_SCHEDULE", "TrainConfig", "clipped_token_loss", "train", "warm_start"]
@@ -102,7 +105,7 @@ class TrainConfig:
                 "ppo_epochs": 1, "pass_k": 1, "eval_every": 1, "checkpoint_every": 1}
         for name, lo in ints.items():
             v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+            if not is_int(v) or v < lo:
                 raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
         if self.pass_k > self.group_size:
             raise ValueError(f"pass_k = {self.pass_k} must be <= group_size = {self.group_size}")
@@ -117,15 +120,14 @@ class TrainConfig:
             v = getattr(self, name)
             if not (isinstance(v, int | float) and 0 <= v < 1):
                 raise ValueError(f"{name} must lie in [0, 1); got {v!r}")
-        for name in ("delta_fn", "delta_fp"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and 0 <= v <= 1):
-                raise ValueError(f"{name} must be a rate in [0, 1]; got {v!r}")
-        if self.delta_fn + self.delta_fp >= 1:
-            raise ValueError(f"delta_fn + delta_fp = {self.delta_fn + self.delta_fp} >= 1: the "
-                             "verifier carries no (or inverted) signal")
+        self.verifier  # noqa: B018  (Verifier validates the rates: in [0, 1], sum < 1)
         if not (isinstance(self.weight_decay, int | float) and self.weight_decay >= 0):
             raise ValueError(f"weight_decay must be >= 0; got {self.weight_decay!r}")
+
+    @property
+    def verifier(self) -> Verifier:
+        """The noisy verifier of ``delta_fn``, ``delta_fp`` (G² App. A.2)."""
+        return Verifier(self.delta_fn, self.delta_fp)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -220,11 +222,11 @@ def warm_start(model, task, *, steps: int = 300, batch: int = 64, lr: float = 3e
 # ---- training ----------------------------------------------------------------------------
 
 def _noisy(rewards: np.ndarray, cfg: TrainConfig, rng: np.random.Generator) -> np.ndarray:
+    """The verifier's outcomes of completions whose true reward is ``rewards``
+    (:meth:`Verifier.outcome` on the driver's own uniforms)."""
     if cfg.delta_fn == 0 and cfg.delta_fp == 0:
         return rewards
-    u = rng.random(rewards.shape)
-    flip = np.where(rewards == 1, u < cfg.delta_fn, u < cfg.delta_fp)
-    return np.where(flip, 1 - rewards, rewards)
+    return np.asarray(cfg.verifier.outcome(rng.random(rewards.shape), rewards == 1))
 
 
 def _checkpoint_path(out: Path, name: str) -> Path:
@@ -232,14 +234,16 @@ def _checkpoint_path(out: Path, name: str) -> Path:
 
 
 def _save_checkpoint(path: Path, model, opt, step, history, rngs, cfg):
+    import io
+
     import torch
 
-    tmp = path.with_name(path.name + ".tmp")
+    buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
                 "history": history, "torch_rng": torch.get_rng_state(),
                 "python_rng": rngs[0].getstate(), "numpy_rng": rngs[1].bit_generator.state,
-                "config": cfg.to_dict()}, tmp)
-    os.replace(tmp, path)
+                "config": cfg.to_dict()}, buf)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def _sequence_metrics(task, cfg, rewards_true, modes, comp_mask, logits):
@@ -310,7 +314,7 @@ def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None
             good, bad = pi[:, :task.K], pi[:, task.K:]
             p = bad.sum(-1)
             y = good / np.maximum(good.sum(-1, keepdims=True), 1e-300)
-            row.update(p=float(p.mean()), L_y=float(np.mean(np.sum(y * y, -1))),
+            row.update(p=float(p.mean()), L_y=float(np.mean(concentration(y))),
                        K_hat=float(np.mean(np.sum(y > cfg.mode_threshold, -1))),
                        y=y.mean(0).tolist(), p_per_target=p.tolist(),
                        y_per_target=y.tolist(),

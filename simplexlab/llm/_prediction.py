@@ -63,10 +63,9 @@ def predict(row0: dict[str, Any], K: int, times, *, method: str = "grpo",
     for i in range(len(p0)):
         sol = solve(dyn, make_state(p0[i], y0[i], z0[i]), t1=float(t[-1]),
                     saveat=jnp.asarray(t), rtol=1e-6, atol=1e-9)
-        y = np.asarray(sol.y)
         out["p"].append(np.asarray(sol.p))
-        out["L_y"].append(np.sum(y * y, -1))
-        out["K_hat"].append(np.sum(y > mode_threshold, -1))
+        out["L_y"].append(np.asarray(sol.L_y))
+        out["K_hat"].append(np.sum(np.asarray(sol.y) > mode_threshold, -1))
     return {k: np.mean(v, 0) for k, v in out.items()} | {"step": steps, "t": t}
 
 

@@ -29,6 +29,7 @@ Plain Python and torch (no JAX): token ids in, labels out.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 
 __all__ = ["ArithmeticTask", "FAMILIES"]
@@ -141,18 +142,28 @@ class ArithmeticTask:
             return (1, fam) if ok else (0, self.K + fam)
         return 0, MALFORMED
 
-    def completions(self) -> tuple[list[list[int]], list[int]]:
-        """Every well-formed completion (body + ``<eos>``, padded to ``max_new_tokens``) and its
-        family: 10 literals and 100 of each operator."""
-        seqs, fams = [], []
-        for d in range(10):
-            seqs.append([DIGIT0 + d, EOS]), fams.append(0)
-        for op, fam in OPS.items():
-            for a in range(10):
-                for b in range(10):
-                    seqs.append([DIGIT0 + a, op, DIGIT0 + b, EOS]), fams.append(fam)
-        seqs = [s + [PAD] * (self.max_new_tokens - len(s)) for s in seqs]
-        return seqs, fams
+    def completions(self) -> list[list[int]]:
+        """Every well-formed completion (body + ``<eos>``, padded to ``max_new_tokens``): 10
+        literals and 100 of each operator."""
+        seqs = [[DIGIT0 + d, EOS] for d in range(10)]
+        seqs += [[DIGIT0 + a, op, DIGIT0 + b, EOS] for op in OPS for a in range(10)
+                 for b in range(10)]
+        return [s + [PAD] * (self.max_new_tokens - len(s)) for s in seqs]
+
+    @functools.cached_property
+    def _enumeration(self):
+        """What :meth:`mode_probabilities` scores, built once: every (target, completion)
+        sequence, the mask of its answer tokens and its mode (the verifier's label)."""
+        import numpy as np
+        import torch
+
+        seqs = self.completions()
+        lens = [s.index(EOS) + 1 for s in seqs]
+        x = torch.tensor([self.prompt(n) + s for n in self.targets for s in seqs])
+        T = self.max_new_tokens
+        mask = torch.tensor([[t < L for t in range(T)] for L in lens] * len(self.targets))
+        modes = np.asarray([[self.label(n, s)[1] for s in seqs] for n in self.targets])
+        return x, mask, modes
 
     def mode_probabilities(self, model):
         """The policy's exact mode masses ``(len(targets), K + M)`` (temperature 1): every
@@ -161,25 +172,19 @@ class ArithmeticTask:
         import numpy as np
         import torch
 
-        seqs, fams = self.completions()
-        lens = [s.index(EOS) + 1 for s in seqs]
-        x = torch.tensor([self.prompt(n) + s for n in self.targets for s in seqs])
+        x, mask, modes = self._enumeration
         plen = len(self.prompt(1))
-        T = self.max_new_tokens
-        mask = torch.tensor([[t < L for t in range(T)] for L in lens] * len(self.targets))
         was = model.training
         model.eval()
         with torch.no_grad():
             logits = model(x, attention_mask=torch.ones_like(x)).logits[:, plen - 1:-1].double()
             logp = torch.log_softmax(logits, -1).gather(-1, x[:, plen:, None])[..., 0]
         model.train(was)
-        prob = torch.exp((logp * mask).sum(-1)).numpy().reshape(len(self.targets), len(seqs))
+        prob = torch.exp((logp * mask).sum(-1)).numpy().reshape(modes.shape)
         out = np.zeros((len(self.targets), self.num_modes))
-        for i, n in enumerate(self.targets):
-            for j, s in enumerate(seqs):
-                r, mode = self.label(n, s)
-                out[i, mode] += prob[i, j]
-            out[i, MALFORMED] = max(0.0, 1.0 - out[i, :MALFORMED].sum())
+        rows = np.broadcast_to(np.arange(len(self.targets))[:, None], modes.shape)
+        np.add.at(out, (rows, modes), prob)  # in completion order, as a loop would
+        out[:, MALFORMED] = np.maximum(0.0, 1.0 - out[:, :MALFORMED].sum(-1))
         return out
 
     def decode(self, tokens) -> str:
