@@ -1,12 +1,20 @@
 """Goal (issue 16): mode discovery for free text -- all-MiniLM-L6-v2 embeddings + DBSCAN per
 prompt (``simplexlab.llm._modes``, G² §5) -- for one training step's rollouts, 256 prompts × 16
-completions of ~20–40 words, in ≤ 30 s on the 2-core CPU.
+short completions, in ≤ 30 s on the 2-core CPU.
 
-The completions are synthetic word problems ("Ana has 37 marbles and gets 48 more ..."): each
-prompt draws 2–4 of six solution methods (direct sum, counting on, tens and ones, an equation,
-guess and check, a table) with Dirichlet masses, and every completion fills its method's template
-with random openers, connectives and closings (≥ 100 wordings per method), so that few
-completions are exact duplicates (the count of distinct texts is reported). Timed, after the
+The completions are synthetic solutions of word problems ("Ana has 37 marbles and gets 48 more"):
+each prompt draws 2–4 of six solution methods (direct sum, counting on, tens and ones, an
+equation, guess and check, a table) with Dirichlet masses, and every completion fills its
+method's template (three wordings each) with random closings, so that few completions are exact
+duplicates (the count of distinct texts is reported). Two lengths, both measured and reported:
+
+- ``short`` (the goal's workload): the solution sentence and the answer sentence, 9–30 words
+  ("Adding 37 and 48 directly gives 85. Final answer: 85.");
+- ``long``: the same with an opener, a restatement of the problem and a concluding sentence,
+  22–47 words (the workload of the first measurement, 2026-11-24: 37.3 s, goal not met). The
+  encoder's cost is linear in word pieces (dense layers: ~21 MFLOP per word piece), so the two
+  rows bracket the length up to which the goal holds.
+ Timed, after the
 model is loaded and warmed up (load time reported apart): :func:`embed` of all completions, and
 :func:`discover_modes` on those embeddings (DBSCAN with the module's defaults, one group per
 prompt). Also reported: how well the clusters match the methods (adjusted Rand index per prompt).
@@ -64,8 +72,10 @@ def shapes(quick: bool) -> dict:
     return {"P": P, "single": 64, "st": 512}
 
 
-def synthetic(n_prompts: int, seed: int = 0):
-    """``(P, G)`` nested list of completions and the ``(P, G)`` method of each."""
+def synthetic(n_prompts: int, seed: int = 0, length: str = "short"):
+    """``(P, G)`` nested list of completions (``length`` ``"short"`` or ``"long"``, see the
+    module docstring) and the ``(P, G)`` method of each. The random draws do not depend on
+    ``length``: the long text of a completion contains its short text."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -82,9 +92,13 @@ def synthetic(n_prompts: int, seed: int = 0):
             slot = {"a": a, "b": b, "s": a + b, "at": a // 10, "ao": a % 10, "bt": b // 10,
                     "bo": b % 10, "obj": obj, "name": name}
             body = METHODS[j][rng.integers(3)].format(**slot)
-            text = (f"{OPEN[rng.integers(len(OPEN))]}{name} has {a} {obj} and gets {b} more. "
-                    f"{body} {CONN[rng.integers(len(CONN))]} {name} has {a + b} {obj}. "
-                    f"{CLOSE[rng.integers(len(CLOSE))].format(s=a + b)}")
+            opener, conn = OPEN[rng.integers(len(OPEN))], CONN[rng.integers(len(CONN))]
+            close = CLOSE[rng.integers(len(CLOSE))].format(s=a + b)
+            if length == "short":
+                text = f"{body} {close}"
+            else:
+                text = (f"{opener}{name} has {a} {obj} and gets {b} more. {body} {conn} {name} "
+                        f"has {a + b} {obj}. {close}")
             row.append(text)
             lab.append(j)
         texts.append(row)
@@ -92,7 +106,7 @@ def synthetic(n_prompts: int, seed: int = 0):
     return texts, np.array(methods)
 
 
-def modes(opts: dict) -> dict:
+def modes(opts: dict, length: str = "short") -> dict:
     """Worker: embed all completions, then DBSCAN per prompt."""
     import numpy as np
     import torch
@@ -101,7 +115,7 @@ def modes(opts: dict) -> dict:
     from simplexlab.llm import _modes
 
     sh = shapes(opts["quick"])
-    texts, methods = synthetic(sh["P"])
+    texts, methods = synthetic(sh["P"], length=length)
     flat = [t for row in texts for t in row]
     words = np.array([len(t.split()) for t in flat])
     t0 = time.perf_counter()
@@ -177,22 +191,44 @@ def baseline(opts: dict) -> dict:
     return out
 
 
-WORKERS = {"modes": (modes, None), "baseline": (baseline, None)}
+def modes_long(opts: dict) -> dict:
+    """Worker: the same on the long texts."""
+    return modes(opts, "long")
+
+
+WORKERS = {"modes": (modes, None), "modes_long": (modes_long, None),
+           "baseline": (baseline, None)}
+
+
+def _measured(m: dict) -> str:
+    return (f"{fmt_seconds(m['run_s'])} ({m['texts'] / m['run_s']:.0f} completions/s, "
+            f"{m['tokens_embedded'] / m['embed_s'] / 1e3:.1f} k word pieces/s): embed "
+            f"{fmt_seconds(m['embed_s'])} (CPU time {fmt_seconds(m['embed_cpu_s'])}), DBSCAN "
+            f"{fmt_seconds(m['cluster_s'])} for {m['texts'] // G} groups; model load + "
+            f"warm-up {fmt_seconds(m['load_s'])} (once per process)")
+
+
+def _notes(m: dict) -> str:
+    return (f"{m['texts']} completions ({m['distinct']} distinct), {m['words_min']}–"
+            f"{m['words_max']} words (mean {m['words_mean']:.1f}), {m['tokens_mean']:.1f} word "
+            f"pieces on average (max {m['tokens_max']}); batch {m['batch_size']}, "
+            f"{m['torch_threads']} torch threads, float32; the encoder's dense layers alone are "
+            f"{m['dense_flop'] / 1e12:.2f} TFLOP ({m['dense_flop'] / m['embed_s'] / 1e9:.0f} "
+            f"GFLOP/s wall, {m['dense_flop'] / m['embed_cpu_s'] / 1e9:.0f} per CPU second); "
+            f"DBSCAN eps 0.5 euclidean, min_samples 2, noise → singletons; clusters vs the 2–4 "
+            f"methods per prompt: {m['modes_found_mean']:.2f} modes found per prompt (true "
+            f"{m['modes_true_mean']:.2f}), adjusted Rand index mean {m['ari_mean']:.3f}, "
+            f"= 1 on {m['ari_exact'] * 100:.0f} % of prompts")
 
 
 def rows(results: dict, opts: dict) -> list[Row]:
-    m, base = results.get("modes"), results.get("baseline")
+    m, long, base = results.get("modes"), results.get("modes_long"), results.get("baseline")
     n = shapes(opts["quick"])["P"] * G
     goal = (f"modes: all-MiniLM-L6-v2 embeddings + DBSCAN per prompt of {n // G} prompts × {G} "
-            f"completions (~20–40 words) in ≤ {GOAL_S:.0f} s on the CPU")
+            f"short completions (9–30 words) in ≤ {GOAL_S:.0f} s on the CPU")
     if m is None:
         return [Row(NAME, goal, "failed", met="no")]
     met = m["run_s"] <= GOAL_S
-    measured = (f"{fmt_seconds(m['run_s'])} ({m['texts'] / m['run_s']:.0f} completions/s, "
-                f"{m['tokens_embedded'] / m['embed_s'] / 1e3:.1f} k word pieces/s): embed "
-                f"{fmt_seconds(m['embed_s'])} (CPU time {fmt_seconds(m['embed_cpu_s'])}), DBSCAN "
-                f"{fmt_seconds(m['cluster_s'])} for {m['texts'] // G} groups; model load + "
-                f"warm-up {fmt_seconds(m['load_s'])} (once per process)")
     baseline = ratio = "—"
     if base is not None:
         parts = [f"one text at a time: {fmt_seconds(base['single_per_text_s'])} per text "
@@ -207,24 +243,30 @@ def rows(results: dict, opts: dict) -> list[Row]:
             ratios.append(f"{base['st_total_s'] / m['embed_s']:.2f}× sentence-transformers")
         baseline = "; ".join(parts)
         ratio = "; ".join(ratios) + " (embedding only)"
-    notes = (f"{m['texts']} completions ({m['distinct']} distinct), {m['words_min']}–"
-             f"{m['words_max']} words (mean {m['words_mean']:.1f}), {m['tokens_mean']:.1f} word "
-             f"pieces on average (max {m['tokens_max']}); batch {m['batch_size']}, "
-             f"{m['torch_threads']} torch threads, float32; the encoder's dense layers alone are "
-             f"{m['dense_flop'] / 1e12:.1f} TFLOP ({m['dense_flop'] / m['embed_s'] / 1e9:.0f} "
-             f"GFLOP/s wall, {m['dense_flop'] / m['embed_cpu_s'] / 1e9:.0f} per CPU second); "
-             f"DBSCAN eps 0.5 euclidean, "
-             f"min_samples 2, noise → singletons; clusters vs the 2–4 methods per prompt: "
-             f"{m['modes_found_mean']:.2f} modes found per prompt (true "
-             f"{m['modes_true_mean']:.2f}), adjusted Rand index mean {m['ari_mean']:.3f}, "
-             f"= 1 on {m['ari_exact'] * 100:.0f} % of prompts")
+    notes = _notes(m)
     if base is not None and base.get("st"):
         notes += (f"; max |ours − sentence-transformers| {base['st_max_abs_diff']:.1e}, "
                   f"one-at-a-time vs batched {base['single_max_abs_diff']:.1e}")
-    return [Row(
+    limit = None
+    if long is not None and long["tokens_mean"] > m["tokens_mean"]:
+        # run time is affine in the mean word pieces per completion: where does it reach the goal?
+        slope = (long["run_s"] - m["run_s"]) / (long["tokens_mean"] - m["tokens_mean"])
+        limit = m["tokens_mean"] + (GOAL_S - m["run_s"]) / slope if slope > 0 else None
+        notes += (f"; long texts below: the goal holds up to ~{limit:.0f} word pieces per "
+                  f"completion on average (linear between the two lengths)" if limit else "")
+    out = [Row(
         NAME, goal + (" (--quick: 16 prompts)" if opts["quick"] else ""),
-        measured=measured, baseline=baseline, ratio=ratio,
+        measured=_measured(m), baseline=baseline, ratio=ratio,
         peak_memory=fmt_bytes(max(m["peak_rss"], base["peak_rss"] if base else 0)),
         met=("yes" if met else "no") if not opts["quick"] else "n/a (quick)",
         machine=machine_short(m.get("_jax", {})), notes=notes,
-        values={**m, "baseline": base, "met": met})]
+        values={**m, "baseline": base, "met": met, "long": long, "goal_word_pieces": limit})]
+    if long is not None:
+        out.append(Row(
+            NAME + "-long", f"modes, the same on long completions (22–47 words; reference, "
+            f"no goal): {n // G} prompts × {G}", measured=_measured(long), baseline="—",
+            ratio=f"{long['run_s'] / m['run_s']:.2f}× the short texts' time for "
+                  f"{long['tokens_mean'] / m['tokens_mean']:.2f}× their word pieces",
+            peak_memory=fmt_bytes(long["peak_rss"]), met="n/a (reference)",
+            machine=machine_short(long.get("_jax", {})), notes=_notes(long), values=long))
+    return out

@@ -63,8 +63,8 @@ def model_path(tmp_path_factory):
     return path
 
 
-def _trainer(model_path, out, *, cls=None, steps=2, **kw):
-    cfg = trl.GRPOConfig(output_dir=str(out), per_device_train_batch_size=2 * G,
+def _trainer(model_path, out, *, cls=None, steps=2, per_device=2 * G, **kw):
+    cfg = trl.GRPOConfig(output_dir=str(out), per_device_train_batch_size=per_device,
                          num_generations=G, max_completion_length=4, max_steps=steps,
                          learning_rate=1e-3, logging_steps=1, report_to=[], save_strategy="no",
                          use_cpu=True, seed=0, temperature=1.0, beta=0.0)
@@ -144,3 +144,43 @@ def test_bad_input(model_path, tmp_path):
                  num_clusters=TASK.num_modes)
     with pytest.raises(ValueError, match="mode ids for"):
         t._generate_and_score_completions([{"prompt": "<bos>6="}] * 2 * G)
+
+
+@pytest.mark.slow  # two processes, each importing TRL: ~20 s
+def test_two_processes_gather_whole_groups(model_path, tmp_path):
+    """Two processes (torch.distributed.run, gloo on the CPU), each holding half of a group of
+    G = 6: every process sees the whole group's rewards and mode ids (gathered in process order),
+    the lab's bonus on that group equals the lab's own computation, and each process adds to its
+    own completions exactly its slice of it (the halves differ: the clusters are unequal)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    worker = Path(__file__).with_name("trl_worker.py")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                           str(worker), str(model_path), str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    sched = GainSchedule(kind="B", gain=1.5, B_max=5.0)
+    for step in range(2):
+        recs = [torch.load(tmp_path / f"rank{r}_step{step}.pt") for r in range(2)]
+        assert all(rec["world"] == 2 for rec in recs)
+        # both processes hold the same whole group: G rewards and G mode ids
+        assert recs[0]["lab"].numel() == G
+        for key in ("rewards", "modes", "lab"):
+            assert torch.equal(recs[0][key], recs[1][key]), key
+        r, m = recs[0]["rewards"].numpy(), recs[0]["modes"].numpy()
+        assert r.shape == (1, G) and len(recs[0]["prompts"]) == G // 2
+        lab = np.asarray(advantages("g2rpo_bonus", Groups(r.astype(float), m), schedule=sched,
+                                    num_clusters=TASK.num_modes)).reshape(-1)
+        np.testing.assert_allclose(recs[0]["lab"].numpy(), lab, atol=1e-5)
+        for rank, rec in enumerate(recs):
+            mine = lab[rank * (G // 2):(rank + 1) * (G // 2)]
+            np.testing.assert_allclose((rec["advantages"] - rec["trl_advantages"]).numpy(), mine,
+                                       atol=1e-5)
+    # the halves' bonuses differ on some step (a swapped gather order would not pass above)
+    assert any(not np.allclose(
+        torch.load(tmp_path / f"rank0_step{s}.pt")["lab"][:G // 2].numpy(),
+        torch.load(tmp_path / f"rank0_step{s}.pt")["lab"][G // 2:].numpy()) for s in range(2))
