@@ -252,6 +252,7 @@ def rows(results: dict, opts: dict) -> list[Row]:
         # run time is affine in the mean word pieces per completion: where does it reach the goal?
         slope = (long["run_s"] - m["run_s"]) / (long["tokens_mean"] - m["tokens_mean"])
         limit = m["tokens_mean"] + (GOAL_S - m["run_s"]) / slope if slope > 0 else None
+        limit = limit if limit is not None and limit > 0 else None
         notes += (f"; long texts below: the goal holds up to ~{limit:.0f} word pieces per "
                   f"completion on average (linear between the two lengths)" if limit else "")
     out = [Row(

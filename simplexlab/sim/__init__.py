@@ -8,6 +8,14 @@
 - :class:`Bandit`: the finite-group (K+M)-mode bandit of G²RPO (SPEC C7): noisy verifier, any
   advantage rule of :mod:`simplexlab.shaping` by name (:data:`METHODS`), optax optimizers; its
   ensemble mean follows the mean-field ODEs of :mod:`simplexlab.meanfield`.
+- :class:`Product`: the toy product "LLM" of G²RPO App. E (i.i.d. tokens, fixed policy): each
+  step draws one batch of ``group_size`` sequences (token counts and ``log10 π(h)``).
+- :class:`SoftmaxClassifier`: the Cat/Dog/Persian/Siamese linear softmax classifier of SC §2.4
+  (App. G–H): raw / mean-shifted / normalized / RLOO / REINFORCE++ advantages, IAC, the memory
+  network's distribution-level calibration (DLC), SGD / momentum / AdamW.
+- :class:`TwoStage`: the TS two-stage toy (§3.2, App. C.1 Algorithm 1): a softmax policy over a
+  few actions, ``G`` sampled actions, advantages by a rule of :mod:`simplexlab.shaping`, the plain
+  update as written or an optax optimizer, temperature (App. C.4).
 - :func:`sample_counts`: exact multinomial counts over many categories in O(A + N log A)
   (hashed uniforms, block-tree inverse CDF), reusable by any simulator.
 - :data:`SIMULATORS`: simulators by name (``simplexlab sweep`` configs).
@@ -22,8 +30,11 @@ Batches of runs (grids over parameters and seeds, sharded, chunked, resumable) a
 
 from ._bandit import METHODS, Bandit, BanditMetrics, BanditState
 from ._categorical import Categorical
+from ._classifier import ClassifierMetrics, ClassifierState, SoftmaxClassifier
+from ._product import Product, ProductMetrics, ProductState
 from ._protocol import AbstractSimulator, trajectory
 from ._sampler import counts_from_weights, sample_counts
+from ._twostage import TwoStage, TwoStageMetrics, TwoStageState
 from ._verify import (
     ScheduleReport,
     bad_bonus_growth,
@@ -34,7 +45,9 @@ from ._verify import (
 )
 
 #: Simulators by name, for sweep configuration files.
-SIMULATORS = {Categorical.name: Categorical, Bandit.name: Bandit}
+SIMULATORS = {Categorical.name: Categorical, Bandit.name: Bandit,
+              SoftmaxClassifier.name: SoftmaxClassifier, Product.name: Product,
+              TwoStage.name: TwoStage}
 
 __all__ = [
     "METHODS",
@@ -44,7 +57,16 @@ __all__ = [
     "BanditMetrics",
     "BanditState",
     "Categorical",
+    "ClassifierMetrics",
+    "ClassifierState",
+    "Product",
+    "ProductMetrics",
+    "ProductState",
     "ScheduleReport",
+    "SoftmaxClassifier",
+    "TwoStage",
+    "TwoStageMetrics",
+    "TwoStageState",
     "bad_bonus_growth",
     "counts_from_weights",
     "load_schedule",

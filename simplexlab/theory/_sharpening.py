@@ -7,7 +7,12 @@ r"""Sharpening-collapse theory (Fan et al., "When Sharpening Becomes Collapse", 
   advantages with the probability gap :math:`\Delta_\pi`);
 - Theorem 2.4 / E.1: the Case-1 upper and Case-2 lower bounds on the induced logit shift, and the
   Corollary 2.2 / F.1 ratio :math:`\mathcal R` (general and well-conditioned forms);
-- App. G: the Cat/Dog/Persian/Siamese toy's kernel values :math:`\lambda`, :math:`\rho`.
+- Theorem 2.1 (eq. 2): the KL-optimal (infinite-sample) policy
+  :math:`\pi^* \propto \pi_{ref}\exp(A/\beta)`, which by Corollary 2.1 never lowers a correct
+  mode;
+- §2.4 / App. G: the Cat/Dog/Persian/Siamese toy's embeddings (one definition, used by the
+  simulator :class:`simplexlab.sim.SoftmaxClassifier`), its kernel values :math:`\lambda`,
+  :math:`\rho`, and :math:`\mathcal R` evaluated on a sampled batch (:func:`batch_ratio_r`).
 
 Paper vs computation (the computation wins, see the tests):
 
@@ -34,6 +39,7 @@ from fractions import Fraction
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._checks import (
     check,
@@ -46,12 +52,17 @@ from .._checks import (
 )
 
 __all__ = [
+    "TOY_LABELS",
+    "TOY_SIMILARITIES",
     "batch_optimal_policy",
+    "batch_ratio_r",
+    "kl_optimal_policy",
     "log_batch_partition_function",
     "normalized_binary_advantages",
     "ratio_r",
     "ratio_r_simplified",
     "theorem24_bounds",
+    "toy_embeddings",
     "toy_kernel_values",
     "z_prime_lower_bound",
     "z_prime_lower_bound_normalized",
@@ -101,6 +112,20 @@ def log_batch_partition_function(pi_ref, counts, advantages, beta):
     beta = _check_beta(beta)
     logits = jnp.log(pi_ref) + counts * adv / (beta[..., None] * g[..., None])
     return jax.nn.logsumexp(logits, axis=-1)
+
+
+def kl_optimal_policy(pi_ref, advantages, beta):
+    r"""KL-optimal (infinite-sample) policy, Theorem 2.1 eq. (2):
+    :math:`\pi^*(o) = \pi_{ref}(o)\exp(A(q,o)/\beta) / Z(q)`, the maximiser of eq. (1)
+    :math:`E_{o\sim\pi}[A] - \beta KL(\pi\|\pi_{ref})`. Last axis = modes.
+
+    Corollary 2.1: with a common :math:`A_+ \ge 0` on the correct modes and :math:`A_- \le 0`
+    elsewhere, :math:`\pi^*(o) \ge \pi_{ref}(o)` for every correct mode (moderate sharpening)."""
+    check_broadcast(pi_ref=pi_ref, advantages=advantages)
+    pi_ref = _check_ref(pi_ref)
+    adv = _num(advantages, "advantages")
+    beta = _check_beta(beta)
+    return jax.nn.softmax(jnp.log(pi_ref) + adv / beta[..., None], axis=-1)
 
 
 def batch_optimal_policy(pi_ref, counts, advantages, beta):
@@ -264,6 +289,12 @@ def ratio_r_simplified(y_k, a_sum, n_o, group_size, lam_over_rho, *, form: str =
     raise ValueError(f"form must be 'appendix' or 'main'; got {form!r}")
 
 
+#: the toy's labels, in the row order of :func:`toy_embeddings` (SC §2.4)
+TOY_LABELS = ("Cat", "Dog", "Persian", "Siamese")
+#: the Siamese variants of SC §2.4 / App. G, most to least similar to Persian
+TOY_SIMILARITIES = ("High", "Mid", "Low")
+_E_CAT = ("0.5", "0.5", "0.5", "0.1")
+_E_DOG = ("0.1", "0.1", "0.1", "0.9")
 _E_PERSIAN = ("0.75", "0.5", "0.25", "0.1")
 _E_SIAMESE = {"High": ("0.25", "0.5", "0.75", "0.1"), "Mid": ("0.1", "0.5", "0.9", "0.1"),
               "Low": ("0.0", "0.5", "1.0", "0.1")}
@@ -288,3 +319,44 @@ def toy_kernel_values() -> dict:
         out["lam_over_rho"][name] = float(lam / rho)
     return out
 
+
+def toy_embeddings(similarity: str = "High"):
+    r"""The fixed feature embeddings of SC §2.4, rows in :data:`TOY_LABELS` order (Cat, Dog,
+    Persian, Siamese), as a float64 NumPy ``(4, 4)`` array: :math:`e_{Cat} = [0.5, 0.5, 0.5,
+    0.1]`, :math:`e_{Dog} = [0.1, 0.1, 0.1, 0.9]`, :math:`e_{Persian} = [0.75, 0.5, 0.25, 0.1]`
+    and the Siamese row of the chosen ``similarity`` (``"High"`` :math:`[0.25, 0.5, 0.75, 0.1]`,
+    ``"Mid"`` :math:`[0.1, 0.5, 0.9, 0.1]`, ``"Low"`` :math:`[0.0, 0.5, 1.0, 0.1]`). The one
+    definition of the toy's embeddings: :func:`toy_kernel_values` and the simulator
+    :class:`simplexlab.sim.SoftmaxClassifier` read the same constants."""
+    if similarity not in _E_SIAMESE:
+        raise ValueError(f"similarity must be one of {TOY_SIMILARITIES}; got {similarity!r}")
+    rows = (_E_CAT, _E_DOG, _E_PERSIAN, _E_SIAMESE[similarity])
+    return np.array([[float(Fraction(x)) for x in r] for r in rows], dtype=np.float64)
+
+
+def batch_ratio_r(counts, advantages, seen, lam_over_rho):
+    r"""Corollary 2.2's :math:`\mathcal R` (App. F well-conditioned form,
+    :func:`ratio_r_simplified`) evaluated on one sampled batch.
+
+    ``counts`` :math:`N_m` and ``advantages`` :math:`A_m` per mode (last axis; every rollout of a
+    mode carries its mode's advantage, as with binary rewards), ``seen`` the index of the
+    batch-seen mode :math:`o'`. With Theorem 2.4's target shifts :math:`y_i = N_i|A_i|/(\beta
+    G)` per batch entry (:math:`\beta` cancels in :math:`\mathcal R`; ``β = 1``),
+    :math:`A_{sum} = \sum_{i=1}^G y_i = \sum_m N_m y_m`, :math:`G = \sum_m N_m`:
+    :math:`\mathcal R = N_{o'}[\frac{y_{o'}}{A_{sum}}(\lambda/\rho + G - 1) - 1]`. NaN where
+    the batch carries no update (:math:`A_{sum} = 0`) or :math:`o'` is not in it."""
+    check_broadcast(counts=counts, advantages=advantages)
+    g, counts = _check_counts(counts)
+    adv = _num(advantages, "advantages")
+    seen = jnp.asarray(seen)
+    if not jnp.issubdtype(seen.dtype, jnp.integer):
+        raise ValueError(f"seen must be an integer mode index; got dtype {seen.dtype}")
+    counts, adv = jnp.broadcast_arrays(counts, adv)
+    y = counts * jnp.abs(adv) / g[..., None]
+    a_sum = jnp.sum(counts * y, -1)
+    pick = jnp.broadcast_to(seen, a_sum.shape)[..., None]
+    n_o = jnp.take_along_axis(counts, pick, -1)[..., 0]
+    y_k = jnp.take_along_axis(y, pick, -1)[..., 0]
+    ok = (a_sum > 0) & (n_o > 0)
+    r = ratio_r_simplified(y_k, jnp.where(ok, a_sum, 1.0), n_o, g, lam_over_rho)
+    return jnp.where(ok, r, jnp.nan)
