@@ -205,3 +205,24 @@ def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, cap
     out = capsys.readouterr().out
     assert "[llm-train] skipped: needs torch, transformers" in out
     assert "llm-train" not in ran and "phase-portraits" in ran
+
+
+def test_cli_asks_for_one_device_per_core_with_one_thread_each_unless_told():
+    """Without XLA_FLAGS the CLI sets one host device per core and one thread per device; a user's
+    device count is kept as given (and then no thread flag is added)."""
+    code = ("import os\nfrom simplexlab.lab._cli import _setup_jax\n_setup_jax()\n"
+            "print(os.environ['XLA_FLAGS'])\nimport jax\nprint(jax.device_count())")
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    flags, count = out.stdout.split("\n")[:2]
+    assert f"--xla_force_host_platform_device_count={os.cpu_count()}" in flags
+    assert "--xla_cpu_multi_thread_eigen=false" in flags
+    assert int(count) == os.cpu_count()
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=3"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    flags, count = out.stdout.split("\n")[:2]
+    assert flags == "--xla_force_host_platform_device_count=3" and int(count) == 3
