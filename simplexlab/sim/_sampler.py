@@ -87,15 +87,28 @@ def uniforms(key, n: int, dtype):
     ``jax.random.bits(key)``, so distinct keys give independent-looking streams."""
     dt = jnp.dtype(dtype)
     if dt == jnp.dtype(jnp.float64):
-        g, m1, m2 = (jnp.uint64(c) for c in _MIX64)
-        x = jax.random.bits(key, (), jnp.uint64) + jnp.arange(1, n + 1, dtype=jnp.uint64) * g
-        x = (x ^ (x >> 30)) * m1
-        x = (x ^ (x >> 27)) * m2
-        x = x ^ (x >> 31)
-        return (x >> 11).astype(dt) * jnp.asarray(2.0 ** -53, dt)
+        return splitmix64_uniforms(jax.random.bits(key, (), jnp.uint64),
+                                   jnp.arange(1, n + 1, dtype=jnp.uint64))
     seed = jax.random.bits(key, (2,), jnp.uint32)
-    x = _mix32(_mix32(jnp.arange(n, dtype=jnp.uint32) + seed[0]) ^ seed[1])
-    return (x >> 8).astype(dt) * jnp.asarray(2.0 ** -24, dt)
+    return mix32_uniforms(_mix32(jnp.arange(n, dtype=jnp.uint32) + seed[0]) ^ seed[1], dt)
+
+
+def splitmix64_uniforms(seed, counter):
+    """float64 uniforms on ``[0, 1)``: ``seed + counter·φ`` (uint64; φ the 64-bit golden ratio,
+    SplitMix64's increment) through SplitMix64's finalizer, top 53 bits."""
+    g, m1, m2 = (jnp.uint64(c) for c in _MIX64)
+    x = seed + counter * g
+    x = (x ^ (x >> jnp.uint64(30))) * m1
+    x = (x ^ (x >> jnp.uint64(27))) * m2
+    x = x ^ (x >> jnp.uint64(31))
+    return (x >> jnp.uint64(11)).astype(jnp.float64) * jnp.asarray(2.0 ** -53, jnp.float64)
+
+
+def mix32_uniforms(x, dtype):
+    """Uniforms of ``dtype`` on ``[0, 1)``: the uint32 words ``x`` through one more round of
+    :func:`_mix32`, top 24 bits."""
+    dt = jnp.dtype(dtype)
+    return (_mix32(x) >> jnp.uint32(8)).astype(dt) * jnp.asarray(2.0 ** -24, dt)
 
 
 def uniforms_below(key, n: int, total):

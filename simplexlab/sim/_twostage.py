@@ -52,7 +52,7 @@ from ._policy import (
     optimizer_update,
 )
 from ._protocol import AbstractSimulator
-from ._sampler import _MIX64, _mix32
+from ._sampler import _mix32, mix32_uniforms, splitmix64_uniforms
 
 __all__ = ["MAX_ACTIONS", "TWO_STAGE_METHODS", "TWO_STAGE_OPTIMIZERS", "TwoStage",
            "TwoStageMetrics", "TwoStageState", "logit0_name", "reward_name"]
@@ -143,19 +143,12 @@ def _stream_uniforms(seed, step, n: int, dtype):
     finalizer, 53 bits, in float64; two rounds of the 32-bit hash of the shared sampler in
     float32) of ``(seed, step, i)``. One ``jax.random.bits`` draw per run (in :meth:`init`)
     instead of a threefry split per step, which would dominate the step's compile time."""
-    dt = jnp.dtype(dtype)
     i = jnp.arange(n, dtype=jnp.uint32)
-    if dt == jnp.dtype(jnp.float64):
-        g, m1, m2 = (jnp.uint64(c) for c in _MIX64)
+    if jnp.dtype(dtype) == jnp.dtype(jnp.float64):
         s = (seed[0].astype(jnp.uint64) << jnp.uint64(32)) | seed[1].astype(jnp.uint64)
         c = step.astype(jnp.uint64) * jnp.uint64(_STRIDE) + i.astype(jnp.uint64) + jnp.uint64(1)
-        x = s + c * g
-        x = (x ^ (x >> jnp.uint64(30))) * m1
-        x = (x ^ (x >> jnp.uint64(27))) * m2
-        x = x ^ (x >> jnp.uint64(31))
-        return (x >> jnp.uint64(11)).astype(dt) * jnp.asarray(2.0 ** -53, dt)
-    x = _mix32(_mix32(i + seed[0]) ^ seed[1] ^ _mix32(step.astype(jnp.uint32)))
-    return (x >> jnp.uint32(8)).astype(dt) * jnp.asarray(2.0 ** -24, dt)
+        return splitmix64_uniforms(s, c)
+    return mix32_uniforms(_mix32(i + seed[0]) ^ seed[1] ^ _mix32(step.astype(jnp.uint32)), dtype)
 
 
 class TwoStage(AbstractSimulator):
