@@ -26,7 +26,6 @@ gains, group sizes and step sizes.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
@@ -47,7 +46,6 @@ from ._policy import (
     OPTIMIZERS,
     REDUCTIONS,
     SURROGATES,
-    default_float,
     gradient_from_probs,
     lookup,
     optimizer_init,
@@ -204,26 +202,16 @@ class Bandit(AbstractSimulator):
         t = self.mode_threshold
         if not isinstance(t, int | float) or not 0.0 <= t < 1.0:
             raise ValueError(f"{who}: mode_threshold must be a number in [0, 1); got {t!r}")
-        if self.dtype not in (None, "float32", "float64"):
-            raise ValueError(f"{who}: dtype must be None, 'float32' or 'float64'; got "
-                             f"{self.dtype!r}")
+        self.check_dtype()
 
     @classmethod
     def make(cls, **settings) -> Bandit:
-        known = cls.settings()
-        unknown = sorted(set(settings) - set(known))
-        if unknown:
-            raise ValueError(f"bandit: unknown setting(s) {unknown}; known: {sorted(known)}")
+        cls.check_settings(settings)
         s = dict(settings)
         for name, n in (("y0", s.get("K", 3)), ("z0", s.get("M", 2))):
             if s.get(name) is not None and is_int(n):
                 s[name] = _composition(s[name], n, name)
         return cls(**s)
-
-    @classmethod
-    def settings(cls) -> dict[str, Any]:
-        """The static settings (the module's fields) and their defaults."""
-        return {f.name: f.default for f in dataclasses.fields(cls)}
 
     @classmethod
     def sweep_groups(cls, static, arrays, given):
@@ -245,9 +233,6 @@ class Bandit(AbstractSimulator):
         """The ``(P, G, C)`` one-hot of the rollouts and a few ``(P, G)`` / ``(P, C)`` arrays."""
         P, G, C = self.num_prompts, self.max_group_size, self.K + self.M
         return 8 * P * (4 * G * C + 16 * G + 16 * C) + 4096
-
-    def float_dtype(self):
-        return default_float() if self.dtype is None else jnp.dtype(self.dtype)
 
     def observe_dims(self) -> dict[str, tuple[str, ...]]:
         dims = {k: ("prompt",) for k in BanditMetrics._fields if k != "step"}

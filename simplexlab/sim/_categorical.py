@@ -468,11 +468,8 @@ class Categorical(AbstractSimulator):
         :class:`CategoricalConfig`, with ``advantage`` / ``optimizer`` given by name
         (:data:`ADVANTAGES`, :data:`OPTIMIZERS`) or as callables and ``dtype`` as
         ``"float32"`` / ``"float64"``. Unknown names raise ``ValueError``."""
-        known = set(_POLICY_FIELDS) | set(_CONFIG_FIELDS) | {"learning_rate", "focal_gamma"}
-        unknown = sorted(set(settings) - known)
-        if unknown:
-            raise ValueError(f"categorical: unknown setting(s) {unknown}; known: "
-                             f"{sorted(known)}")
+        cls.check_settings(settings, set(_POLICY_FIELDS) | set(_CONFIG_FIELDS)
+                           | {"learning_rate", "focal_gamma"})
         s = dict(settings)
         for field, table in (("advantage", ADVANTAGES), ("optimizer", OPTIMIZERS)):
             if isinstance(s.get(field), str):

@@ -58,7 +58,6 @@ sizes, rates, ``iac_alpha`` and ``memory_weight``.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
@@ -73,7 +72,6 @@ from ..shaping._rules import iac_advantages
 from ..theory._sharpening import TOY_LABELS, TOY_SIMILARITIES, toy_embeddings
 from ._policy import (
     OPTIMIZERS,
-    default_float,
     gradient_from_probs,
     lookup,
     optimizer_init,
@@ -215,16 +213,11 @@ class SoftmaxClassifier(AbstractSimulator):
         emb = _matrix(self.embeddings, "embeddings", 4)
         d = len(emb[0]) if emb is not None else 4
         _matrix(self.held_out, "held_out", None, d)
-        if self.dtype not in (None, "float32", "float64"):
-            raise ValueError(f"{who}: dtype must be None, 'float32' or 'float64'; got "
-                             f"{self.dtype!r}")
+        self.check_dtype()
 
     @classmethod
     def make(cls, **settings) -> SoftmaxClassifier:
-        known = cls.settings()
-        unknown = sorted(set(settings) - set(known))
-        if unknown:
-            raise ValueError(f"classifier: unknown setting(s) {unknown}; known: {sorted(known)}")
+        cls.check_settings(settings)
         s = dict(settings)
         if isinstance(s.get("estimator"), list):  # from a TOML config
             s["estimator"] = tuple(s["estimator"])
@@ -232,14 +225,6 @@ class SoftmaxClassifier(AbstractSimulator):
             if s.get(name) is not None:
                 s[name] = _matrix(s[name], name, rows)
         return cls(**s)
-
-    @classmethod
-    def settings(cls) -> dict[str, Any]:
-        """The static settings (the module's fields) and their defaults."""
-        return {f.name: f.default for f in dataclasses.fields(cls)}
-
-    def float_dtype(self):
-        return default_float() if self.dtype is None else jnp.dtype(self.dtype)
 
     def estimators(self) -> tuple:
         """The estimator names: ``(estimator,)`` for one name, the tuple otherwise."""

@@ -19,7 +19,6 @@ in :mod:`simplexlab.sampling` (``product_log10_moments``, ``product_log10_distri
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
@@ -29,7 +28,6 @@ import numpy as np
 
 from .._checks import is_int, trusted_inputs
 from ..theory._product import product_log10_prob
-from ._policy import default_float
 from ._protocol import AbstractSimulator, trajectory
 from ._sampler import uniforms
 
@@ -95,22 +93,7 @@ class Product(AbstractSimulator):
             v = getattr(self, name)
             if not is_int(v) or v < lower:
                 raise ValueError(f"product: {name} must be an integer >= {lower}; got {v!r}")
-        if self.dtype not in (None, "float32", "float64"):
-            raise ValueError(f"product: dtype must be None, 'float32' or 'float64'; got "
-                             f"{self.dtype!r}")
-
-    @classmethod
-    def make(cls, **settings) -> Product:
-        known = cls.settings()
-        unknown = sorted(set(settings) - set(known))
-        if unknown:
-            raise ValueError(f"product: unknown setting(s) {unknown}; known: {sorted(known)}")
-        return cls(**settings)
-
-    @classmethod
-    def settings(cls) -> dict[str, Any]:
-        """The static settings (the module's fields) and their defaults."""
-        return {f.name: f.default for f in dataclasses.fields(cls)}
+        self.check_dtype()
 
     def default_params(self) -> dict[str, Any]:
         return {}
@@ -122,9 +105,6 @@ class Product(AbstractSimulator):
         """The ``(G, T, V)`` comparisons of the inverse CDF and the ``(G, T)`` uniforms."""
         G, T, V = self.group_size, self.length, len(self.probs)
         return 8 * G * T * (V + 2) + 4096
-
-    def float_dtype(self):
-        return default_float() if self.dtype is None else jnp.dtype(self.dtype)
 
     # ---- protocol --------------------------------------------------------------------------
 

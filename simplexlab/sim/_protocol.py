@@ -18,6 +18,7 @@ at step 0 and every ``stride`` steps.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -25,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from .._checks import is_int
+from ._policy import default_float
 
 __all__ = ["AbstractSimulator", "trajectory"]
 
@@ -40,13 +42,40 @@ class AbstractSimulator(eqx.Module):
     @classmethod
     def make(cls, **settings) -> AbstractSimulator:
         """Build from flat static settings (names of :meth:`settings`); the sweep engine and
-        ``simplexlab sweep`` configs use it. Default: ``cls(**settings)``."""
+        ``simplexlab sweep`` configs use it. Default: :meth:`check_settings`, then
+        ``cls(**settings)``."""
+        cls.check_settings(settings)
         return cls(**settings)
 
     @classmethod
+    def check_settings(cls, settings, known=None) -> None:
+        """Raise ``ValueError`` naming every setting not in ``known`` (default
+        :meth:`settings`)."""
+        known = cls.settings() if known is None else known
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            raise ValueError(f"{cls.name}: unknown setting(s) {unknown}; known: {sorted(known)}")
+
+    @classmethod
     def settings(cls) -> dict[str, Any]:
-        """The static settings :meth:`make` accepts and their defaults."""
-        return {}
+        """The static settings :meth:`make` accepts and their defaults. Default: the module's
+        fields that have a default."""
+        return {f.name: f.default for f in dataclasses.fields(cls)
+                if f.default is not dataclasses.MISSING}
+
+    def float_dtype(self):
+        """The floating dtype of a simulator with a ``dtype`` setting (``None``, ``"float32"``
+        or ``"float64"``; ``None``: JAX's default float)."""
+        dtype = getattr(self, "dtype", None)
+        return default_float() if dtype is None else jnp.dtype(dtype)
+
+    def check_dtype(self) -> None:
+        """Raise ``ValueError`` unless the ``dtype`` setting is ``None``, ``"float32"`` or
+        ``"float64"`` (for :meth:`__check_init__`)."""
+        dtype = getattr(self, "dtype", None)
+        if dtype not in (None, "float32", "float64"):
+            raise ValueError(f"{self.name}: dtype must be None, 'float32' or 'float64'; got "
+                             f"{dtype!r}")
 
     @classmethod
     def from_values(cls, values: dict[str, Any]):

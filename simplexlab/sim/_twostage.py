@@ -33,7 +33,6 @@ method and optimizer (the per-action values are scalar array parameters ``reward
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
@@ -45,7 +44,6 @@ from .._checks import is_concrete, is_int, trusted_inputs, xp
 from ..shaping._methods import Groups, advantages
 from ._policy import (
     OPTIMIZERS,
-    default_float,
     gradient_from_probs,
     lookup,
     optimizer_init,
@@ -193,22 +191,7 @@ class TwoStage(AbstractSimulator):
         if not is_int(v) or not 2 <= v <= _STRIDE:
             raise ValueError(f"{who}: max_group_size must be an integer in [2, {_STRIDE}] (a "
                              f"group of one is group_size = 1 padded to 2); got {v!r}")
-        if self.dtype not in (None, "float32", "float64"):
-            raise ValueError(f"{who}: dtype must be None, 'float32' or 'float64'; got "
-                             f"{self.dtype!r}")
-
-    @classmethod
-    def make(cls, **settings) -> TwoStage:
-        known = cls.settings()
-        unknown = sorted(set(settings) - set(known))
-        if unknown:
-            raise ValueError(f"two_stage: unknown setting(s) {unknown}; known: {sorted(known)}")
-        return cls(**settings)
-
-    @classmethod
-    def settings(cls) -> dict[str, Any]:
-        """The static settings (the module's fields) and their defaults."""
-        return {f.name: f.default for f in dataclasses.fields(cls)}
+        self.check_dtype()
 
     @staticmethod
     def action_params(rewards, probs0=None, *, logits0=None) -> dict[str, float]:
@@ -233,9 +216,6 @@ class TwoStage(AbstractSimulator):
             z = _vector(logits0, "logits0", A)
         return {**{reward_name(i): float(r[i]) for i in range(A)},
                 **{logit0_name(i): float(z[i]) for i in range(A)}}
-
-    def float_dtype(self):
-        return default_float() if self.dtype is None else jnp.dtype(self.dtype)
 
     def working_bytes(self) -> int:
         return 8 * (8 * self.num_actions + 4 * self.max_group_size) + 4096
