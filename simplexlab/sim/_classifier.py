@@ -194,9 +194,6 @@ class SoftmaxClassifier(AbstractSimulator):
             if name not in ESTIMATORS:
                 raise ValueError(f"{who}: unknown estimator {name!r}; choose one of "
                                  f"{sorted(ESTIMATORS)} (IAC: set iac_alpha)")
-        if isinstance(self.optimizer, str) and self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"{who}: unknown optimizer {self.optimizer!r}; choose one of "
-                             f"{sorted(OPTIMIZERS)}")
         lookup(OPTIMIZERS, self.optimizer, "optimizer", who)
         if self.memory_optimizer is not None:
             if isinstance(self.memory_optimizer, str) and \
