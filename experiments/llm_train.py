@@ -7,7 +7,7 @@ bad modes). A supervised warm start leaves it with several correct families of u
 the same warm-started weights and the same sampling seed, GRPO and G²RPO then train, G²RPO with
 the schedule of ``experiments/schedules/g2rpo-b.toml`` (schedule B, λ0 = 1.5, the neutralizer,
 ``B_max = 5``), verified here first on the (K, M) = (4, 5) bandit and its ODE
-(:func:`simplexlab.sim.verify_schedule`; the run stops if it fails), then used unchanged, with
+(:func:`simplexlab.verify.verify_schedule`; the run stops if it fails), then used unchanged, with
 the driver of :mod:`simplexlab.llm` (clipped surrogate ε = (0.20, 0.28), token-mean, AdamW, no
 KL). The policy's mode masses are computed exactly every step (all 310 well-formed completions of
 every target are scored).
@@ -86,7 +86,7 @@ def run(ctx: Context) -> dict:
         predict,
         train,
     )
-    from simplexlab.sim import verify_schedule
+    from simplexlab.verify import verify_schedule
 
     st = settings(ctx.quick)
     task = ArithmeticTask()

@@ -12,7 +12,7 @@
 #
 # A G²RPO gain schedule (`simplexlab.shaping.GainSchedule`: constant λ, schedule A eq. 62 or
 # schedule B eq. 67, a warm-up, the App. D.4 safeguards) is what a training loop needs from the
-# lab. Before it goes there, `simplexlab.sim.verify_schedule` checks it, each check with numbers:
+# lab. Before it goes there, `simplexlab.verify.verify_schedule` checks it, each check with numbers:
 #
 # * (a) **flip** -- along its mean-field ODE (eq. 56 with the neutralizer), when does the
 #   collision drift of the good block turn into anti-collision (eq. 60–61)?
@@ -39,7 +39,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from simplexlab.shaping import GainSchedule  # noqa: E402
-from simplexlab.sim import load_schedule, save_schedule, verify_schedule  # noqa: E402
+from simplexlab.verify import load_schedule, save_schedule, verify_schedule  # noqa: E402
 
 QUICK = os.environ.get("SIMPLEXLAB_QUICK") == "1"
 SETTINGS = {"num_steps": 100, "seeds": 16} if QUICK else {"num_steps": 200, "seeds": 64}

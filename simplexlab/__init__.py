@@ -17,12 +17,14 @@ Public namespaces:
   simulators built on it.
 - :mod:`simplexlab.sweep` -- the sweep engine: grids over any simulator or the ODE ensemble,
   sharded over devices and processes, chunked, resumable, saved as an xarray ``Dataset``.
+- :mod:`simplexlab.verify` -- verified G²RPO gain schedules: five checks (flip, neutrality,
+  bounded bad bonus, reached ``L_y``, bandit vs ODE), the report, the schedule files.
 - :mod:`simplexlab.lab` -- experiment registry, result files, CLI and plotting.
 
 Layers (each imports only the ones before it): ``theory`` (maths) → ``shaping`` → ``sim`` →
-``sweep`` → ``lab``. ``import simplexlab`` imports nothing heavy: each namespace (and JAX) is
-imported on first access, so ``simplexlab --help`` answers at once and the command line can set
-``XLA_FLAGS`` before JAX starts.
+``sweep`` → ``verify`` → ``lab``. ``import simplexlab`` imports nothing heavy: each namespace
+(and JAX) is imported on first access, so ``simplexlab --help`` answers at once and the command
+line can set ``XLA_FLAGS`` before JAX starts.
 """
 
 import importlib as _importlib
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 _SUBMODULES = ("categorical", "geometry", "lab", "meanfield", "metrics", "plotting", "sampling",
-               "shaping", "sim", "sweep")
+               "shaping", "sim", "sweep", "verify")
 _FROM_MEANFIELD = ("GRPO", "ConstantGain", "GoodBonus", "Neutralized", "ScheduleA", "ScheduleB",
                    "Solution", "State", "Verifier", "make_state", "solve", "solve_ensemble")
 
@@ -59,6 +61,7 @@ __all__ = [
     "solve",
     "solve_ensemble",
     "sweep",
+    "verify",
 ]
 
 
@@ -86,6 +89,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above loa
         shaping,
         sim,
         sweep,
+        verify,
     )
     from .meanfield import (
         GRPO,

@@ -1,7 +1,10 @@
-"""Result files that say how they were made, written atomically.
+"""Result files that say how they were made, written atomically, and the readers of the files
+the package reads (the one place below ``lab`` that touches files).
 
 Every file is written to a temporary sibling and then renamed (``os.replace``), so a reader never
-sees a half-written result and an interrupted run leaves the previous file intact.
+sees a half-written result and an interrupted run leaves the previous file intact. The readers
+(:func:`read_json`, :func:`read_toml`) raise ``ValueError`` naming the file when its text does not
+parse (``OSError`` as usual when it cannot be read).
 """
 
 from __future__ import annotations
@@ -13,12 +16,20 @@ import platform
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["atomic_write_bytes", "atomic_write_json", "provenance", "to_jsonable"]
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "provenance",
+    "read_json",
+    "read_toml",
+    "to_jsonable",
+]
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -63,6 +74,30 @@ def to_jsonable(obj: Any) -> Any:
 def atomic_write_json(path: str | os.PathLike, payload: Any) -> Path:
     text = json.dumps(to_jsonable(payload), indent=2, sort_keys=False, allow_nan=True)
     return atomic_write_bytes(path, (text + "\n").encode())
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON value of the text file ``path``; ``ValueError`` naming the file when it is not
+    JSON text."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not a JSON file ({err})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a JSON text file") from None
+
+
+def read_toml(path: str | os.PathLike) -> dict[str, Any]:
+    """The tables of the TOML file ``path``; ``ValueError`` naming the file when it is not TOML
+    text."""
+    path = Path(path)
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path}: not a valid TOML file ({err})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a TOML text file") from None
 
 
 def _git_revision() -> str | None:

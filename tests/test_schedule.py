@@ -17,7 +17,7 @@ import pytest
 from simplexlab import meanfield as mf
 from simplexlab.lab._cli import main
 from simplexlab.shaping import GainSchedule, RampedGain, g2rpo_bonus
-from simplexlab.sim import (
+from simplexlab.verify import (
     bad_bonus_growth,
     load_schedule,
     load_schedule_config,
@@ -397,3 +397,22 @@ def test_jit_reuse_keeps_reports_independent(report_b, report_half):
     assert report_half.inputs["schedule"]["gain"] == 0.5
     assert report_b.checks["flip"]["flips"] and not report_half.checks["flip"]["flips"]
     assert jax.config.read("jax_enable_x64")
+
+
+def test_old_sim_names_still_work_with_a_deprecation_warning():
+    """The verification moved from ``simplexlab.sim`` to ``simplexlab.verify`` (issue 23); the old
+    names are the same objects, each with a DeprecationWarning naming the new home."""
+    import simplexlab.sim as sim
+    import simplexlab.verify as verify
+
+    names = ("ScheduleReport", "bad_bonus_growth", "load_schedule", "load_schedule_config",
+             "save_schedule", "verify_schedule")
+    for name in names:
+        with pytest.warns(DeprecationWarning, match=rf"simplexlab\.verify\.{name}\b"):
+            assert getattr(sim, name) is getattr(verify, name)
+    with pytest.warns(DeprecationWarning, match="simplexlab.verify.load_schedule"):
+        from simplexlab.sim import load_schedule as old
+    assert old is load_schedule
+    assert not set(names) & set(sim.__all__)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        sim.no_such_name  # noqa: B018

@@ -176,7 +176,7 @@ def _cmd_schedule_verify(args) -> int:
     it passed, 1 when it failed (the file is still written, marked failed: ``load_schedule``
     refuses it), 2 on bad input."""
     from .._results import atomic_write_json, provenance
-    from ..sim import load_schedule_config, save_schedule, verify_schedule
+    from ..verify import load_schedule_config, save_schedule, verify_schedule
 
     try:
         schedule, options = load_schedule_config(args.config)

@@ -85,7 +85,7 @@ def cmd_train(args) -> int:
 
 def _plan(path: Path, args) -> dict:
     from ..llm import ArithmeticTask, TrainConfig
-    from ..sim import load_schedule
+    from ..verify import load_schedule
 
     raw = tomllib.loads(path.read_text())
     unknown = sorted(set(raw) - SECTIONS)

@@ -56,7 +56,7 @@ def resolve_schedule(schedule, force: bool = False) -> GainSchedule:
     if isinstance(schedule, GainSchedule):
         return schedule
     if isinstance(schedule, str | os.PathLike):
-        from ..sim import load_schedule
+        from ..verify import load_schedule
 
         return load_schedule(schedule, force=force)
     raise ValueError(f"schedule must be the path of a verified schedule JSON, a GainSchedule or "

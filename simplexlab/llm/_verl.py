@@ -50,7 +50,7 @@ Registration is explicit (:func:`register`); importing :mod:`simplexlab.llm` doe
 verl. verl's trainer runs in a Ray actor: register in the process that runs it, e.g. in a module
 named by verl's ``VERL_USE_EXTERNAL_MODULES`` environment variable (``verl/__init__.py`` imports
 it with verl). The gain schedule comes from a verified schedule JSON
-(:func:`simplexlab.sim.load_schedule`): one that failed verification is refused unless
+(:func:`simplexlab.verify.load_schedule`): one that failed verification is refused unless
 ``force=True``.
 """
 
@@ -285,7 +285,7 @@ def register(schedule_path: str | os.PathLike | GainSchedule | None = None, *,
     holds is refused (``ValueError``).
 
     ``schedule_path``: a verified schedule JSON (``simplexlab schedule verify``), read by
-    :func:`simplexlab.sim.load_schedule` -- a schedule that failed verification is refused unless
+    :func:`simplexlab.verify.load_schedule` -- a schedule that failed verification is refused unless
     ``force=True``; or a :class:`~simplexlab.shaping.GainSchedule`; ``None``: the lab's
     :data:`~simplexlab.llm.DEFAULT_SCHEDULE`. Used by ``g2rpo`` only. ``base``: ``None`` -- the
     lab's advantages of ``method``; a verl estimator name (``"grpo"``) -- verl's advantages plus

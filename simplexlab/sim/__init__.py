@@ -19,13 +19,11 @@
 - :func:`sample_counts`: exact multinomial counts over many categories in O(A + N log A)
   (hashed uniforms, block-tree inverse CDF), reusable by any simulator.
 - :data:`SIMULATORS`: simulators by name (``simplexlab sweep`` configs).
-- :func:`verify_schedule`: checks a G²RPO :class:`~simplexlab.shaping.GainSchedule` (flip,
-  neutrality, bounded bad bonus, reached ``L_y``, bandit vs ODE) before training;
-  :func:`save_schedule` / :func:`load_schedule` write and read it with its verification (JSON;
-  a failed verification is refused unless ``force=True``).
 
 Batches of runs (grids over parameters and seeds, sharded, chunked, resumable) are the job of
-:mod:`simplexlab.sweep`.
+:mod:`simplexlab.sweep`; checking a G²RPO gain schedule before training (``verify_schedule``,
+``save_schedule`` / ``load_schedule``, ...) is the job of :mod:`simplexlab.verify`, the layer
+above (those names are still served here, deprecated: :data:`_MOVED_TO_VERIFY`).
 """
 
 from ._bandit import METHODS, Bandit, BanditMetrics, BanditState
@@ -35,14 +33,6 @@ from ._product import Product, ProductMetrics, ProductState
 from ._protocol import AbstractSimulator, trajectory
 from ._sampler import counts_from_weights, sample_counts
 from ._twostage import TwoStage, TwoStageMetrics, TwoStageState
-from ._verify import (
-    ScheduleReport,
-    bad_bonus_growth,
-    load_schedule,
-    load_schedule_config,
-    save_schedule,
-    verify_schedule,
-)
 
 #: Simulators by name, for sweep configuration files.
 SIMULATORS = {Categorical.name: Categorical, Bandit.name: Bandit,
@@ -62,17 +52,28 @@ __all__ = [
     "Product",
     "ProductMetrics",
     "ProductState",
-    "ScheduleReport",
     "SoftmaxClassifier",
     "TwoStage",
     "TwoStageMetrics",
     "TwoStageState",
-    "bad_bonus_growth",
     "counts_from_weights",
-    "load_schedule",
-    "load_schedule_config",
     "sample_counts",
-    "save_schedule",
     "trajectory",
-    "verify_schedule",
 ]
+
+#: names that moved to :mod:`simplexlab.verify` (the layer above); served here with a
+#: ``DeprecationWarning`` by :func:`__getattr__`, which imports that layer only when one is asked
+_MOVED_TO_VERIFY = frozenset({"ScheduleReport", "bad_bonus_growth", "load_schedule",
+                              "load_schedule_config", "save_schedule", "verify_schedule"})
+
+
+def __getattr__(name):
+    if name in _MOVED_TO_VERIFY:
+        import warnings
+
+        from .. import verify  # lazily: verify is the layer above sim
+
+        warnings.warn(f"simplexlab.sim.{name} moved to simplexlab.verify.{name}; import it from "
+                      "there", DeprecationWarning, stacklevel=2)
+        return getattr(verify, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

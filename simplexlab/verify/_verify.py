@@ -1,11 +1,8 @@
-r"""Verified gain schedules: what the lab checks before a G²RPO schedule goes to training.
+r"""The five checks of a G²RPO gain schedule and :func:`verify_schedule`, which runs them.
 
 :func:`verify_schedule` runs a :class:`~simplexlab.shaping.GainSchedule` through five checks and
-returns a :class:`ScheduleReport` (numbers, a verdict, the reasons of any failure, the inputs).
-:func:`save_schedule` writes the schedule with its verification to a small JSON file
-(``simplexlab.gain_schedule/1``) and :func:`load_schedule` reads it back, refusing a schedule
-whose verification failed unless ``force=True``. ``simplexlab schedule verify CONFIG.toml``
-does both from the command line (:func:`load_schedule_config` reads the TOML file).
+returns a :class:`~simplexlab.verify.ScheduleReport` (numbers, a verdict, the reasons of any
+failure, the inputs; :mod:`._report`). Writing and reading schedule files is :mod:`._files`.
 
 The checks (G² = the G²RPO paper; every number is measured, none is assumed):
 
@@ -47,31 +44,26 @@ The checks (G² = the G²RPO paper; every number is measured, none is assumed):
 (d) **concentration** -- the ``L_y`` the schedule reaches at the last step: the ODE's, the
     bandit ensemble mean's (and the GRPO ODE's for comparison), against ``1/K`` (uniform) and
     ``L_y(0)``. Checked only when ``max_L_y`` is given (ODE ``L_y`` at the end ``<= max_L_y``).
-(e) **bandit** -- the finite-group bandit (:class:`Bandit`, ``seeds`` runs, group size ``G``,
-    SGD step ``η``, the schedule's safeguards and warm-up, Algorithm 1's plug-in statistics)
-    against the ODE with the time map ``t = step · η``: ``sup_step |mean p − p_ODE|`` and the
-    same for ``L_y``; passes when each is ``<= tol + 3 SE`` (SE: the standard error of the
-    ensemble mean). The ODE has no safeguards (clip, damping, floors), so this also measures
-    what they change at this ``G``.
+(e) **bandit** -- the finite-group bandit (:class:`~simplexlab.sim.Bandit`, ``seeds`` runs,
+    group size ``G``, SGD step ``η``, the schedule's safeguards and warm-up, Algorithm 1's
+    plug-in statistics) against the ODE with the time map ``t = step · η``:
+    ``sup_step |mean p − p_ODE|`` and the same for ``L_y``; passes when each is
+    ``<= tol + 3 SE`` (SE: the standard error of the ensemble mean). The ODE has no safeguards
+    (clip, damping, floors), so this also measures what they change at this ``G``.
 
-The ODE and the bandit are one system: both come from :meth:`Bandit.meanfield` on the
-configuration :meth:`Bandit.schedule_values` gives. The default verification (K = 3, M = 2,
+The ODE and the bandit are one system: both come from
+:meth:`~simplexlab.sim.Bandit.meanfield` on the configuration
+:meth:`~simplexlab.sim.Bandit.schedule_values` gives. The default verification (K = 3, M = 2,
 G = 32, η = 0.05, 200 steps, 64 seeds) takes about 10–15 s on 2 CPU cores, most of it
 compilation.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-import json
 import math
-import os
 import sys
 import time
-import tomllib
-import warnings
-from pathlib import Path
 from typing import Any
 
 import equinox as eqx
@@ -80,153 +72,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete, is_int
-from .._results import atomic_write_json, provenance, to_jsonable
-from ..shaping._g2rpo import g2rpo_stats
-from ..shaping._schedule import GainSchedule
+from ..shaping import GainSchedule, g2rpo_stats
+from ..sim import Bandit, trajectory
 from ..theory._closed_forms import flip_threshold, inner_gain
 from ..theory._fields import GRPO
 from ..theory._solve import solve
 from ..theory._verifier import Verifier
-from ._bandit import Bandit
-from ._protocol import trajectory
+from ._report import GROWTH_FROM, GROWTH_TO, ScheduleReport
 
-__all__ = [
-    "FORMAT",
-    "ScheduleReport",
-    "bad_bonus_growth",
-    "load_schedule",
-    "load_schedule_config",
-    "save_schedule",
-    "verify_schedule",
-]
-
-#: the ``format`` field of a saved schedule file
-FORMAT = "simplexlab.gain_schedule/1"
+__all__ = ["BOUND_GROUP_SIZES", "COMPOSITIONS", "VERIFY_OPTIONS", "bad_bonus_growth",
+           "verify_schedule"]
 
 #: group sizes of check (c): one incorrect rollout out of G, so p̂ = 1/G
 BOUND_GROUP_SIZES = tuple(2**k for k in range(1, 13))  # 2 .. 4096
-_GROWTH_FROM, _GROWTH_TO = 256, 4096
 _ZERO = 1e-9  # |B_b| below this counts as 0 in the growth ratio
 _FLIP_EPS = 1e-9  # a_y/κ below −_FLIP_EPS is a flip (exact cancellation, λ0 = 1 under B, is not)
-
-
-@dataclasses.dataclass
-class ScheduleReport:
-    """What :func:`verify_schedule` found.
-
-    ``passed``: every required check passed; ``reasons``: one line per failed required check;
-    ``checks``: the numbers of each check (``flip``, ``neutral``, ``bounded``, ``concentration``,
-    ``bandit``), each with ``passed`` and ``required``; ``inputs``: the schedule (as
-    :meth:`GainSchedule.to_dict`) and every argument; ``curves``: the trajectories behind the
-    numbers (``t``, ``step``, ODE ``p`` / ``L_y`` / ``a_y``, GRPO ODE ``p`` / ``L_y``, bandit mean
-    ``p`` / ``L_y`` and their standard errors at the recorded steps), NumPy arrays;
-    ``elapsed_s``: wall time of the verification.
-    """
-
-    passed: bool
-    reasons: list[str]
-    checks: dict[str, dict[str, Any]]
-    inputs: dict[str, Any]
-    curves: dict[str, np.ndarray] = dataclasses.field(default_factory=dict, repr=False)
-    elapsed_s: float = 0.0
-
-    def to_dict(self, *, curves: bool = False) -> dict[str, Any]:
-        """Plain JSON-able values (``curves=True`` adds the trajectories as lists)."""
-        out = {"passed": bool(self.passed), "reasons": list(self.reasons),
-               "checks": _finite(to_jsonable(self.checks)),
-               "inputs": _finite(to_jsonable(self.inputs)), "elapsed_s": float(self.elapsed_s)}
-        if curves:
-            out["curves"] = _finite(to_jsonable(self.curves))
-        return out
-
-    def key_numbers(self) -> dict[str, Any]:
-        """The headline number of each check (what a saved schedule file records)."""
-        c = self.checks
-        return _finite({
-            "t_flip": c["flip"]["t_flip"], "step_flip": c["flip"]["step_flip"],
-            "lambda_tilde_start": c["flip"]["lambda_tilde_start"],
-            "flip_threshold_start": c["flip"]["flip_threshold_start"],
-            "p_gap_direct": c["neutral"]["p_gap_direct"],
-            "pdot_gap": c["neutral"]["pdot_gap"],
-            "p_gap_vs_grpo": c["neutral"]["p_gap_vs_grpo"],
-            "max_abs_bad_bonus": c["bounded"]["max_abs_bad_bonus"],
-            "bad_bonus_growth_exponent": c["bounded"]["growth_exponent"],
-            "L_y_start": c["concentration"]["L_y_start"],
-            "L_y_end_ode": c["concentration"]["L_y_end_ode"],
-            "L_y_end_bandit": c["concentration"]["L_y_end_bandit"],
-            "error_p": c["bandit"]["error_p"], "error_L_y": c["bandit"]["error_L_y"],
-        })
-
-    def summary(self) -> str:
-        """A short human-readable verdict: one line per check with its numbers."""
-        c, inp = self.checks, self.inputs
-        f, n, b, d, e = (c[k] for k in ("flip", "neutral", "bounded", "concentration", "bandit"))
-
-        def tag(chk):
-            if not chk["required"]:
-                return "info" if chk["passed"] else "warn"
-            return "pass" if chk["passed"] else "FAIL"
-
-        lines = [f"{describe_schedule(inp['schedule'])}: "
-                 f"{'PASSED' if self.passed else 'FAILED'}  ({self.elapsed_s:.1f} s)"]
-        if f["flips"]:
-            when = ("from the start" if f["t_flip"] == 0 else
-                    f"at t = {f['t_flip']:.4g} (step {f['step_flip']:.1f})")
-            what = f"collision flips to anti-collision {when}"
-        else:
-            what = f"no flip: a_y >= 0 up to t = {f['t_end']:.4g} (collision all along)"
-        lines.append(f"  [{tag(f)}] (a) flip: {what}; inner gain λ̃ = "
-                     f"{f['lambda_tilde_start']:.3g} vs threshold {f['flip_threshold_start']:.3g}"
-                     " at the start")
-        lines.append(f"  [{tag(n)}] (b) neutral: the bonus moves p by {n['p_gap_direct']:.2g} "
-                     f"(tol {n['tolerance']:.2g}), max |ṗ − ṗ_GRPO| = {n['pdot_gap']:.2g}; "
-                     f"p vs GRPO's ODE: up to {n['p_gap_vs_grpo']:.3g} (through L_y + L_z, "
-                     "Remark D.4)")
-        exp = b["growth_exponent"]
-        grow = "vanishes" if exp is None else f"∝ G^{exp:.2f}"
-        by = "; ".join(b["bounded_by"]) or "no safeguard bounds it"
-        lines.append(f"  [{tag(b)}] (c) bounded: max |B_b| = {b['max_abs_bad_bonus']:.4g} over "
-                     f"G = {b['G'][0]}..{b['G'][-1]} with one incorrect rollout; |B_b| {grow} "
-                     f"for G = {_GROWTH_FROM}..{_GROWTH_TO}; {by}")
-        lines.append(f"  [{tag(d)}] (d) L_y at step {inp['num_steps']}: ODE "
-                     f"{d['L_y_end_ode']:.4f}, bandit {d['L_y_end_bandit']:.4f} ± "
-                     f"{d['L_y_end_bandit_se']:.1g} (start {d['L_y_start']:.4f}, 1/K = "
-                     f"{d['one_over_K']:.4f}, GRPO's ODE {d['L_y_end_grpo']:.4f})")
-        lines.append(f"  [{tag(e)}] (e) bandit vs ODE ({inp['seeds']} seeds, G = "
-                     f"{inp['group_size']}, η = {inp['eta']:g}): sup |Δp| = {e['error_p']:.3g},"
-                     f" sup |ΔL_y| = {e['error_L_y']:.3g} (tol {e['tolerance_p']:g}, "
-                     f"{e['tolerance_L_y']:g} + 3 SE)")
-        for r in self.reasons:
-            lines.append(f"  reason: {r}")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
-
-
-def _finite(obj):
-    """Non-finite floats as ``None`` (strict JSON: an infinite growth ratio, B_max = inf)."""
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def describe_schedule(d: dict[str, Any]) -> str:
-    """``schedule B, λ0 = 1.5, neutralizer, B_max = 5`` from :meth:`GainSchedule.to_dict`."""
-    sym = "λ" if d["kind"] == "constant" else "λ0"
-    parts = [f"schedule {d['kind']}, {sym} = {d['gain']:g}",
-             "neutralizer" if d["neutralize"] else "no neutralizer"]
-    if d["ramp_steps"]:
-        parts.append(f"warm-up {d['ramp_steps']} steps")
-    default = GainSchedule().to_dict()
-    for k in ("B_max", "p_min", "p_damp", "rho", "floor_inverse_G", "Lz_min", "cluster_bad"):
-        if d[k] != default[k]:
-            parts.append(f"{k} = {d[k]}")
-    return ", ".join(parts)
 
 
 # ---- check (c): the bad bonus of the plug-in estimator as p̂ = 1/G → 0 ---------------------------
@@ -278,9 +138,9 @@ def bad_bonus_growth(schedule: GainSchedule, *, K: int = 3, delta_fn: float = 0.
     if not (is_int(K) and K >= 2):
         raise ValueError(f"K (number of good modes) must be an integer >= 2; got {K!r}")
     Gs = tuple(int(g) for g in group_sizes)
-    if any(g < 2 for g in Gs) or not {_GROWTH_FROM, _GROWTH_TO} <= set(Gs):
-        raise ValueError(f"group_sizes must be integers >= 2 including {_GROWTH_FROM} and "
-                         f"{_GROWTH_TO}; got {group_sizes!r}")
+    if any(g < 2 for g in Gs) or not {GROWTH_FROM, GROWTH_TO} <= set(Gs):
+        raise ValueError(f"group_sizes must be integers >= 2 including {GROWTH_FROM} and "
+                         f"{GROWTH_TO}; got {group_sizes!r}")
     Gmax = max(Gs)
     rows = []
     for comp in COMPOSITIONS:
@@ -304,15 +164,15 @@ def bad_bonus_growth(schedule: GainSchedule, *, K: int = 3, delta_fn: float = 0.
     Bb = np.asarray(st.bad_bonus, float).reshape(len(COMPOSITIONS), len(Gs))
     # |B_b| below _ZERO is 0 (a uniform composition gives 0 up to round-off); compositions whose
     # bonus is 0 at both ends do not vote; none voting = nothing grows (ratio 1)
-    lo, hi = np.abs(Bb[:, Gs.index(_GROWTH_FROM)]), np.abs(Bb[:, Gs.index(_GROWTH_TO)])
+    lo, hi = np.abs(Bb[:, Gs.index(GROWTH_FROM)]), np.abs(Bb[:, Gs.index(GROWTH_TO)])
     lo, hi = np.where(lo > _ZERO, lo, 0.0), np.where(hi > _ZERO, hi, 0.0)
     vote = (lo > 0) | (hi > 0)
     with np.errstate(divide="ignore"):
         ratios = np.where(lo > 0, hi / np.where(lo > 0, lo, 1.0), np.inf)[vote]
     ratio = float(ratios.max()) if ratios.size else 1.0
     exponent = (None if ratio == 0 else
-                math.inf if math.isinf(ratio) else math.log(ratio) / math.log(_GROWTH_TO
-                                                                              / _GROWTH_FROM))
+                math.inf if math.isinf(ratio) else math.log(ratio) / math.log(GROWTH_TO
+                                                                              / GROWTH_FROM))
     by = []
     if not schedule.neutralize:
         by.append("no neutralizer (B_b = 0)")
@@ -324,7 +184,7 @@ def bad_bonus_growth(schedule: GainSchedule, *, K: int = 3, delta_fn: float = 0.
         if schedule.p_min > 0:
             by.append(f"p_min = {schedule.p_min:g} switches B_b off below p̂ = p_min")
     if exponent is None or exponent <= tol_growth:
-        by.append("measured: |B_b| does not grow for G = 256..4096"
+        by.append(f"measured: |B_b| does not grow for G = {GROWTH_FROM}..{GROWTH_TO}"
                   + ("" if exponent is None else f" (exponent {exponent:.3f} <= {tol_growth:g})"))
     return {"G": list(Gs), "bad_bonus": {k: Bb[i].tolist() for i, k in enumerate(COMPOSITIONS)},
             "max_abs_bad_bonus": float(np.abs(Bb).max()), "growth_ratio": ratio,
@@ -617,104 +477,3 @@ def verify_schedule(
 #: the keyword arguments of :func:`verify_schedule` (the ``[verify]`` table of a config file)
 VERIFY_OPTIONS = tuple(n for n in inspect.signature(verify_schedule).parameters
                        if n not in ("schedule", "progress"))
-
-
-# ---- files -------------------------------------------------------------------------------------
-
-
-def save_schedule(path: str | os.PathLike, schedule: GainSchedule,
-                  report: ScheduleReport) -> Path:
-    """Write ``schedule`` and its verification ``report`` atomically to ``path`` (JSON)::
-
-        {"format": "simplexlab.gain_schedule/1", "schedule": {...GainSchedule.to_dict()},
-         "verification": {"passed", "reasons", "numbers", "inputs"}, "provenance": {...}}
-
-    The report must be the verification of this schedule (``ValueError`` otherwise). A failed
-    verification is written too, marked failed: :func:`load_schedule` refuses it."""
-    if not isinstance(schedule, GainSchedule):
-        raise ValueError(f"save_schedule: schedule must be a GainSchedule; got {schedule!r}")
-    if not isinstance(report, ScheduleReport):
-        raise ValueError(f"save_schedule: report must be the ScheduleReport of verify_schedule; "
-                         f"got {type(report).__name__}")
-    if report.inputs.get("schedule") != schedule.to_dict():
-        raise ValueError("save_schedule: the report verifies another schedule "
-                         f"({report.inputs.get('schedule')}), not {schedule.to_dict()}")
-    verification = {"passed": bool(report.passed), "reasons": list(report.reasons),
-                    "numbers": report.key_numbers(), "inputs": report.inputs}
-    return atomic_write_json(path, {"format": FORMAT, "schedule": schedule.to_dict(),
-                                    "verification": verification,
-                                    "provenance": provenance()})
-
-
-def load_schedule(path: str | os.PathLike, *, force: bool = False) -> GainSchedule:
-    """Read a schedule file written by :func:`save_schedule`.
-
-    Refuses (``ValueError`` naming the file and the failed checks) a schedule whose
-    verification failed, or whose ``schedule`` differs from the one its verification ran on,
-    unless ``force=True`` (then a ``UserWarning`` says so). A file that is not JSON, has another
-    ``format``, or lacks the schedule or its verification raises ``ValueError`` naming it."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not a JSON file ({err})") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a JSON text file") from None
-    if not isinstance(data, dict) or "format" not in data:
-        raise ValueError(f"{path}: not a simplexlab schedule file (no 'format'; expected "
-                         f"{FORMAT!r})")
-    if data["format"] != FORMAT:
-        raise ValueError(f"{path}: unknown format {data['format']!r}; expected {FORMAT!r}")
-    for key in ("schedule", "verification"):
-        if not isinstance(data.get(key), dict):
-            raise ValueError(f"{path}: malformed schedule file: no {key!r} table")
-    try:
-        schedule = GainSchedule.from_dict(data["schedule"])
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{path}: bad schedule: {err}") from None
-    ver = data["verification"]
-    passed, reasons = ver.get("passed"), ver.get("reasons")
-    if not isinstance(passed, bool) or not isinstance(reasons, list):
-        raise ValueError(f"{path}: malformed verification record (needs 'passed' true/false and "
-                         f"a list of 'reasons'); got {ver!r:.200}")
-    problems = [] if passed else [str(r) for r in reasons] or ["(no reason recorded)"]
-    verified = (ver.get("inputs") or {}).get("schedule")
-    if verified != schedule.to_dict():
-        problems.append(f"the schedule {schedule.to_dict()} is not the one verified "
-                        f"({verified})")
-    if problems:
-        msg = f"{path}: gain schedule failed verification: " + "; ".join(problems)
-        if not force:
-            raise ValueError(msg + " (load_schedule(..., force=True) loads it anyway)")
-        warnings.warn(msg + " (loaded with force=True)", UserWarning, stacklevel=2)
-    return schedule
-
-
-def load_schedule_config(path: str | os.PathLike) -> tuple[GainSchedule, dict[str, Any]]:
-    """Read a TOML file with a ``[schedule]`` table (:class:`GainSchedule` fields) and an
-    optional ``[verify]`` table (:func:`verify_schedule` keyword arguments); returns
-    ``(schedule, verify_kwargs)``. Unknown tables or keys raise ``ValueError`` naming them."""
-    path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{path}: not a valid TOML file ({err})") from None
-    unknown = sorted(set(data) - {"schedule", "verify"})
-    if unknown:
-        raise ValueError(f"{path}: unknown table(s) or key(s) {unknown}; expected [schedule] "
-                         "and optionally [verify]")
-    if not isinstance(data.get("schedule"), dict):
-        raise ValueError(f"{path}: needs a [schedule] table (fields: "
-                         f"{list(GainSchedule.FIELDS)})")
-    try:
-        schedule = GainSchedule.from_dict(data["schedule"])
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{path}: [schedule]: {err}") from None
-    opts = data.get("verify", {})
-    if not isinstance(opts, dict):
-        raise ValueError(f"{path}: [verify] must be a table; got {opts!r}")
-    unknown = sorted(set(opts) - set(VERIFY_OPTIONS))
-    if unknown:
-        raise ValueError(f"{path}: [verify]: unknown key(s) {unknown}; known: "
-                         f"{list(VERIFY_OPTIONS)}")
-    return schedule, dict(opts)

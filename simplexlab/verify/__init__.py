@@ -1,0 +1,43 @@
+r"""The verification layer: what the lab checks before a G²RPO gain schedule goes to training.
+
+Above the simulators and sweeps (it runs the mean-field ODE of :mod:`simplexlab.theory` and the
+finite-group :class:`~simplexlab.sim.Bandit`), below the lab and the torch bridge
+(:mod:`simplexlab.llm` loads verified schedules through it).
+
+- :func:`verify_schedule`: runs a :class:`~simplexlab.shaping.GainSchedule` through five checks
+  -- (a) flip of collision to anti-collision, (b) neutrality of the bad mass, (c) bounded bad
+  bonus as ``p̂ = 1/G → 0`` (:func:`bad_bonus_growth`), (d) the ``L_y`` it reaches, (e) the
+  bandit ensemble against the ODE -- and returns a :class:`ScheduleReport` (numbers, verdict,
+  reasons, inputs, curves; ``summary()`` for one screen).
+- :func:`save_schedule` / :func:`load_schedule`: the schedule with its verification as a small
+  JSON file (``simplexlab.gain_schedule/1``); a failed verification is refused unless
+  ``force=True``. :func:`load_schedule_config` reads the TOML file of
+  ``simplexlab schedule verify`` (``[schedule]``: GainSchedule fields; ``[verify]``:
+  :func:`verify_schedule` options, :data:`VERIFY_OPTIONS`).
+
+Every file is read and written through :mod:`simplexlab._results`.
+"""
+
+from ._files import FORMAT, load_schedule, load_schedule_config, save_schedule
+from ._report import ScheduleReport, describe_schedule
+from ._verify import (
+    BOUND_GROUP_SIZES,
+    COMPOSITIONS,
+    VERIFY_OPTIONS,
+    bad_bonus_growth,
+    verify_schedule,
+)
+
+__all__ = [
+    "BOUND_GROUP_SIZES",
+    "COMPOSITIONS",
+    "FORMAT",
+    "VERIFY_OPTIONS",
+    "ScheduleReport",
+    "bad_bonus_growth",
+    "describe_schedule",
+    "load_schedule",
+    "load_schedule_config",
+    "save_schedule",
+    "verify_schedule",
+]
