@@ -1,6 +1,6 @@
 """The package's layers: maths (``theory``) → ``shaping`` → ``sim`` → ``sweep`` → ``lab``,
 each importing only the layers before it (and the base modules ``_checks``, ``_types``,
-``_results``, ``_version``); no module imports another layer's private names.
+``_results``, ``_version``, ``_env``); no module imports another layer's private names.
 
 ``llm`` (the torch bridge) is a layer beside ``lab``: it imports theory, shaping, sim and sweep,
 never ``lab``; ``lab`` may import llm's public package ``simplexlab.llm``, but only lazily (inside
@@ -16,7 +16,7 @@ PKG = Path(__file__).resolve().parent.parent / "simplexlab"
 ORDER = ["theory", "shaping", "sim", "sweep", "verify", "lab"]
 #: layers beside the last one of ORDER: name -> the layer of ORDER they sit beside
 SIBLINGS = {"llm": "lab"}
-BASE = {"_checks", "_types", "_results", "_version"}
+BASE = {"_checks", "_env", "_types", "_results", "_version"}
 #: upward imports allowed as deprecation shims, lazily only: (module, layer it may import);
 #: ``sim/__init__.py``'s ``__getattr__`` serves the names that moved to ``simplexlab.verify``
 SHIMS = {("sim/__init__.py", "verify")}

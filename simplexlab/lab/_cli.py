@@ -15,25 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-DEVICE_FLAG = "--xla_force_host_platform_device_count"
-THREAD_FLAG = "--xla_cpu_multi_thread_eigen"
+from .._env import progress_enabled, use_every_cpu_core
 
 
 def _setup_jax() -> None:
     """One CPU device per core, one thread per device (unless ``XLA_FLAGS`` says otherwise),
     float64."""
     if "jax" not in sys.modules:
-        flags = os.environ.get("XLA_FLAGS", "")
-        if DEVICE_FLAG not in flags:
-            flags = f"{flags} {DEVICE_FLAG}={os.cpu_count() or 1}"
-            if THREAD_FLAG not in flags:
-                flags = f"{flags} {THREAD_FLAG}=false"
-            os.environ["XLA_FLAGS"] = flags.strip()
+        use_every_cpu_core()
     import jax
 
     jax.config.update("jax_enable_x64", True)  # experiments compare against exact closed forms
@@ -180,8 +173,7 @@ def _cmd_schedule_verify(args) -> int:
 
     try:
         schedule, options = load_schedule_config(args.config)
-        report = verify_schedule(schedule, **options, progress=os.environ.get(
-            "SIMPLEXLAB_PROGRESS", "1") != "0")
+        report = verify_schedule(schedule, **options, progress=progress_enabled())
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

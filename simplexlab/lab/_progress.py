@@ -6,10 +6,11 @@ every 10 s so that logs stay short. ``SIMPLEXLAB_PROGRESS=0`` silences it.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
+
+from .._env import progress_enabled
 
 T = TypeVar("T")
 
@@ -20,7 +21,7 @@ def progress(iterable: Iterable[T], desc: str = "", total: int | None = None) ->
     """Yield from ``iterable`` while drawing ``desc  42%|####   | 5/12 [00:03<00:04]``."""
     from tqdm.auto import tqdm
 
-    enabled = os.environ.get("SIMPLEXLAB_PROGRESS", "1") != "0"
+    enabled = progress_enabled()
     tty = sys.stderr.isatty()
     yield from tqdm(iterable, desc=desc, total=total, disable=not enabled, dynamic_ncols=True,
                     mininterval=0.5 if tty else 10.0, file=sys.stderr)

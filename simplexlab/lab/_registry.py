@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._env import experiments_dir, progress_enabled
 from .._results import atomic_write_bytes, atomic_write_json, provenance
 from ._progress import progress as _progress
 
@@ -76,7 +77,7 @@ class Context:
     @property
     def show_progress(self) -> bool:
         """Whether long loops should draw a progress bar (``SIMPLEXLAB_PROGRESS=0`` silences)."""
-        return os.environ.get("SIMPLEXLAB_PROGRESS", "1") != "0"
+        return progress_enabled()
 
     def savefig(self, fig, stem: str, *, dpi: int = 150) -> Path:
         """Save a matplotlib figure as ``<out>/<stem>.png`` atomically and close it."""
@@ -134,8 +135,8 @@ def find_experiments_dir(explicit: str | os.PathLike | None = None) -> Path:
     candidates = []
     if explicit:
         candidates.append(Path(explicit))
-    if os.environ.get("SIMPLEXLAB_EXPERIMENTS"):
-        candidates.append(Path(os.environ["SIMPLEXLAB_EXPERIMENTS"]))
+    if experiments_dir() is not None:
+        candidates.append(experiments_dir())
     candidates += [Path.cwd() / "experiments",
                    Path(__file__).resolve().parent.parent / "experiments"]
     for c in candidates:

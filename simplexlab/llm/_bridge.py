@@ -90,9 +90,6 @@ _GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 #: the keys of :func:`group_stats`' dict (G² Alg. 1 lines 2–4, Listing 1 (a)–(f))
 STATS = ("p_hat", "y_hat", "K", "K_above", "L_y", "L_z", "gain", "good_bonus", "bad_bonus")
 
-#: methods whose rules require rewards in {0, 1} (the package raises on anything else)
-_BINARY = frozenset({"g2rpo", "g2rpo_bonus", "f_grpo", "iac"})
-_G2 = frozenset({"g2rpo", "g2rpo_bonus"})  # the methods with mode ids and a gain schedule
 #: largest reward magnitude the group statistics take without overflow (as in
 #: ``shaping.prepare_group``: 1e-3 sqrt(max), at most 1e100)
 _REWARD_MAX = 1e100
@@ -311,7 +308,7 @@ def _value_checks(r, m, valid, lp, method: str, num_clusters: int) -> list:
                                              f"group statistics of larger rewards overflow "
                                              f"{r.dtype}); got {at(r, i)}"),
     ]
-    if method in _BINARY:
+    if shaping.METHODS[method].binary:  # the package raises on anything else
         checks.append((valid & (r != 0) & (r != 1),
                        lambda i: f"method {method!r} needs rewards in {{0, 1}} (verifier "
                                  f"outcomes); got {at(r, i)}"))
@@ -397,7 +394,7 @@ def _params_key(method: str, params) -> tuple:
     if unknown:
         raise ValueError(f"unknown method parameter(s) {unknown}; known: "
                          f"{sorted(shaping.METHOD_PARAMS)}")
-    used = shaping.METHODS[method][0]  # parameters the method does not use change nothing
+    used = shaping.METHODS[method].params  # parameters the method does not use change nothing
     return tuple(sorted((k, _real(v, f"params[{k!r}]")) for k, v in params.items() if k in used))
 
 
@@ -470,13 +467,12 @@ def advantages(rewards: torch.Tensor, modes: torch.Tensor | None = None, *, meth
     Returns a torch tensor of the rewards' float dtype on the rewards' device. Shapes, dtypes,
     devices, unknown methods or parameters raise ``ValueError`` (always checked).
     """
-    if not isinstance(method, str) or method not in shaping.METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(shaping.METHODS)}")
-    x = _inputs(rewards, modes, mask, logp, need_modes=method in _G2)
-    if method == "progrpo" and x["logp"] is None:
-        raise ValueError("method 'progrpo' needs the rollouts' log-probabilities (logp)")
+    m = shaping.lookup_method(method)
+    x = _inputs(rewards, modes, mask, logp, need_modes=m.modes)
+    if m.logp and x["logp"] is None:
+        raise ValueError(f"method {method!r} needs the rollouts' log-probabilities (logp)")
     C = _num_clusters(num_clusters, x["rewards"].shape[-1])
-    g2 = method in _G2
+    g2 = m.schedule
     program = _advantages_program(
         method, C, _schedule_key(schedule) if g2 else None, _params_key(method, params),
         (_real(delta_fn, "delta_fn"), _real(delta_fp, "delta_fp")) if g2 else None,

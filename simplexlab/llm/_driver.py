@@ -93,10 +93,9 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self):
-        from ..shaping import METHODS
+        from ..shaping import lookup_method
 
-        if self.method not in METHODS:
-            raise ValueError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)}")
+        lookup_method(self.method)
         if self.method == "g2rpo" and self.schedule is None:
             object.__setattr__(self, "schedule", DEFAULT_SCHEDULE)
         if self.schedule is not None and not isinstance(self.schedule, GainSchedule):

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..shaping import GainSchedule
+from ..shaping import GainSchedule, meanfield_system
 
 __all__ = ["fit_time_scale", "initial_states", "predict"]
 
@@ -44,20 +44,12 @@ def predict(row0: dict[str, Any], K: int, times, *, method: str = "grpo",
     ``t_ramp = ramp_steps · scale``), at ``t = scale · step``; perfect verifier, ``η = 1``."""
     import jax.numpy as jnp
 
-    from ..theory._fields import GRPO, GoodBonus, Neutralized
     from ..theory._solve import solve
     from ..theory._state import make_state
 
     p0, y0, z0 = initial_states(row0, K)
     steps = np.asarray(times, float)
-    if method == "grpo":
-        dyn = GRPO(eta=1.0)
-    elif method == "g2rpo":
-        schedule = GainSchedule() if schedule is None else schedule
-        system = Neutralized if schedule.neutralize else GoodBonus
-        dyn = system(gain=schedule.theory_gain(scale), eta=1.0)
-    else:
-        raise ValueError(f"no mean-field system for method {method!r} (only 'grpo', 'g2rpo')")
+    dyn = meanfield_system(method, schedule, eta=1.0, step_time=scale)
     t = scale * steps
     out = {"p": [], "L_y": [], "K_hat": []}
     for i in range(len(p0)):

@@ -54,11 +54,9 @@ def _make_trainer_class():
         def __init__(self, *args, mode_fn: Callable | None = None, schedule=None,
                      force: bool = False, method: str = "g2rpo", num_clusters: int | None = None,
                      correct_fn: Callable | None = None, shaping: bool = True, **kwargs):
-            from ..shaping import METHODS
+            from ..shaping import lookup_method
 
-            if method not in METHODS:
-                raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
-            if method == "g2rpo" and mode_fn is None and shaping:
+            if lookup_method(method).modes and mode_fn is None and shaping:
                 raise ValueError("G2RPOTrainer with method='g2rpo' needs mode_fn(prompts, "
                                  "completions) -> mode ids (e.g. simplexlab.llm.discover_modes)")
             self.lab_schedule = resolve_schedule(schedule, force)

@@ -72,9 +72,14 @@ from ._driver import resolve_schedule
 __all__ = ["VerlEstimator", "compute_advantage", "rarity_bonus", "register", "unregister",
            "with_rarity_bonus"]
 
-_G2 = ("g2rpo", "g2rpo_bonus")  # the lab rules that need mode ids and a gain schedule
 _NO_VERL = ("verl cannot be imported (the verl extra: pip install verl==0.9.1); the simplexlab "
             "verl adapter registers its estimator in verl's own registry")
+
+
+def _g2(method) -> bool:
+    """Whether ``method`` is a G²RPO rule (mode ids and a gain schedule); unknown: ``False``."""
+    m = shaping.METHODS.get(method) if isinstance(method, str) else None
+    return m is not None and m.schedule
 
 
 def _core_algos():
@@ -168,20 +173,17 @@ class VerlEstimator:
                  mode_fn: Callable[[np.ndarray, torch.Tensor], Sequence[int]] | None = None,
                  num_clusters: int | None = None, params: Mapping[str, float] | None = None,
                  delta_fn: float = 0.0, delta_fp: float = 0.0, name: str | None = None):
-        if not isinstance(method, str) or method not in shaping.METHODS:
-            raise ValueError(f"unknown method {method!r}; choose one of "
-                             f"{sorted(shaping.METHODS)}")
-        if method == "progrpo":
-            raise ValueError("method 'progrpo' needs the responses' log-probabilities, which "
+        if shaping.lookup_method(method).logp:
+            raise ValueError(f"method {method!r} needs the responses' log-probabilities, which "
                              "verl does not pass to an advantage estimator")
-        if base is not None and method not in _G2:
+        if base is not None and not _g2(method):
             raise ValueError(f"base={base!r} adds the lab's G²RPO bonus to verl's {base!r} "
                              f"advantages; it needs method 'g2rpo' (got {method!r})")
         if mode_fn is not None and not callable(mode_fn):
             raise ValueError(f"mode_fn must be callable(index, scores) -> mode ids; got "
                              f"{mode_fn!r}")
         self.method = method
-        if method in _G2 and schedule is None:
+        if _g2(method) and schedule is None:
             schedule = resolve_schedule(None, False)
         self.schedule = schedule
         self.base = base
@@ -207,7 +209,7 @@ class VerlEstimator:
                                f"non_tensor_batch[{self.mode_key!r}]")
         if self.mode_fn is not None:
             return _mode_array(self.mode_fn(index, scores), n, "mode_fn(index, scores)")
-        if self.method not in _G2:
+        if not shaping.METHODS[self.method].modes:
             return None
         raise ValueError(
             f"{self!r} needs one mode id per response: pass mode_ids=, a non_tensor_batch with "
@@ -297,10 +299,10 @@ def register(schedule_path: str | os.PathLike | GainSchedule | None = None, *,
     name = f"simplexlab_{method}" if name is None else name
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string; got {name!r}")
-    if schedule_path is not None and method not in _G2:
+    if schedule_path is not None and not _g2(method):
         raise ValueError(f"a gain schedule is used by method 'g2rpo' only; got method "
                          f"{method!r} with schedule {schedule_path!r}")
-    schedule = resolve_schedule(schedule_path, force) if method in _G2 else None
+    schedule = resolve_schedule(schedule_path, force) if _g2(method) else None
     est = VerlEstimator(method, schedule=schedule, base=base, mode_key=mode_key,
                         mode_fn=mode_fn, num_clusters=num_clusters, params=params,
                         delta_fn=delta_fn, delta_fp=delta_fp, name=name)

@@ -3,8 +3,10 @@
 Group-relative baselines (raw, mean-shifted, GRPO, Dr.GRPO, RLOO, REINFORCE++), G²RPO
 (G² Alg. 1, Listing 1), F-GRPO (FG eq. 15–16), IAC (SC §3.1), GRPO-N (TS App. B.5),
 GRPO-TN (TS App. C.5), ProGRPO (PG eq. 4–6), and a small composition API (:class:`Pipeline`).
-Every rule by name on what a training loop sees (:func:`advantages`, :data:`METHODS`), and the
-portable G²RPO gain schedule (:class:`GainSchedule`: constant / A / B, warm-up, safeguards).
+Every rule by name on what a training loop sees (:func:`advantages`, :data:`METHODS`: what each
+rule needs, declared once), the one map from a rule to its mean-field system
+(:func:`meanfield_system`), and the G²RPO settings (:class:`GainSchedule`: constant / A / B,
+warm-up, safeguards; :class:`G2RPOConfig` is its value at one training step).
 """
 
 from ..theory._focal import focal_weight
@@ -16,8 +18,17 @@ from ._advantages import (
     reinforce_pp_advantages,
     rloo_advantages,
 )
-from ._g2rpo import G2RPOConfig, G2RPOStats, g2rpo_advantages, g2rpo_bonus, g2rpo_stats
-from ._methods import METHOD_PARAMS, METHODS, Groups, advantages, g2rpo_clusters
+from ._g2rpo import G2RPOStats, g2rpo_advantages, g2rpo_bonus, g2rpo_stats
+from ._methods import (
+    METHOD_PARAMS,
+    METHODS,
+    Groups,
+    Method,
+    advantages,
+    g2rpo_clusters,
+    lookup_method,
+    meanfield_system,
+)
 from ._rules import (
     IAC,
     Focal,
@@ -37,7 +48,7 @@ from ._rules import (
     negative_only,
     success_rate,
 )
-from ._schedule import GainSchedule, RampedGain
+from ._schedule import G2RPOConfig, GainSchedule, RampedGain
 from ._token import (
     grpo_tn_advantages,
     low_prob_confidence,
@@ -55,6 +66,7 @@ __all__ = [
     "Groups",
     "METHODS",
     "METHOD_PARAMS",
+    "Method",
     "NegativeOnly",
     "Pipeline",
     "RampedGain",
@@ -77,7 +89,9 @@ __all__ = [
     "grpo_n",
     "grpo_tn_advantages",
     "iac_advantages",
+    "lookup_method",
     "low_prob_confidence",
+    "meanfield_system",
     "mean_shifted_advantages",
     "negative_only",
     "prefix_tree",

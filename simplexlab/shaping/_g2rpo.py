@@ -22,105 +22,17 @@ damping ``s(p̂/p_damp)`` (smoothstep) of the neutralizer; optional ``ŷ_j ≥ 1
 
 from __future__ import annotations
 
-import warnings
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import as_int, check, check_number, deprecated_alias, is_concrete, user_stacklevel
+from .._checks import as_int, check
 from ..theory._closed_forms import unchecked
-from ..theory._verifier import Verifier
 from ._advantages import grpo_advantages, prepare_group
+from ._schedule import G2RPOConfig
 
-__all__ = ["G2RPOConfig", "G2RPOStats", "g2rpo_advantages", "g2rpo_bonus", "g2rpo_stats"]
-
-_MISSING = object()
-
-
-class G2RPOConfig(eqx.Module):
-    r"""Hyper-parameters of the G²RPO bonus (G² Listing 1 arguments and App. D.4 safeguards).
-
-    Fields (keyword-only):
-
-    * ``gain`` — base gain ``λ0`` (paper default 1.5; ``lam0`` is a deprecated alias).
-    * ``schedule`` — ``"constant"`` (``λ = λ0``), ``"A"`` (eq. 50/62: ``λ0 J p̂/σ(p̂)``,
-      ``= λ0 sqrt(p̂/(1−p̂))`` for a perfect verifier; Listing 1 step (a)) or ``"B"`` (eq. 67:
-      schedule A divided by the attenuation ``(L_z + 1/K)/(L_y + L_z)``; Listing 1 step (d)).
-    * ``rho`` — minimum-probability clip of ``ŷ`` before re-normalization (Listing 1).
-    * ``floor_inverse_G`` — additionally floor ``ŷ_j ≥ 1/G`` (§4 "Practical note").
-    * ``B_max`` — clip of every bonus (good and bad) to ``[−B_max, B_max]`` (Listing 1).
-    * ``neutralize`` — add the bad-mass neutralizer (Listing 1 ``bad_mass_neutral``).
-    * ``p_min`` — disable the neutralizer when ``p̂ < p_min`` (App. D.4).
-    * ``p_damp`` — smooth damping: the neutralizer is multiplied by ``s(min(p̂/p_damp, 1))``,
-      ``s(t) = 3t² − 2t³``, so it vanishes like ``p̂`` as ``p̂ → 0`` (App. D.4); 0 = off.
-    * ``Lz_min`` — clip ``L̂_z`` away from 0 (App. D.4).
-    * ``eps`` — ε of the GRPO z-score that the bonus is added to.
-    * ``verifier`` — the verifier's ``J`` and ``σ(p)`` used by schedules A/B (eq. 62/67).
-    """
-
-    gain: float = eqx.field(default=1.5, kw_only=True)
-    schedule: Literal["constant", "A", "B"] = eqx.field(default="B", kw_only=True, static=True)
-    rho: float = eqx.field(default=0.0, kw_only=True)
-    floor_inverse_G: bool = eqx.field(default=False, kw_only=True, static=True)
-    B_max: float = eqx.field(default=float("inf"), kw_only=True)
-    neutralize: bool = eqx.field(default=True, kw_only=True, static=True)
-    p_min: float = eqx.field(default=0.0, kw_only=True)
-    p_damp: float = eqx.field(default=0.0, kw_only=True)
-    Lz_min: float = eqx.field(default=0.0, kw_only=True)
-    eps: float = eqx.field(default=1e-6, kw_only=True)
-    verifier: Verifier = eqx.field(default_factory=Verifier, kw_only=True)
-
-    def __init__(self, *, gain=_MISSING, schedule="B", rho=0.0, floor_inverse_G=False,
-                 B_max=float("inf"), neutralize=True, p_min=0.0, p_damp=0.0, Lz_min=0.0,
-                 eps=1e-6, verifier=None, **kwargs):
-        gain = deprecated_alias(kwargs, "lam0", "gain", "G2RPOConfig", gain, _MISSING)
-        if kwargs:
-            raise TypeError(f"G2RPOConfig() got unexpected keyword argument(s) {sorted(kwargs)}")
-        self.gain = 1.5 if gain is _MISSING else gain
-        self.schedule = schedule
-        self.rho = rho
-        self.floor_inverse_G = floor_inverse_G
-        self.B_max = B_max
-        self.neutralize = neutralize
-        self.p_min = p_min
-        self.p_damp = p_damp
-        self.Lz_min = Lz_min
-        self.eps = eps
-        self.verifier = Verifier() if verifier is None else verifier
-
-    @property
-    def lam0(self):
-        """Deprecated alias of :attr:`gain`."""
-        warnings.warn("G2RPOConfig.lam0 is deprecated; use .gain", DeprecationWarning,
-                      stacklevel=user_stacklevel())
-        return self.gain
-
-    def __check_init__(self):
-        if self.schedule not in ("constant", "A", "B"):
-            raise ValueError(f"G2RPOConfig.schedule must be 'constant', 'A' or 'B'; "
-                             f"got {self.schedule!r}")
-        for name in ("floor_inverse_G", "neutralize"):
-            if not isinstance(getattr(self, name), bool | np.bool_):
-                raise ValueError(f"G2RPOConfig.{name} must be True or False; "
-                                 f"got {getattr(self, name)!r}")
-        if not isinstance(self.verifier, Verifier):
-            raise ValueError(f"G2RPOConfig.verifier must be a Verifier; got {self.verifier!r}")
-        bounds = {
-            "gain": (lambda v: not np.isfinite(v), "finite"),
-            "rho": (lambda v: not (0.0 <= v < 1.0), "in [0, 1)"),
-            "B_max": (lambda v: not (v > 0), "> 0 (inf = no clip)"),
-            "p_min": (lambda v: not (0.0 <= v <= 1.0), "in [0, 1]"),
-            "p_damp": (lambda v: not (0.0 <= v <= 1.0), "in [0, 1]"),
-            "Lz_min": (lambda v: not (0.0 <= v <= 1.0), "in [0, 1]"),
-            "eps": (lambda v: not (0.0 <= v < np.inf), "finite and >= 0"),
-        }
-        for name, (bad, what) in bounds.items():
-            v = getattr(self, name)
-            check_number(v, f"G2RPOConfig.{name}")
-            if is_concrete(v) and np.ndim(v) == 0 and bad(float(v)):
-                raise ValueError(f"G2RPOConfig.{name} must be {what}; got {v!r}")
+__all__ = ["G2RPOStats", "g2rpo_advantages", "g2rpo_bonus", "g2rpo_stats"]
 
 
 class G2RPOStats(NamedTuple):

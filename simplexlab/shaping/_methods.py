@@ -5,6 +5,9 @@ outcomes, the mode (cluster) id of every rollout and, for ProGRPO, the rollout's
 -- the inputs G²RPO Algorithm 1 sees, never the true probabilities. The finite-group bandit of
 :mod:`simplexlab.sim` and the torch bridge of :mod:`simplexlab.llm` both call it, so a method name
 means the same rule everywhere. Every rule is a function of this package (no formula here).
+:data:`METHODS` declares once what each rule needs (:class:`Method`); the simulators and adapters
+derive their tables from it, and :func:`meanfield_system` is the one map from a rule (and its
+schedule and verifier) to the mean-field system it follows.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax.numpy as jnp
 
+from ..theory._fields import GRPO
 from ..theory._verifier import Verifier
 from ._advantages import (
     dr_grpo_advantages,
@@ -29,7 +33,8 @@ from ._rules import dapo_iac, f_grpo, grpo_n
 from ._schedule import GainSchedule
 from ._token import progrpo_advantages
 
-__all__ = ["METHODS", "METHOD_PARAMS", "Groups", "advantages", "g2rpo_clusters"]
+__all__ = ["METHODS", "METHOD_PARAMS", "Groups", "Method", "advantages", "g2rpo_clusters",
+           "lookup_method", "meanfield_system"]
 
 
 class Groups(NamedTuple):
@@ -73,27 +78,108 @@ def _progrpo(g: Groups, q, *_):
                               mask=g.mask, alpha=q["progrpo_alpha"], fraction=1.0)
 
 
-#: ``name -> (array parameters it uses, rule(groups, params, schedule, step, verifier, C))``.
-METHODS: dict[str, tuple[tuple[str, ...], Callable]] = {
-    "raw": ((), lambda g, q, *_: raw_advantages(g.rewards, g.mask)),
-    "mean_shifted": ((), lambda g, q, *_: mean_shifted_advantages(g.rewards, g.mask)),
-    "grpo": ((), lambda g, q, *_: grpo_advantages(g.rewards, g.mask)),
-    "dr_grpo": ((), lambda g, q, *_: dr_grpo_advantages(g.rewards, g.mask)),
-    "rloo": ((), lambda g, q, *_: rloo_advantages(g.rewards, g.mask)),
+class Method(NamedTuple):
+    """One advantage rule and what it needs: the one declaration from which every simulator and
+    adapter derives its view (:data:`simplexlab.sim.METHODS`, the classifier's ``ESTIMATORS``,
+    ``TWO_STAGE_METHODS``, the categorical ``ADVANTAGES``, the torch bridge's checks).
+    ``METHODS[name][0]`` / ``[1]`` are its parameters and its rule, as before."""
+
+    params: tuple[str, ...]  #: its array parameters (names of :data:`METHOD_PARAMS`)
+    rule: Callable  #: ``rule(groups, params, schedule, step, verifier, num_clusters)``
+    #: the rule as ``f(rewards, mask)`` when it is a function of the rewards alone with no
+    #: parameter of its own (``None`` otherwise)
+    function: Callable | None = None
+    binary: bool = False  #: needs rewards in {0, 1} (verifier outcomes)
+    modes: bool = False  #: needs the mode (cluster) id of every rollout
+    schedule: bool = False  #: takes a :class:`GainSchedule` (G²RPO's gain and safeguards)
+    logp: bool = False  #: needs the rollouts' log-probabilities
+    group_local: bool = True  #: a group's advantages depend on that group alone
+    min_group_size: int = 1  #: the smallest group size its formula is defined for
+    #: ``meanfield(schedule, verifier, eta, step_time)``: the mean-field system of
+    #: :mod:`simplexlab.meanfield` it follows (``None``: none in the package)
+    meanfield: Callable | None = None
+
+    @property
+    def group_function(self) -> Callable | None:
+        """:attr:`function` when the rule maps one group's real-valued rewards alone to its
+        advantages (what the two-stage and categorical toys can use), else ``None``."""
+        return self.function if self.group_local and not self.binary else None
+
+
+def _of_rewards(function, **needs) -> Method:
+    """A rule of the rewards alone, with no parameter of its own."""
+    return Method((), lambda g, q, *_: function(g.rewards, g.mask), function, **needs)
+
+
+def _grpo_system(schedule, verifier, eta, step_time):
+    return GRPO(eta=eta, verifier=verifier)
+
+
+def _g2rpo_system(schedule, verifier, eta, step_time):
+    return schedule.meanfield(eta=eta, verifier=verifier, step_time=step_time)
+
+
+_G2 = {"binary": True, "modes": True, "schedule": True}
+
+#: Every advantage rule by name and what it needs (:class:`Method`).
+METHODS: dict[str, Method] = {
+    "raw": _of_rewards(raw_advantages),
+    "mean_shifted": _of_rewards(mean_shifted_advantages),
+    "grpo": _of_rewards(grpo_advantages, meanfield=_grpo_system),
+    "dr_grpo": _of_rewards(dr_grpo_advantages),
+    "rloo": _of_rewards(rloo_advantages, min_group_size=2),  # divides by G − 1
     # REINFORCE++ normalizes over the whole batch of groups
-    "reinforce_pp": ((), lambda g, q, *_: reinforce_pp_advantages(g.rewards, g.mask)),
-    "f_grpo": (("focal_gamma",), lambda g, q, *_: f_grpo(q["focal_gamma"])(g.rewards, g.mask)),
-    "iac": (("iac_alpha",), lambda g, q, *_: dapo_iac(q["iac_alpha"])(g.rewards, g.mask)),
-    "grpo_n": ((), lambda g, q, *_: grpo_n()(g.rewards, g.mask)),
-    "g2rpo": (("gain",), _g2rpo),
+    "reinforce_pp": _of_rewards(reinforce_pp_advantages, group_local=False),
+    "f_grpo": Method(("focal_gamma",),
+                     lambda g, q, *_: f_grpo(q["focal_gamma"])(g.rewards, g.mask), binary=True),
+    "iac": Method(("iac_alpha",), lambda g, q, *_: dapo_iac(q["iac_alpha"])(g.rewards, g.mask),
+                  binary=True),
+    "grpo_n": _of_rewards(grpo_n()),
+    "g2rpo": Method(("gain",), _g2rpo, **_G2, meanfield=_g2rpo_system),
     # the G²RPO bonus B_i alone (Alg. 1 lines 5–11), to add to another estimator's normalized
     # advantages (the TRL and verl adapters add it to theirs)
-    "g2rpo_bonus": (("gain",), _g2rpo_bonus),
-    "progrpo": (("progrpo_alpha",), _progrpo),
+    "g2rpo_bonus": Method(("gain",), _g2rpo_bonus, **_G2),
+    "progrpo": Method(("progrpo_alpha",), _progrpo, logp=True),
 }
 
 #: Defaults of the methods' own parameters.
 METHOD_PARAMS = {"gain": 1.5, "focal_gamma": 1.0, "iac_alpha": 1.0, "progrpo_alpha": 0.3}
+
+
+def lookup_method(name, who: str = "") -> Method:
+    """``METHODS[name]``; anything else raises ``ValueError`` naming it (``who``: a prefix such
+    as ``"bandit: "``)."""
+    if not isinstance(name, str) or name not in METHODS:
+        raise ValueError(f"{who}unknown method {name!r}; choose one of {sorted(METHODS)}")
+    return METHODS[name]
+
+
+def meanfield_system(method: str, schedule: GainSchedule | None = None, *,
+                     verifier: Verifier | None = None, eta=1.0, gain=None,
+                     step_time: float = 1.0):
+    r"""The mean-field system of :mod:`simplexlab.meanfield` that advantage rule ``method``
+    follows: ``grpo`` -> :class:`~simplexlab.meanfield.GRPO` (eq. 22); ``g2rpo`` -> the
+    schedule's (:meth:`GainSchedule.meanfield`, default :class:`GainSchedule`):
+    :class:`~simplexlab.meanfield.Neutralized` (eq. 56) with ``neutralize``, else
+    :class:`~simplexlab.meanfield.GoodBonus` (eq. 48), with its gain (eq. 62 / 67). ``gain``
+    (may be traced) replaces the schedule's; ``eta``: the system's step size; ``step_time``:
+    the mean-field time of one training step (a warm-up lasts ``ramp_steps · step_time``);
+    ``verifier``: default perfect. Other rules have no system in the package
+    (``ValueError``)."""
+    m = lookup_method(method)
+    if m.meanfield is None:
+        have = " and ".join(repr(k) for k, v in METHODS.items() if v.meanfield is not None)
+        raise ValueError(f"no mean-field system for method {method!r} (only {have} have one)")
+    return m.meanfield(_schedule(schedule, gain), Verifier() if verifier is None else verifier,
+                       eta, step_time)
+
+
+def _schedule(schedule, gain=None) -> GainSchedule:
+    """``schedule`` (default :class:`GainSchedule`) with ``gain`` (when given) as its gain."""
+    schedule = GainSchedule() if schedule is None else schedule
+    if not isinstance(schedule, GainSchedule):
+        raise ValueError(f"schedule must be a GainSchedule; got {schedule!r}")
+    return schedule if gain is None else eqx.tree_at(lambda s: s.gain, schedule, gain)
 
 
 def advantages(method: str, groups: Groups, *, params: dict[str, Any] | None = None,
@@ -106,18 +192,12 @@ def advantages(method: str, groups: Groups, *, params: dict[str, Any] | None = N
     when given, replaces its gain) at training step ``step``, the verifier's ``J`` and ``σ``
     for schedules A/B from ``verifier``, and ``num_clusters`` (default: the group size).
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
-    rule = METHODS[method][1]
+    m = lookup_method(method)
     q = {**METHOD_PARAMS, **(params or {})}
     unknown = sorted(set(params or {}) - set(METHOD_PARAMS))
     if unknown:
         raise ValueError(f"unknown method parameter(s) {unknown}; known: "
                          f"{sorted(METHOD_PARAMS)}")
-    if method in ("g2rpo", "g2rpo_bonus"):
-        schedule = GainSchedule() if schedule is None else schedule
-        if not isinstance(schedule, GainSchedule):
-            raise ValueError(f"schedule must be a GainSchedule; got {schedule!r}")
-        if params and "gain" in params:
-            schedule = eqx.tree_at(lambda s: s.gain, schedule, params["gain"])
-    return rule(groups, q, schedule, step, verifier, num_clusters)
+    if m.schedule:
+        schedule = _schedule(schedule, (params or {}).get("gain"))
+    return m.rule(groups, q, schedule, step, verifier, num_clusters)

@@ -24,7 +24,8 @@ import numpy as np
 from .._checks import as_int, check, check_finite, check_number, check_parameter
 from ..theory._focal import focal_weight
 from ._advantages import grpo_advantages, prepare_group
-from ._g2rpo import G2RPOConfig, g2rpo_bonus
+from ._g2rpo import g2rpo_bonus
+from ._schedule import G2RPOConfig
 
 __all__ = [
     "IAC",

@@ -1,13 +1,18 @@
-r"""A G²RPO gain schedule as one portable object (SPEC C8; G² §4, App. D.4, D.6, Listing 1).
+r"""The G²RPO settings, declared once (SPEC C8; G² §4, App. D.4, D.6, Listing 1).
 
-:class:`GainSchedule` is what the lab verifies and what a training loop uses: the gain rule
-(constant λ, schedule A eq. 62, schedule B eq. 67), an optional linear warm-up of the gain over
-``ramp_steps`` training steps, and the App. D.4 safeguards (``B_max`` clip, ``p_min`` / ``p_damp``
-for the neutralizer, ``rho`` / ``floor_inverse_G`` floors of ``ŷ``, ``Lz_min``). It maps to
+:class:`GainSchedule` is the one G²RPO settings object: what the lab verifies, what the bandit,
+the torch driver and the TRL / verl adapters hold as a field, and what a training loop uses: the
+gain rule (constant λ, schedule A eq. 62, schedule B eq. 67: the kinds of
+:data:`simplexlab.theory._gains.SCHEDULE_KINDS`), an optional linear warm-up of the gain over
+``ramp_steps`` training steps, and the App. D.4 safeguards (``B_max`` clip, ``p_min`` /
+``p_damp`` for the neutralizer, ``rho`` / ``floor_inverse_G`` floors of ``ŷ``, ``Lz_min``). It
+maps to
 
-* :meth:`GainSchedule.config` -- the :class:`G2RPOConfig` of training step ``step`` (the bonus of
-  :func:`g2rpo_advantages`, used by the bandit and by the torch driver through the bridge);
-* :meth:`GainSchedule.theory_gain` -- the gain module of the mean-field ODE (time ``t = step · η``);
+* :meth:`GainSchedule.config` -- the :class:`G2RPOConfig` of training step ``step``: the same
+  settings with the warmed-up gain and the verifier (the bonus of :func:`g2rpo_advantages`, used
+  by the bandit and by the torch driver through the bridge);
+* :meth:`GainSchedule.theory_gain` -- the gain module of the mean-field ODE (time ``t = step · η``)
+  and :meth:`GainSchedule.meanfield` -- the mean-field system G²RPO with it follows;
 * :meth:`GainSchedule.to_dict` / :meth:`GainSchedule.from_dict` -- the JSON the driver loads.
 
 There is no second copy of a schedule formula here: the constant, A and B gains are those of
@@ -17,21 +22,40 @@ There is no second copy of a schedule formula here: the constant, A and B gains 
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import warnings
 from typing import Any, ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_parameter, is_concrete, is_int
-from ..theory._gains import AbstractGain, ConstantGain, ScheduleA, ScheduleB
+from .._checks import (
+    check_number,
+    check_parameter,
+    deprecated_alias,
+    is_concrete,
+    is_int,
+    user_stacklevel,
+)
+from ..theory._fields import GoodBonus, Neutralized
+from ..theory._gains import SCHEDULE_KINDS, AbstractGain, check_kind
 from ..theory._verifier import Verifier
-from ._g2rpo import G2RPOConfig
 
-__all__ = ["GainSchedule", "RampedGain"]
+__all__ = ["G2RPOConfig", "GainSchedule", "RampedGain"]
 
-KINDS = ("constant", "A", "B")
+_MISSING = object()
+
+#: bounds of the safeguards: ``name -> (bad(value), what it must be)``
+_BOUNDS = {
+    "rho": (lambda v: not (0.0 <= v < 1.0), "in [0, 1)"),
+    "B_max": (lambda v: not (v > 0), "> 0 (inf = no clip)"),
+    "p_min": (lambda v: not (0.0 <= v <= 1.0), "in [0, 1]"),
+    "p_damp": (lambda v: not (0.0 <= v <= 1.0), "in [0, 1]"),
+    "Lz_min": (lambda v: not (0.0 <= v <= 1.0), "in [0, 1]"),
+    "eps": (lambda v: not (0.0 <= v < np.inf), "finite and >= 0"),
+}
 
 
 class RampedGain(AbstractGain):
@@ -60,19 +84,28 @@ class RampedGain(AbstractGain):
 
 
 class GainSchedule(eqx.Module):
-    r"""A G²RPO gain schedule with its safeguards (keyword-only fields).
+    r"""The G²RPO settings: a gain schedule with its safeguards (keyword-only fields).
 
-    * ``kind`` -- ``"constant"`` (``λ = gain``), ``"A"`` (eq. 62: ``λ = λ0 J p̂/σ(p̂)``) or
-      ``"B"`` (eq. 67: schedule A over the attenuation ``(L_z + 1/K)/(L_y + L_z)``).
+    * ``kind`` -- ``"constant"`` (``λ = gain``), ``"A"`` (eq. 62: ``λ = λ0 J p̂/σ(p̂)``, ``=
+      λ0 sqrt(p̂/(1−p̂))`` for a perfect verifier, eq. 50; Listing 1 step (a)) or ``"B"`` (eq. 67:
+      schedule A over the attenuation ``(L_z + 1/K)/(L_y + L_z)``; Listing 1 step (d)).
     * ``gain`` -- λ (constant) or λ0 (A, B); may be a JAX array (swept, traced).
     * ``ramp_steps`` -- linear warm-up: the gain is multiplied by ``min(1, step / ramp_steps)``
       (0: none). With ``kind="constant"`` this is the "ramp" schedule.
-    * ``neutralize`` -- add the bad-mass neutralizer (eq. 53/55) to incorrect rollouts.
+    * ``neutralize`` -- add the bad-mass neutralizer (eq. 53/55, Listing 1 ``bad_mass_neutral``)
+      to incorrect rollouts.
     * ``cluster_bad`` -- cluster the incorrect rollouts by mode (``L̂_z`` from them); ``False``:
       one aggregated bad arm (``L̂_z = 1``).
-    * ``B_max``, ``p_min``, ``p_damp``, ``rho``, ``floor_inverse_G``, ``Lz_min``, ``eps`` -- as in
-      :class:`G2RPOConfig` (Listing 1, App. D.4): the "clipped" variants set ``B_max`` and
-      ``p_damp``.
+    * ``B_max`` -- clip of every bonus (good and bad) to ``[−B_max, B_max]`` (Listing 1).
+    * ``p_min`` -- disable the neutralizer when ``p̂ < p_min`` (App. D.4).
+    * ``p_damp`` -- smooth damping: the neutralizer is multiplied by ``s(min(p̂/p_damp, 1))``,
+      ``s(t) = 3t² − 2t³``, so it vanishes like ``p̂`` as ``p̂ → 0`` (App. D.4); 0 = off.
+    * ``rho`` -- minimum-probability clip of ``ŷ`` before re-normalization (Listing 1).
+    * ``floor_inverse_G`` -- additionally floor ``ŷ_j ≥ 1/G`` (§4 "Practical note").
+    * ``Lz_min`` -- clip ``L̂_z`` away from 0 (App. D.4).
+    * ``eps`` -- ε of the GRPO z-score that the bonus is added to.
+
+    The "clipped" variants set ``B_max`` and ``p_damp``.
     """
 
     kind: str = eqx.field(default="B", kw_only=True, static=True)
@@ -88,27 +121,35 @@ class GainSchedule(eqx.Module):
     Lz_min: float = eqx.field(default=0.0, kw_only=True, static=True)
     eps: float = eqx.field(default=1e-6, kw_only=True, static=True)
 
-    #: the fields written to / read from JSON, in order
-    FIELDS: ClassVar[tuple[str, ...]] = ("kind", "gain", "ramp_steps", "neutralize",
-                                         "cluster_bad", "B_max", "p_min", "p_damp", "rho",
-                                         "floor_inverse_G", "Lz_min", "eps")
+    #: the fields written to / read from JSON, in order (the fields above)
+    FIELDS: ClassVar[tuple[str, ...]]
+    #: the name the kind goes by in messages (``G2RPOConfig`` calls it ``schedule``)
+    _KIND: ClassVar[str] = "kind"
 
     def __check_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"GainSchedule.kind must be one of {KINDS}; got {self.kind!r}")
-        check_parameter(self.gain, "GainSchedule.gain")
+        who = type(self).__name__
+        check_kind(self.kind, f"{who}.{self._KIND}")
+        check_parameter(self.gain, f"{who}.gain")
         if not is_int(self.ramp_steps) or self.ramp_steps < 0:
-            raise ValueError(f"GainSchedule.ramp_steps must be an integer >= 0; got "
+            raise ValueError(f"{who}.ramp_steps must be an integer >= 0; got "
                              f"{self.ramp_steps!r}")
         for name in ("neutralize", "cluster_bad", "floor_inverse_G"):
             if not isinstance(getattr(self, name), bool | np.bool_):
-                raise ValueError(f"GainSchedule.{name} must be True or False; got "
+                raise ValueError(f"{who}.{name} must be True or False; got "
                                  f"{getattr(self, name)!r}")
-        # the remaining safeguards are validated by G2RPOConfig, with their names
-        self.config(0)
+        for name, (bad, what) in _BOUNDS.items():
+            v = getattr(self, name)
+            check_number(v, f"{who}.{name}")
+            if is_concrete(v) and np.ndim(v) == 0 and bad(float(v)):
+                raise ValueError(f"{who}.{name} must be {what}; got {v!r}")
+
+    def settings(self) -> dict[str, Any]:
+        """The fields as a dict (:attr:`FIELDS` order)."""
+        return {k: getattr(self, k) for k in self.FIELDS}
 
     def config(self, step=0, verifier: Verifier | None = None) -> G2RPOConfig:
-        """The :class:`G2RPOConfig` of training step ``step`` (an int or a traced step)."""
+        """The :class:`G2RPOConfig` of training step ``step`` (an int or a traced step): these
+        settings with the gain warmed up (``ramp_steps = 0`` then) and ``verifier``."""
         gain = self.gain
         if self.ramp_steps:
             gain = jnp.asarray(gain)
@@ -117,25 +158,32 @@ class GainSchedule(eqx.Module):
             # the step (an int32 counter) in the gain's dtype: no mixed-precision product
             frac = jnp.asarray(step).astype(gain.dtype) / self.ramp_steps
             gain = jnp.minimum(1.0, frac).astype(gain.dtype) * gain
-        return G2RPOConfig(gain=gain, schedule=self.kind, rho=self.rho,
-                           floor_inverse_G=self.floor_inverse_G, B_max=self.B_max,
-                           neutralize=self.neutralize, p_min=self.p_min, p_damp=self.p_damp,
-                           Lz_min=self.Lz_min, eps=self.eps, verifier=verifier)
+        s = {**self.settings(), "gain": gain, "ramp_steps": 0}
+        return G2RPOConfig(schedule=s.pop("kind"), verifier=verifier, **s)
 
     def theory_gain(self, eta: float = 1.0) -> AbstractGain:
         """The mean-field gain module (``ConstantGain`` / ``ScheduleA`` / ``ScheduleB`` of
         ``gain``, warmed up over ``t_ramp = ramp_steps · eta``: the time map ``t = step · η``)."""
-        inner = {"constant": ConstantGain, "A": ScheduleA, "B": ScheduleB}[self.kind](
-            float(self.gain) if is_concrete(self.gain) else self.gain)
+        inner = SCHEDULE_KINDS[self.kind](float(self.gain) if is_concrete(self.gain)
+                                          else self.gain)
         if self.ramp_steps == 0:
             return inner
         return RampedGain(inner, float(self.ramp_steps * eta))
 
+    def meanfield(self, *, eta=1.0, verifier: Verifier | None = None, step_time: float = 1.0):
+        """The mean-field system G²RPO with this schedule follows: eq. (56)
+        (:class:`~simplexlab.meanfield.Neutralized`) with ``neutralize``, else eq. (48)
+        (:class:`~simplexlab.meanfield.GoodBonus`), with :meth:`theory_gain` (``step_time``:
+        the mean-field time of one training step, for the warm-up), step size ``eta`` and
+        ``verifier`` (default: perfect)."""
+        system = Neutralized if self.neutralize else GoodBonus
+        return system(gain=self.theory_gain(step_time), eta=eta,
+                      verifier=Verifier() if verifier is None else verifier)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able values of :attr:`FIELDS` (``B_max = inf`` is written as ``None``)."""
         out = {}
-        for k in self.FIELDS:
-            v = getattr(self, k)
+        for k, v in self.settings().items():
             if isinstance(v, bool | np.bool_):
                 v = bool(v)
             elif k not in ("kind", "ramp_steps"):
@@ -158,3 +206,46 @@ class GainSchedule(eqx.Module):
         if "B_max" in d and d["B_max"] is None:
             d["B_max"] = float("inf")
         return cls(**d)
+
+
+GainSchedule.FIELDS = tuple(f.name for f in dataclasses.fields(GainSchedule))
+
+
+class G2RPOConfig(GainSchedule):
+    r"""Hyper-parameters of the G²RPO bonus at one training step (G² Listing 1 arguments and
+    App. D.4 safeguards): the settings of :class:`GainSchedule` -- whose ``kind`` is called
+    ``schedule`` here -- and ``verifier``, the verifier's ``J`` and ``σ(p)`` used by schedules
+    A/B (eq. 62/67). :meth:`GainSchedule.config` makes one per step; keyword-only arguments
+    (``gain`` -- base gain λ0, paper default 1.5; ``lam0`` is a deprecated alias).
+    """
+
+    verifier: Verifier = eqx.field(default_factory=Verifier, kw_only=True)
+
+    _KIND: ClassVar[str] = "schedule"
+
+    def __init__(self, *, schedule="B", gain=_MISSING, verifier=None, **settings):
+        gain = deprecated_alias(settings, "lam0", "gain", "G2RPOConfig", gain, _MISSING)
+        unknown = sorted(k for k in settings if k not in self.FIELDS or k == "kind")
+        if unknown:  # the kind is ``schedule`` here
+            raise TypeError(f"G2RPOConfig() got unexpected keyword argument(s) {unknown}")
+        for f in dataclasses.fields(GainSchedule):
+            setattr(self, f.name, settings.get(f.name, f.default))
+        self.kind = schedule
+        self.gain = 1.5 if gain is _MISSING else gain
+        self.verifier = Verifier() if verifier is None else verifier
+
+    @property
+    def schedule(self) -> str:
+        """The schedule kind (:attr:`GainSchedule.kind`)."""
+        return self.kind
+
+    @property
+    def lam0(self):
+        """Deprecated alias of :attr:`gain`."""
+        warnings.warn("G2RPOConfig.lam0 is deprecated; use .gain", DeprecationWarning,
+                      stacklevel=user_stacklevel())
+        return self.gain
+
+    def __check_init__(self):
+        if not isinstance(self.verifier, Verifier):
+            raise ValueError(f"G2RPOConfig.verifier must be a Verifier; got {self.verifier!r}")

@@ -26,6 +26,7 @@ gains, group sizes and step sizes.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
@@ -35,11 +36,11 @@ import numpy as np
 
 from .._checks import is_concrete, is_int, trusted_inputs, xp
 from ..shaping._diversity import entropy, num_modes, unchecked
-from ..shaping._methods import METHOD_PARAMS, Groups, advantages
+from ..shaping._methods import METHOD_PARAMS, Groups, advantages, lookup_method, meanfield_system
 from ..shaping._methods import METHODS as _RULES
 from ..shaping._schedule import GainSchedule
 from ..theory._closed_forms import concentration
-from ..theory._fields import GRPO, GoodBonus, Neutralized
+from ..theory._gains import check_kind
 from ..theory._state import make_state
 from ..theory._verifier import Verifier
 from ._policy import (
@@ -59,13 +60,13 @@ __all__ = ["METHODS", "Bandit", "BanditMetrics", "BanditState"]
 
 #: Advantage rules by name: the array parameters each uses (the rules themselves are those of
 #: :func:`simplexlab.shaping.advantages`, shared with the torch bridge).
-METHODS: dict[str, tuple[str, ...]] = {name: names for name, (names, _) in _RULES.items()}
+METHODS: dict[str, tuple[str, ...]] = {name: m.params for name, m in _RULES.items()}
 
 #: Array parameters (swept inside one compiled program) and their defaults.
 PARAMS = {"eta": 0.05, "group_size": 16.0, "p0": 0.5, "instance": 0.0, "delta_fn": 0.0,
           "delta_fp": 0.0, **METHOD_PARAMS}
 _COMMON = ("eta", "group_size", "p0", "instance", "delta_fn", "delta_fp")
-_SCHEDULE = GainSchedule()  # defaults of the G²RPO settings
+_SCHEDULE = GainSchedule(kind="constant", gain=PARAMS["gain"])  # the bandit's default schedule
 _INSTANCE_KEY = 0x5EED  # initial compositions: key(_INSTANCE_KEY) folded with `instance`
 
 
@@ -118,11 +119,13 @@ class Bandit(AbstractSimulator):
     ``max_group_size`` (rollout arrays are padded to it, so every group size up to it runs in one
     program; the cost of a step follows it, not ``group_size``; a sweep that leaves it unset
     buckets its runs by group size, :meth:`sweep_groups`), ``num_prompts``, ``method`` (a
-    name in :data:`METHODS`), ``schedule`` / ``neutralize`` / ``cluster_bad`` (G²RPO only: the
-    gain schedule ``"constant"``, ``"A"`` eq. 62 or ``"B"`` eq. 67, whether bad rollouts get the
-    neutralizer, whether they are clustered by mode; ``ramp_steps``, ``B_max``, ``p_min``,
-    ``p_damp``, ``rho``, ``floor_inverse_G``, ``Lz_min``, ``eps``: the rest of the
-    :class:`~simplexlab.shaping.GainSchedule`, see :meth:`gain_schedule` and
+    name in :data:`METHODS`), ``schedule`` (G²RPO only: the
+    :class:`~simplexlab.shaping.GainSchedule` -- kind ``"constant"`` (the default), ``"A"``
+    eq. 62 or ``"B"`` eq. 67, neutralizer, clustering of the bad rollouts, warm-up and
+    safeguards; its ``gain`` is the default of the ``gain`` parameter. Also given flat, as a
+    sweep gives it: ``schedule="B"`` names the kind and ``neutralize``, ``cluster_bad``,
+    ``ramp_steps``, ``B_max``, ``p_min``, ``p_damp``, ``rho``, ``floor_inverse_G``, ``Lz_min``,
+    ``eps`` the rest, :attr:`SCHEDULE_SETTINGS`; see :meth:`gain_schedule` and
     :meth:`schedule_values`), ``optimizer`` (a name in ``OPTIMIZERS`` or
     a callable ``rate -> optax.GradientTransformation``), ``surrogate``, ``reduction``,
     ``y0`` / ``z0`` (initial within-block compositions; ``None``: each prompt draws
@@ -148,27 +151,44 @@ class Bandit(AbstractSimulator):
     max_group_size: int = eqx.field(default=16, kw_only=True, static=True)
     num_prompts: int = eqx.field(default=1, kw_only=True, static=True)
     method: str = eqx.field(default="grpo", kw_only=True, static=True)
-    schedule: str = eqx.field(default="constant", kw_only=True, static=True)
-    neutralize: bool = eqx.field(default=True, kw_only=True, static=True)
-    cluster_bad: bool = eqx.field(default=True, kw_only=True, static=True)
+    schedule: GainSchedule = eqx.field(default=_SCHEDULE, kw_only=True, static=True)
     optimizer: Any = eqx.field(default="sgd", kw_only=True, static=True)
     surrogate: str = eqx.field(default="log_likelihood", kw_only=True, static=True)
     reduction: str = eqx.field(default="mean", kw_only=True, static=True)
     y0: tuple | None = eqx.field(default=None, kw_only=True, static=True)
     z0: tuple | None = eqx.field(default=None, kw_only=True, static=True)
-    # the GainSchedule's warm-up and safeguards (G²RPO only; defaults: GainSchedule's own)
-    ramp_steps: int = eqx.field(default=_SCHEDULE.ramp_steps, kw_only=True, static=True)
-    B_max: float = eqx.field(default=_SCHEDULE.B_max, kw_only=True, static=True)
-    p_min: float = eqx.field(default=_SCHEDULE.p_min, kw_only=True, static=True)
-    p_damp: float = eqx.field(default=_SCHEDULE.p_damp, kw_only=True, static=True)
-    rho: float = eqx.field(default=_SCHEDULE.rho, kw_only=True, static=True)
-    floor_inverse_G: bool = eqx.field(default=_SCHEDULE.floor_inverse_G, kw_only=True,
-                                      static=True)
-    Lz_min: float = eqx.field(default=_SCHEDULE.Lz_min, kw_only=True, static=True)
-    eps: float = eqx.field(default=_SCHEDULE.eps, kw_only=True, static=True)
     mode_threshold: float = eqx.field(default=0.05, kw_only=True, static=True)
     allow_flipped: bool = eqx.field(default=False, kw_only=True, static=True)
     dtype: Any = eqx.field(default=None, kw_only=True, static=True)
+
+    #: the flat settings that make up the G²RPO :class:`~simplexlab.shaping.GainSchedule`
+    #: (every field but ``gain``, an array parameter; its ``kind`` goes by ``schedule``)
+    SCHEDULE_SETTINGS: ClassVar[dict[str, str]] = {
+        "schedule" if k == "kind" else k: k for k in GainSchedule.FIELDS if k != "gain"}
+
+    def __init__(self, *, schedule: GainSchedule | str | None = None, **settings):
+        """Keyword-only: the fields; ``schedule`` a :class:`~simplexlab.shaping.GainSchedule`
+        or, flat, its kind with its other settings as keywords (:attr:`SCHEDULE_SETTINGS`)."""
+        flat = {v: settings.pop(k) for k, v in self.SCHEDULE_SETTINGS.items() if k in settings}
+        if isinstance(schedule, GainSchedule):
+            base = schedule
+        else:
+            base = _SCHEDULE
+            if schedule is not None:
+                flat["kind"] = check_kind(schedule, "bandit: schedule")
+        try:
+            base = dataclasses.replace(base, **flat) if flat else base
+        except ValueError as err:
+            raise ValueError(f"bandit: {err}") from None
+        if not (is_concrete(base.gain) and np.ndim(base.gain) == 0):
+            raise ValueError(f"bandit: the schedule's gain is the default of the gain parameter "
+                             f"and must be a number; got {base.gain!r}")
+        self.schedule = eqx.tree_at(lambda s: s.gain, base, float(base.gain))
+        for f in dataclasses.fields(Bandit):
+            if f.name != "schedule":
+                setattr(self, f.name, settings.pop(f.name, f.default))
+        if settings:
+            raise TypeError(f"Bandit() got unexpected keyword argument(s) {sorted(settings)}")
 
     def __check_init__(self):
         who = "bandit"
@@ -176,17 +196,10 @@ class Bandit(AbstractSimulator):
             v = getattr(self, name)
             if not is_int(v) or v < lower:
                 raise ValueError(f"{who}: {name} must be an integer >= {lower}; got {v!r}")
-        if self.method not in METHODS:
-            raise ValueError(f"{who}: unknown method {self.method!r}; choose one of "
-                             f"{sorted(METHODS)}")
-        if self.schedule not in ("constant", "A", "B"):
-            raise ValueError(f"{who}: schedule must be 'constant', 'A' or 'B'; got "
-                             f"{self.schedule!r}")
-        for name in ("neutralize", "cluster_bad", "allow_flipped"):
-            if not isinstance(getattr(self, name), bool | np.bool_):
-                raise ValueError(f"{who}: {name} must be True or False; got "
-                                 f"{getattr(self, name)!r}")
-        self.gain_schedule({"gain": PARAMS["gain"]})  # validates the G²RPO settings
+        lookup_method(self.method, f"{who}: ")
+        if not isinstance(self.allow_flipped, bool | np.bool_):
+            raise ValueError(f"{who}: allow_flipped must be True or False; got "
+                             f"{self.allow_flipped!r}")
         lookup(OPTIMIZERS, self.optimizer, "optimizer", who)
         if self.surrogate not in SURROGATES:
             raise ValueError(f"{who}: surrogate must be one of {SURROGATES}; got "
@@ -203,6 +216,19 @@ class Bandit(AbstractSimulator):
         if not isinstance(t, int | float) or not 0.0 <= t < 1.0:
             raise ValueError(f"{who}: mode_threshold must be a number in [0, 1); got {t!r}")
         self.check_dtype()
+
+    @classmethod
+    def settings(cls) -> dict[str, Any]:
+        """The flat static settings (the schedule as :attr:`SCHEDULE_SETTINGS`, what a sweep
+        and its store record) and their defaults."""
+        out = {}
+        for k, v in super().settings().items():
+            out.update(cls._flat(v) if k == "schedule" else {k: v})
+        return out
+
+    @classmethod
+    def _flat(cls, schedule: GainSchedule) -> dict[str, Any]:
+        return {k: getattr(schedule, v) for k, v in cls.SCHEDULE_SETTINGS.items()}
 
     @classmethod
     def make(cls, **settings) -> Bandit:
@@ -247,7 +273,8 @@ class Bandit(AbstractSimulator):
 
     def default_params(self) -> dict[str, Any]:
         names = _COMMON + METHODS[self.method]
-        return {k: PARAMS[k] for k in names}
+        return {k: PARAMS[k] for k in names} | (
+            {"gain": self.schedule.gain} if "gain" in names else {})
 
     def _param_rules(self):
         """``(names, bad, what)`` for every array parameter: ``bad(*values)`` is written with
@@ -290,23 +317,15 @@ class Bandit(AbstractSimulator):
                 raise ValueError(f"bandit: {' + '.join(names)} must be {what}; got "
                                  + ", ".join(f"{n} = {q[n]}" for n in names))
 
-    #: the static settings that make up the G²RPO :class:`~simplexlab.shaping.GainSchedule`
-    SCHEDULE_SETTINGS: ClassVar[dict[str, str]] = {
-        "schedule": "kind", "ramp_steps": "ramp_steps", "neutralize": "neutralize",
-        "cluster_bad": "cluster_bad", "B_max": "B_max", "p_min": "p_min", "p_damp": "p_damp",
-        "rho": "rho", "floor_inverse_G": "floor_inverse_G", "Lz_min": "Lz_min", "eps": "eps"}
-
     def gain_schedule(self, params) -> GainSchedule:
-        """The run's G²RPO schedule: the static settings and the ``gain`` parameter."""
-        return GainSchedule(gain=params["gain"], **{v: getattr(self, k) for k, v in
-                                                    self.SCHEDULE_SETTINGS.items()})
+        """The run's G²RPO schedule: the ``schedule`` setting with the ``gain`` parameter."""
+        return dataclasses.replace(self.schedule, gain=params["gain"])
 
     @classmethod
     def schedule_values(cls, schedule: GainSchedule) -> dict[str, Any]:
-        """The bandit settings and ``gain`` parameter that run ``schedule`` (for
+        """The flat bandit settings and ``gain`` parameter that run ``schedule`` (for
         :meth:`from_values` or a sweep's ``fixed``)."""
-        return {"method": "g2rpo", "gain": schedule.gain,
-                **{k: getattr(schedule, v) for k, v in cls.SCHEDULE_SETTINGS.items()}}
+        return {"method": "g2rpo", "gain": schedule.gain, **cls._flat(schedule)}
 
     def verifier(self, params) -> Verifier:
         dt = self.float_dtype()
@@ -340,9 +359,8 @@ class Bandit(AbstractSimulator):
         ensemble's ``p`` leaves eq. (48) by 0.1–0.25 at ``δ = (0.1, 0.1)`` (NOTES.md)."""
         q = {**self.default_params(), **(params or {})}
         self.check_params(q)
-        if self.method not in ("grpo", "g2rpo"):
-            raise ValueError(f"bandit: no mean-field system for method {self.method!r} (only "
-                             "'grpo' and 'g2rpo' have one)")
+        if _RULES[self.method].meanfield is None:
+            meanfield_system(self.method)  # raises, naming the methods that have one
         if self.M == 0:
             raise ValueError("bandit: the mean-field (p, y, z) system needs M >= 1 bad modes")
         if (self.optimizer, self.surrogate, self.reduction) != ("sgd", "log_likelihood",
@@ -353,13 +371,10 @@ class Bandit(AbstractSimulator):
                              f"reduction={self.reduction!r}")
         verifier = Verifier(float(q["delta_fn"]), float(q["delta_fp"]),
                             allow_flipped=self.allow_flipped)
-        if self.method == "grpo":
-            dyn = GRPO(eta=1.0, verifier=verifier)
-        else:
-            # the time map t = step · η turns a warm-up over ramp_steps steps into t_ramp
-            gain = self.gain_schedule({"gain": float(q["gain"])}).theory_gain(float(q["eta"]))
-            system = Neutralized if self.neutralize else GoodBonus
-            dyn = system(gain=gain, eta=1.0, verifier=verifier)
+        # the time map t = step · η: one step lasts η (a warm-up over ramp_steps steps, t_ramp)
+        dyn = meanfield_system(self.method, self.schedule, verifier=verifier, eta=1.0,
+                               gain=float(q["gain"]) if "gain" in q else None,
+                               step_time=float(q["eta"]))
         pi = np.asarray(jax.nn.softmax(self.initial_logits(q), -1), float)
         p = pi[:, self.K:].sum(-1)
         state0 = make_state(p, pi[:, :self.K] / (1.0 - p)[:, None], pi[:, self.K:] / p[:, None])
@@ -432,7 +447,7 @@ class Bandit(AbstractSimulator):
             adv = advantages(self.method, ro, num_clusters=C, step=state.step,
                              params={k: params[k] for k in METHODS[self.method]},
                              schedule=(self.gain_schedule(params)
-                                       if "gain" in METHODS[self.method] else None),
+                                       if _RULES[self.method].schedule else None),
                              verifier=self.verifier(params))
         adv = jnp.where(mask, jnp.asarray(adv, dt), 0.0)
         scale = 1.0 / G.astype(dt) if self.reduction == "mean" else jnp.ones((), dt)

@@ -44,14 +44,9 @@ import numpy as np
 import optax
 
 from .._checks import check, check_finite, check_number, check_parameter, is_concrete, is_int, xp
-from ..shaping._advantages import (
-    dr_grpo_advantages,
-    grpo_advantages,
-    mean_shifted_advantages,
-    raw_advantages,
-    rloo_advantages,
-)
+from ..shaping._advantages import mean_shifted_advantages, raw_advantages
 from ..shaping._diversity import unchecked
+from ..shaping._methods import METHODS as _RULES
 from ..theory._focal import focal_weight
 from ._policy import (
     OPTIMIZERS,
@@ -440,10 +435,10 @@ def run(config: CategoricalConfig, key, num_steps: int, stride: int = 1):
     return trajectory(sim, key, sim.default_params(), num_steps=num_steps, stride=stride)
 
 
-#: Group-level advantage functions by name (``Categorical.make(advantage=...)``).
-ADVANTAGES = {"mean_shifted": mean_shifted_advantages, "raw": raw_advantages,
-              "grpo": grpo_advantages, "dr_grpo": dr_grpo_advantages,
-              "rloo": rloo_advantages}
+#: Group-level advantage functions by name (``Categorical.make(advantage=...)``): the rules of
+#: :data:`simplexlab.shaping.METHODS` that map one group's real-valued rewards alone.
+ADVANTAGES = {name: m.group_function for name, m in _RULES.items()
+              if m.group_function is not None}
 _POLICY_FIELDS = ("num_actions", "num_correct", "anchor_logit", "correct_logit",
                   "incorrect_logit", "r_correct", "r_wrong")
 _CONFIG_FIELDS = ("group_size", "advantage", "surrogate", "reduction", "optimizer", "dtype")

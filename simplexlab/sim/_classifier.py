@@ -84,8 +84,7 @@ __all__ = ["ESTIMATORS", "ClassifierMetrics", "ClassifierState", "SoftmaxClassif
 
 #: Advantage estimators the toy accepts: the rules of :func:`simplexlab.shaping.advantages` that
 #: need only the verifier outcomes (no parameter of their own; IAC is ``iac_alpha`` on top).
-ESTIMATORS: tuple[str, ...] = tuple(name for name, (names, _) in _RULES.items() if not names
-                                    and name != "g2rpo_bonus")
+ESTIMATORS: tuple[str, ...] = tuple(name for name, m in _RULES.items() if m.function is not None)
 
 #: Array parameters (swept inside one compiled program) and their defaults.
 PARAMS = {"eta": 0.5, "group_size": 8.0, "iac_alpha": 0.0, "memory_weight": 0.0,

@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete, is_int, trusted_inputs, xp
+from ..shaping._methods import METHODS as _RULES
 from ..shaping._methods import Groups, advantages
 from ._policy import (
     OPTIMIZERS,
@@ -55,10 +56,10 @@ from ._sampler import _mix32, mix32_uniforms, splitmix64_uniforms
 __all__ = ["MAX_ACTIONS", "TWO_STAGE_METHODS", "TWO_STAGE_OPTIMIZERS", "TwoStage",
            "TwoStageMetrics", "TwoStageState", "logit0_name", "reward_name"]
 
-#: Advantage rules of :mod:`simplexlab.shaping` the toy accepts (they need only the rewards, and
-#: take real-valued ones) and the smallest group size each is defined for.
-TWO_STAGE_METHODS: dict[str, int] = {"mean_shifted": 1, "raw": 1, "dr_grpo": 1, "grpo": 1,
-                                     "grpo_n": 1, "rloo": 2}
+#: Advantage rules of :mod:`simplexlab.shaping` the toy accepts (functions of one group's
+#: real-valued rewards alone) and the smallest group size each is defined for.
+TWO_STAGE_METHODS: dict[str, int] = {name: m.min_group_size for name, m in _RULES.items()
+                                     if m.group_function is not None}
 
 #: Optimizers: ``"plain"`` is TS Algorithm 1's ``z ← z + η g/G``; the rest are optax's.
 TWO_STAGE_OPTIMIZERS: tuple[str, ...] = ("plain", *OPTIMIZERS)

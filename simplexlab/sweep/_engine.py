@@ -32,6 +32,7 @@ import jax
 import numpy as np
 
 from .._checks import is_int
+from .._env import progress_enabled
 from .._results import provenance
 from ._store import ChunkStore, chunk_digest
 from ._targets import BATCHINGS, SweepTarget, make_target
@@ -125,7 +126,7 @@ def _write_dataset(ds, path: Path) -> Path:
 def _progress_bar(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
-    enabled = enabled and os.environ.get("SIMPLEXLAB_PROGRESS", "1") != "0"
+    enabled = enabled and progress_enabled()
     return tqdm(total=total, desc=desc, unit="chunk", disable=not enabled, dynamic_ncols=True,
                 mininterval=0.5 if os.isatty(2) else 10.0)
 

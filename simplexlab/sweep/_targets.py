@@ -17,7 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_int
+from ..shaping._methods import meanfield_system
+from ..shaping._schedule import GainSchedule
 from ..sim import SIMULATORS, AbstractSimulator, trajectory
+from ..theory._gains import SCHEDULE_KINDS
 
 __all__ = ["Batch", "MeanFieldTarget", "SimulatorTarget", "SweepTarget", "make_target"]
 
@@ -172,7 +175,7 @@ class SimulatorTarget(SweepTarget):
 
 
 SYSTEMS = ("grpo", "good_bonus", "neutralized")
-SCHEDULES = ("constant", "A", "B")
+SCHEDULES = tuple(SCHEDULE_KINDS)
 
 
 class MeanFieldTarget(SweepTarget):
@@ -273,8 +276,6 @@ class MeanFieldTarget(SweepTarget):
             raise ValueError(f"meanfield: p0 must be in (0, 1); got {a['p0']}")
 
     def batch(self, static, batching):
-        from ..theory._fields import GRPO, GoodBonus, Neutralized
-        from ..theory._gains import ConstantGain, ScheduleA, ScheduleB
         from ..theory._solve import solve_block
         from ..theory._state import State
         from ..theory._verifier import Verifier
@@ -283,14 +284,13 @@ class MeanFieldTarget(SweepTarget):
         n_save = static["n_save"]
         outputs = self._outputs(static["outputs"])
         saveat = jnp.linspace(0.0, float(static["t1"]), n_save)
-        gains = {"constant": ConstantGain, "A": ScheduleA, "B": ScheduleB}
+        method = "grpo" if static["system"] == "grpo" else "g2rpo"
+        schedule = GainSchedule(kind=static["schedule"],
+                                neutralize=static["system"] == "neutralized")
 
         def dynamics(a):
-            ver = Verifier(a["delta_fn"], a["delta_fp"])
-            if static["system"] == "grpo":
-                return GRPO(eta=a["eta"], verifier=ver)
-            cls = GoodBonus if static["system"] == "good_bonus" else Neutralized
-            return cls(gains[static["schedule"]](a["gain"]), eta=a["eta"], verifier=ver)
+            return meanfield_system(method, schedule, eta=a["eta"], gain=a["gain"],
+                                    verifier=Verifier(a["delta_fn"], a["delta_fp"]))
 
         def simplex(key, n):
             e = jax.random.exponential(key, (n,))

@@ -3,7 +3,9 @@ r"""Gain schedules ``λ(t)`` for the anti-collision bonus (G²RPO App. C, D.6).
 A gain is an ``eqx.Module`` called as ``gain(t, p, L_y, L_z, K, verifier) -> λ``. Every schedule
 holds one number, ``gain``: the constant λ of :class:`ConstantGain`, the base gain λ0 of
 :class:`ScheduleA` / :class:`ScheduleB` (the old names ``lam`` / ``lam0`` still work, with a
-``DeprecationWarning``).
+``DeprecationWarning``). :data:`SCHEDULE_KINDS` is the one list of schedule kinds: every
+``kind`` / ``schedule`` setting of the package (``GainSchedule.kind``, ``G2RPOConfig.schedule``,
+the bandit's and the mean-field sweep's ``schedule``) names one of its gain classes.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from .._checks import check_finite, check_parameter, deprecated_alias, user_stac
 from ._closed_forms import _gain_schedule_a, _gain_schedule_b
 from ._verifier import Verifier
 
-__all__ = ["AbstractGain", "ConstantGain", "ScheduleA", "ScheduleB"]
+__all__ = ["SCHEDULE_KINDS", "AbstractGain", "ConstantGain", "ScheduleA", "ScheduleB",
+           "check_kind"]
 
 _MISSING = object()
 
@@ -107,3 +110,17 @@ class ScheduleB(_BaseGainSchedule):
 
     def __call__(self, t, p, L_y, L_z, K, verifier):
         return _gain_schedule_b(p, L_y, L_z, K, self.gain, verifier)
+
+
+#: The gain-schedule kinds by name and the gain each one means: ``"constant"`` (λ), ``"A"``
+#: (eq. 62) and ``"B"`` (eq. 67); ``SCHEDULE_KINDS[kind](gain)`` is the mean-field gain.
+SCHEDULE_KINDS: dict[str, type[_OneGain]] = {"constant": ConstantGain, "A": ScheduleA,
+                                             "B": ScheduleB}
+
+
+def check_kind(kind, name: str) -> str:
+    """``kind`` if it names a schedule of :data:`SCHEDULE_KINDS`, else ``ValueError`` naming the
+    setting ``name`` and the value."""
+    if not (isinstance(kind, str) and kind in SCHEDULE_KINDS):
+        raise ValueError(f"{name} must be one of {tuple(SCHEDULE_KINDS)}; got {kind!r}")
+    return kind
