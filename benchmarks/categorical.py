@@ -81,7 +81,7 @@ def engine(opts: dict) -> dict:
     cfg = fig4_config()
     fixed = {"num_actions": sh["num_actions"], "num_correct": sh["num_correct"],
              "surrogate": cfg["surrogate"], "reduction": cfg["reduction"],
-             "optimizer": cfg["optimizer"], "learning_rate": cfg["learning_rate"],
+             "optimizer": cfg["optimizer"], "eta": cfg["eta"],
              "dtype": opts["dtype"], "num_steps": sh["steps"], "stride": STRIDE}
     runs = []
     for _ in range(_repeats(opts)):
@@ -132,12 +132,12 @@ def baseline(opts: dict) -> dict:
         return C.Categorical.make(
             group_size=n, num_actions=sh["num_actions"], num_correct=sh["num_correct"],
             surrogate=cfg["surrogate"], reduction=cfg["reduction"],
-            optimizer=cfg["optimizer"], learning_rate=cfg["learning_rate"],
+            optimizer=cfg["optimizer"], eta=cfg["eta"],
             dtype=opts["dtype"]).config
 
     def run_many(config, keys, lrs, gammas, num_steps, stride, batching):
         def one(key, lr, gamma):
-            c = eqx.tree_at(lambda c: (c.learning_rate, c.focal_gamma), config, (lr, gamma))
+            c = eqx.tree_at(lambda c: (c.eta, c.focal_gamma), config, (lr, gamma))
             return C.run(c, key, num_steps, stride)[1]
 
         if batching == "auto":
@@ -162,7 +162,7 @@ def baseline(opts: dict) -> dict:
 
     keys = jnp.concatenate([jax.random.split(jax.random.key(0), SEEDS)] * len(GAMMAS))
     gammas = jnp.repeat(jnp.asarray(GAMMAS, dt), SEEDS)
-    lrs = jnp.full(keys.shape[0], cfg["learning_rate"], dt)
+    lrs = jnp.full(keys.shape[0], cfg["eta"], dt)
     runs = keys.shape[0]
     # the old default: one worker per core on CPU, 1 elsewhere
     w = (os.cpu_count() or 1) if jax.default_backend() == "cpu" else 1

@@ -19,7 +19,7 @@ from simplexlab.lab import Context, experiment
 #: reading -- SGD on the probability-linear surrogate -- leaves the policy unchanged). Only this
 #: figure uses it, so it lives here; ``categorical-search`` and the benchmark import it.
 FIG4_CONFIG = {"surrogate": "log_likelihood", "reduction": "mean", "optimizer": "adam",
-               "learning_rate": 1e-2}
+               "eta": 1e-2}
 CONFIG = FIG4_CONFIG
 GAMMAS = (0.0, 1.0)
 
@@ -43,7 +43,7 @@ def simulate(ctx: Context, st: dict) -> dict:
         fixed={"num_actions": pol.num_actions, "num_correct": pol.num_correct,
                "surrogate": CONFIG["surrogate"], "reduction": CONFIG["reduction"],
                "optimizer": CONFIG["optimizer"],
-               "learning_rate": CONFIG["learning_rate"] * st["lr_scale"],
+               "eta": CONFIG["eta"] * st["lr_scale"],
                "num_steps": st["steps"], "stride": st["stride"]},
         seeds=st["seeds"], seed=ctx.seed, out=ctx.out / "cache", name=f"{ctx.name}-{ctx.mode}",
         progress=ctx.show_progress)
@@ -149,12 +149,12 @@ def run(ctx: Context) -> dict:
     ax.set_title(r"(c) final $Q_{pos}$ and $\mathcal{M}_{ret}$ vs $N$ (regimes shaded)")
     ax.legend(fontsize=8, loc="lower right")
     pol = st["policy"]
-    lr = CONFIG["learning_rate"] * st["lr_scale"]
+    lr = CONFIG["eta"] * st["lr_scale"]
     fig.suptitle(
         f"F-GRPO Fig. 4 reproduced: A = {pol.num_actions:,} actions ({pol.num_correct:,} "
         f"correct), T = {int(steps[-1])}, {st['seeds']} seeds; "
         f"{CONFIG['optimizer'].capitalize()} lr {lr:g}"
-        + (f" (configured {CONFIG['learning_rate']:g} × {st['lr_scale']:g}, quick mode)"
+        + (f" (configured {CONFIG['eta']:g} × {st['lr_scale']:g}, quick mode)"
            if st["lr_scale"] != 1 else "")
         + f" on the {CONFIG['surrogate']} surrogate, "
         f"{CONFIG['reduction']} over the group, advantage R − mean R, focal weight "
@@ -183,8 +183,10 @@ def run(ctx: Context) -> dict:
     return {
         "parameters": {"A": pol.num_actions, "num_correct": pol.num_correct,
                        "N": ns.tolist(), "gamma": list(GAMMAS), "seeds": st["seeds"],
-                       "T": int(steps[-1]), "stride": st["stride"], **CONFIG,
-                       "learning_rate_configured": CONFIG["learning_rate"],
+                       "T": int(steps[-1]), "stride": st["stride"],
+                       # the result file's keys of before (the committed figure's JSON)
+                       **{("learning_rate" if k == "eta" else k): v for k, v in CONFIG.items()},
+                       "learning_rate_configured": CONFIG["eta"],
                        "learning_rate_scale": st["lr_scale"],
                        "learning_rate_used": lr, "advantage": "R - mean R (App. J)",
                        "regime_rule": "II: final Q_pos > 0.9 and M_ret < 0.5 (gamma 0, seed "

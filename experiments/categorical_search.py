@@ -25,7 +25,7 @@ OPTIMIZERS = ("sgd", "adam")
 LRS = (1e-3, 1e-2, 1e-1)
 FIG4_CONFIG = load_experiment_module("categorical_regimes").FIG4_CONFIG
 CHOSEN = tuple(FIG4_CONFIG[k] for k in ("surrogate", "reduction", "optimizer",
-                                        "learning_rate"))  # what categorical-regimes uses
+                                        "eta"))  # what categorical-regimes uses
 
 
 def settings(quick: bool) -> dict:
@@ -66,7 +66,7 @@ def run(ctx: Context) -> dict:
     ds = sweep.run(  # one seed, the same key for every configuration
         "categorical",
         {"surrogate": list(SURROGATES), "reduction": list(REDUCTIONS),
-         "optimizer": list(OPTIMIZERS), "learning_rate": [lr * st["lr_scale"] for lr in LRS],
+         "optimizer": list(OPTIMIZERS), "eta": [lr * st["lr_scale"] for lr in LRS],
          "group_size": list(ns)},
         fixed={"num_actions": pol.num_actions, "num_correct": pol.num_correct,
                "num_steps": steps, "stride": stride},

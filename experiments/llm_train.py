@@ -58,7 +58,7 @@ def _warm_model(ctx: Context, st: dict, seed: int, task):
         model.load_state_dict(torch.load(path, weights_only=True))
         return model
     torch.manual_seed(seed)
-    warm_start(model, task, steps=st["warm_steps"], batch=st["warm_batch"], lr=st["warm_lr"],
+    warm_start(model, task, steps=st["warm_steps"], batch=st["warm_batch"], eta=st["warm_lr"],
                seed=seed, progress=lambda it: ctx.progress(it, desc=f"warm start, seed {seed}"))
     import io
 
@@ -100,7 +100,7 @@ def run(ctx: Context) -> dict:
         warm = _warm_model(ctx, st, seed, task)
         for method in METHODS:
             model = copy.deepcopy(warm)
-            cfg = TrainConfig(method=method, steps=st["steps"], lr=st["lr"], seed=seed,
+            cfg = TrainConfig(method=method, steps=st["steps"], eta=st["lr"], seed=seed,
                               schedule=schedule if method == "g2rpo" else None,
                               prompts_per_step=st["prompts_per_step"],
                               group_size=st["group_size"])
@@ -111,14 +111,15 @@ def run(ctx: Context) -> dict:
 
     steps = np.asarray([r["step"] for r in runs["grpo"][0]], float)
     # the mean-field prediction from seed 0's measured start (both methods share it)
-    scale = fit_time_scale(runs["grpo"][0], task.K)
-    pred = {m: predict(runs[m][0][0], task.K, steps, method=m, scale=scale, schedule=schedule)
+    time_scale = fit_time_scale(runs["grpo"][0], task.K)
+    pred = {m: predict(runs[m][0][0], task.K, steps, method=m, time_scale=time_scale,
+                       schedule=schedule)
             for m in METHODS}
 
     fig = plot_training(runs, pred, K=task.K, labels=LABELS, title=(
         f"Tiny GPT-2 on the arithmetic task (K = 4 families, M = 5 bad modes): GRPO vs G²RPO, "
         f"P = {st['prompts_per_step']} prompts × G = {st['group_size']}; mean-field time scale "
-        f"t = {scale:.3g}·step fitted on GRPO's p only"))
+        f"t = {time_scale:.3g}·step fitted on GRPO's p only"))
     ctx.savefig(fig, "llm-train")
 
     final = {m: {k: [float(h[-1][k]) for h in runs[m]] for k in ("p", "L_y", "K_hat",
@@ -129,7 +130,7 @@ def run(ctx: Context) -> dict:
         "parameters": {**st, "task": "arithmetic", "model": "GPT-2, 2 layers, n_embd 64",
                        "schedule": schedule.to_dict()},
         "schedule_verification": report.key_numbers(),
-        "time_scale": scale,
+        "time_scale": time_scale,
         "start": start,
         "final": final,
         "prediction_final": {m: {k: float(pred[m][k][-1]) for k in ("p", "L_y", "K_hat")}

@@ -71,7 +71,7 @@ for name, kw in [("literal: SGD, probability, mean", dict(optimizer=optax.sgd,
                                                           surrogate="probability")),
                  ("Adam, log-likelihood, mean", dict(optimizer=optax.adam,
                                                      surrogate="log_likelihood"))]:
-    c = C.CategoricalConfig(policy=policy, group_size=64, learning_rate=1e-2 * 1000 / steps,
+    c = C.CategoricalConfig(policy=policy, group_size=64, eta=1e-2 * 1000 / steps,
                             **kw)
     _, m = jax.jit(C.run, static_argnames=("num_steps", "stride"))(c, key, steps, steps)
     print(f"{name:35s} Q_pos {float(m.q_pos[-1]):.3f}  M_ret {float(m.m_ret[-1]):.3f}")
@@ -87,7 +87,7 @@ ns = (2, 32, 8192) if QUICK else (2, 8, 32, 128, 512, 2048, 8192, 32768)
 ds = sweep.run("categorical", {"group_size": list(ns), "focal_gamma": [0.0, 1.0]},
                fixed={"num_actions": policy.num_actions, "num_correct": policy.num_correct,
                       "optimizer": "adam", "surrogate": "log_likelihood",
-                      "learning_rate": 1e-2 * 1000 / steps, "num_steps": steps,
+                      "eta": 1e-2 * 1000 / steps, "num_steps": steps,
                       "stride": steps},
                keys=key[None], progress=False)  # one seed, the same key for every N and gamma
 res = []

@@ -95,7 +95,7 @@ runs = {}
 for method in ("grpo", "g2rpo"):
     model.load_state_dict(start)
     cfg = TrainConfig(method=method, steps=4 if QUICK else 40, prompts_per_step=8 if QUICK else 16,
-                      group_size=8 if QUICK else 16, lr=1e-3, seed=0)
+                      group_size=8 if QUICK else 16, eta=1e-3, seed=0)
     runs[method] = [train(model, task, cfg, progress=False)["history"]]
     last = runs[method][0][-1]
     print(f"{method:6s} step {last['step']}: accuracy {last['accuracy']:.2f}, "
@@ -109,7 +109,7 @@ for method in ("grpo", "g2rpo"):
 # %%
 c = fit_time_scale(runs["grpo"][0], task.K)
 steps = [r["step"] for r in runs["grpo"][0]]
-pred = {m: predict(runs[m][0][0], task.K, steps, method=m, scale=c,
+pred = {m: predict(runs[m][0][0], task.K, steps, method=m, time_scale=c,
                    schedule=TrainConfig(method=m).schedule) for m in runs}
 print(f"time scale c = {c:.3g}")
 fig = plot_training(runs, pred, K=task.K, title="GRPO vs G²RPO on the tiny model")

@@ -72,7 +72,7 @@ assert below > above, (below, above)  # collision below the cancel gain, anti-co
 out = tempfile.mkdtemp()
 grid = {"group_size": [2, 32, 512], "focal_gamma": [0.0, 1.0]}
 fixed = {"num_actions": 2000, "num_correct": 156, "optimizer": "adam",
-         "surrogate": "log_likelihood", "learning_rate": 0.1, "num_steps": 50 if QUICK else 200,
+         "surrogate": "log_likelihood", "eta": 0.1, "num_steps": 50 if QUICK else 200,
          "stride": 10}
 first = sweep.run("categorical", grid, fixed=fixed, seeds=2, out=out, name="demo",
                   progress=False)

@@ -41,6 +41,7 @@ __all__ = [
     "deprecated_alias",
     "is_concrete",
     "is_int",
+    "renamed_keys",
     "renamed_kwargs",
     "user_stacklevel",
     "xp",
@@ -301,6 +302,20 @@ def deprecated_alias(kwargs: dict, old: str, new: str, where: str, value, defaul
         _warn_renamed(old, new, where)
         return old_value
     return value
+
+
+def renamed_keys(values: dict, renames: dict[str, str], where: str) -> dict:
+    """``values`` (a dict of settings, e.g. from a TOML file or ``make(**settings)``) with each
+    deprecated old key of ``renames`` (old -> new) replaced by its new one, with a
+    ``DeprecationWarning`` naming the new one; both given is a ``ValueError``."""
+    out = dict(values)
+    for old, new in renames.items():
+        if old in out:
+            if new in out:
+                raise ValueError(f"{where}: got both {new!r} and its deprecated alias {old!r}")
+            _warn_renamed(old, new, where)
+            out[new] = out.pop(old)
+    return out
 
 
 def renamed_kwargs(**renames: str):

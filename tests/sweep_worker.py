@@ -23,7 +23,7 @@ jax.config.update("jax_enable_x64", True)
 
 from simplexlab import sweep  # noqa: E402
 
-GRID = {"group_size": [3, 8], "learning_rate": [0.05, 0.2], "focal_gamma": [0.0, 1.0]}
+GRID = {"group_size": [3, 8], "eta": [0.05, 0.2], "focal_gamma": [0.0, 1.0]}
 FIXED = {"num_actions": 300, "num_correct": 30, "optimizer": "adam",
          "surrogate": "log_likelihood", "num_steps": 20, "stride": 5}
 if args.slow:

@@ -489,8 +489,8 @@ CASES = [
          st.one_of(st.floats(1.0, 10.0), non_finite(), not_numbers()), r"\br_wrong\b", 0.0),
     Case("CategoricalConfig.group_size", lambda v: cat.CategoricalConfig(group_size=v),
          st.one_of(st.integers(-3, 0), non_integers(1, 9)), r"\bgroup_size\b", 16),
-    Case("CategoricalConfig.learning_rate", lambda v: cat.CategoricalConfig(learning_rate=v),
-         POS_BAD, r"\blearning_rate\b", 0.5),
+    Case("CategoricalConfig.eta", lambda v: cat.CategoricalConfig(eta=v),
+         POS_BAD, r"\beta\b", 0.5),
     Case("CategoricalConfig.focal_gamma", lambda v: cat.CategoricalConfig(focal_gamma=v),
          NONNEG_BAD, r"\bfocal_gamma\b", 2.0),
     Case("CategoricalConfig.surrogate", lambda v: cat.CategoricalConfig(surrogate=v),
@@ -627,15 +627,15 @@ def test_reversed_flow_needs_the_explicit_flag():
 
 @settings(max_examples=4)
 @given(lr=st.one_of(non_positive()))
-def test_negative_categorical_learning_rate_under_jit_raises(lr):
-    """``CategoricalConfig.learning_rate`` swapped for a traced non-positive value (as a sweep
+def test_negative_categorical_eta_under_jit_raises(lr):
+    """``CategoricalConfig.eta`` swapped for a traced non-positive value (as a sweep
     does) errors at run time instead of descending the surrogate."""
     def one_step(rate):
-        config = eqx.tree_at(lambda c: c.learning_rate, CFG, rate)
+        config = eqx.tree_at(lambda c: c.eta, CFG, rate)
         return cat.step(config, cat.init(config, jax.random.key(0))).logits
 
     f = _JITTED.setdefault("categorical_lr", eqx.filter_jit(one_step))
-    with pytest.raises(eqx.EquinoxRuntimeError, match="learning_rate"):
+    with pytest.raises(eqx.EquinoxRuntimeError, match="eta"):
         jax.block_until_ready(f(jnp.asarray(lr)))
     assert np.all(np.isfinite(np.asarray(f(jnp.asarray(0.1)))))
 

@@ -113,7 +113,7 @@ def test_simulator_step_agrees_with_fgrpo_eq7():
     eta, n = 0.3, 4
     cfg = C.CategoricalConfig(policy=pol, group_size=n, advantage=SH.raw_advantages,
                               surrogate="probability", reduction="mean",
-                              optimizer=optax.sgd, learning_rate=eta)
+                              optimizer=optax.sgd, eta=eta)
     done = 0
     step = jax.jit(C.step)
     for seed in range(20):
@@ -138,7 +138,7 @@ def test_one_step_n1_is_ts_lemma1():
     eta = 0.25
     cfg = C.CategoricalConfig(policy=SMALL, group_size=1, advantage=SH.raw_advantages,
                               surrogate="log_likelihood", reduction="mean",
-                              optimizer=optax.sgd, learning_rate=eta)
+                              optimizer=optax.sgd, eta=eta)
     z0 = np.asarray(SMALL.initial_logits())
     pi = np.exp(z0) / np.exp(z0).sum()
     seen = set()
@@ -318,7 +318,7 @@ def test_metrics_equal_direct_computation(rng):
 
 
 def test_strided_recording_subsamples_the_full_trajectory():
-    cfg = C.CategoricalConfig(policy=SMALL, group_size=6, learning_rate=jnp.asarray(0.5))
+    cfg = C.CategoricalConfig(policy=SMALL, group_size=6, eta=jnp.asarray(0.5))
     key = jax.random.key(1)
     f1, m1 = run_jit(cfg, key, num_steps=12, stride=1)
     f4, m4 = run_jit(cfg, key, num_steps=12, stride=4)
@@ -330,7 +330,7 @@ def test_strided_recording_subsamples_the_full_trajectory():
     assert np.ptp(np.asarray(m1.q_pos)) > 0  # the policy moves
 
 
-def test_vmap_over_seeds_learning_rate_and_gamma_equals_loop():
+def test_vmap_over_seeds_eta_and_gamma_equals_loop():
     optimizer = optax.adam  # under the suite's strict dtype promotion
     base = C.CategoricalConfig(policy=SMALL, group_size=5, optimizer=optimizer,
                                advantage=SH.grpo_advantages, surrogate="log_likelihood")
@@ -339,14 +339,14 @@ def test_vmap_over_seeds_learning_rate_and_gamma_equals_loop():
     gammas = jnp.asarray([0.0, 1.0, 0.5])
 
     def one(key, lr, gamma):
-        cfg = eqx.tree_at(lambda c: (c.learning_rate, c.focal_gamma), base, (lr, gamma))
+        cfg = eqx.tree_at(lambda c: (c.eta, c.focal_gamma), base, (lr, gamma))
         return C.run(cfg, key, num_steps=6, stride=3)
 
     batched = jax.jit(jax.vmap(one))(keys, lrs, gammas)
     for i in range(3):
         cfg = C.CategoricalConfig(policy=SMALL, group_size=5, optimizer=optimizer,
                                   advantage=SH.grpo_advantages, surrogate="log_likelihood",
-                                  learning_rate=float(lrs[i]), focal_gamma=float(gammas[i]))
+                                  eta=float(lrs[i]), focal_gamma=float(gammas[i]))
         single = run_jit(cfg, keys[i], num_steps=6, stride=3)
         for a, b in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(single),
                         strict=True):
@@ -366,7 +366,7 @@ def test_one_compilation_per_group_size():
     jf = jax.jit(f)
     for n in (2, 4, 2, 4):
         for lr in (0.1, 0.3):
-            jf(C.CategoricalConfig(policy=SMALL, group_size=n, learning_rate=jnp.asarray(lr)),
+            jf(C.CategoricalConfig(policy=SMALL, group_size=n, eta=jnp.asarray(lr)),
                jax.random.key(0))
     assert traced == [2, 4]
 
@@ -376,7 +376,7 @@ def test_adam_under_strict_promotion_matches_hand_coded_adam():
     equals Adam written out by hand on the count-form gradient of the sampled groups."""
     assert jax.config.jax_numpy_dtype_promotion == "strict"
     lr, b1, b2, eps = 0.05, 0.9, 0.999, 1e-8
-    cfg = C.CategoricalConfig(policy=SMALL, group_size=6, optimizer=optax.adam, learning_rate=lr,
+    cfg = C.CategoricalConfig(policy=SMALL, group_size=6, optimizer=optax.adam, eta=lr,
                               advantage=SH.grpo_advantages, surrogate="log_likelihood")
     s = C.init(cfg, jax.random.key(4))
     z = np.asarray(s.logits)
@@ -418,11 +418,11 @@ def test_adam_under_strict_promotion_matches_hand_coded_adam():
         (lambda: C.CategoricalPolicy(num_actions=10, num_correct=0), "at least one correct"),
         (lambda: C.CategoricalPolicy(num_actions=10, num_correct=11), "exceeds"),
         (lambda: C.CategoricalPolicy(anchor_logit=float("nan")), "anchor_logit must be finite"),
-        (lambda: C.CategoricalConfig(group_size=0), "group_size N"),
-        (lambda: C.CategoricalConfig(group_size=1), "N = 1"),
-        (lambda: C.CategoricalConfig(learning_rate=float("nan")), "learning_rate"),
-        (lambda: C.CategoricalConfig(learning_rate=float("inf")), "learning_rate"),
-        (lambda: C.CategoricalConfig(learning_rate=0.0), "learning_rate"),
+        (lambda: C.CategoricalConfig(group_size=0), "group_size must be an integer"),
+        (lambda: C.CategoricalConfig(group_size=1), "group_size = 1"),
+        (lambda: C.CategoricalConfig(eta=float("nan")), "eta"),
+        (lambda: C.CategoricalConfig(eta=float("inf")), "eta"),
+        (lambda: C.CategoricalConfig(eta=0.0), "eta"),
         (lambda: C.CategoricalConfig(focal_gamma=-1.0), "focal_gamma"),
         (lambda: C.CategoricalConfig(surrogate="ratio"), "surrogate"),
         (lambda: C.CategoricalConfig(reduction="max"), "reduction"),
@@ -435,11 +435,34 @@ def test_bad_input_raises(make, match):
         make()
 
 
-def test_non_finite_learning_rate_under_jit_raises():
-    cfg = eqx.tree_at(lambda c: c.learning_rate, C.CategoricalConfig(policy=SMALL, group_size=6),
+def test_non_finite_eta_under_jit_raises():
+    cfg = eqx.tree_at(lambda c: c.eta, C.CategoricalConfig(policy=SMALL, group_size=6),
                       jnp.asarray(jnp.nan))
-    with pytest.raises(Exception, match="learning_rate must be finite"):
+    with pytest.raises(Exception, match="eta must be finite"):
         jax.block_until_ready(run_jit(cfg, jax.random.key(0), num_steps=12, stride=4))
+
+
+def test_learning_rate_is_a_deprecated_alias_of_eta():
+    """The old name ``learning_rate`` still works (a ``DeprecationWarning`` naming ``eta``) in
+    the config, its attribute, ``Categorical.make`` and sweep configs, with the same results."""
+    with pytest.warns(DeprecationWarning, match="'eta'"):
+        old = C.CategoricalConfig(policy=SMALL, group_size=6, learning_rate=0.3)
+    assert old == C.CategoricalConfig(policy=SMALL, group_size=6, eta=0.3)
+    with pytest.warns(DeprecationWarning, match="eta"):
+        assert old.learning_rate == 0.3
+    with pytest.raises(TypeError, match="both"):
+        C.CategoricalConfig(eta=0.1, learning_rate=0.3)
+    with pytest.warns(DeprecationWarning, match="'eta'"):
+        sim = C.Categorical.make(learning_rate=0.3, num_actions=SMALL.num_actions,
+                                 num_correct=SMALL.num_correct)
+    assert sim.default_params()["eta"] == 0.3
+    fixed = {"num_actions": SMALL.num_actions, "num_correct": 8, "num_steps": 4, "stride": 2}
+    new = sweep.run("categorical", {"eta": [0.1, 0.2]}, fixed=fixed, seeds=1, progress=False)
+    with pytest.warns(DeprecationWarning, match="'eta'"):
+        dep = sweep.run("categorical", {"learning_rate": [0.1, 0.2]}, fixed=fixed, seeds=1,
+                        progress=False)
+    np.testing.assert_array_equal(dep.q_pos.values, new.q_pos.values)
+    assert "eta" in dep.dims
 
 
 def test_full_size_app_j_run_is_cheap():
@@ -454,7 +477,7 @@ def test_full_size_app_j_run_is_cheap():
 def test_float32_mode_runs_and_tracks_float64():
     """``dtype=float32``: state, sampler and metrics in float32; the initial metrics agree with
     float64 to float32 accuracy (the draws differ: the uniforms are drawn in float32)."""
-    kw = dict(policy=SMALL, group_size=6, optimizer=optax.adam, learning_rate=0.05,
+    kw = dict(policy=SMALL, group_size=6, optimizer=optax.adam, eta=0.05,
               surrogate="log_likelihood")
     c32 = C.CategoricalConfig(dtype=jnp.float32, **kw)
     c64 = C.CategoricalConfig(**kw)
@@ -476,7 +499,7 @@ def test_float32_mode_runs_and_tracks_float64():
 def test_sweep_batching_modes_agree():
     """``vmap`` and ``lax.map`` batching of the same runs agree to rounding."""
     kw = dict(fixed={"num_actions": SMALL.num_actions, "num_correct": 8, "group_size": 5,
-                     "optimizer": "adam", "learning_rate": 0.05, "surrogate": "log_likelihood",
+                     "optimizer": "adam", "eta": 0.05, "surrogate": "log_likelihood",
                      "num_steps": 12, "stride": 4},
               seeds=3, seed=9, progress=False)
     grid = {"focal_gamma": [0.0, 1.0, 0.5]}

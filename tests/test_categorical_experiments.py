@@ -21,7 +21,7 @@ def _final(n, optimizer, surrogate, lr, steps=100):
     ds = sweep.run("categorical", {"focal_gamma": [0.0, 1.0]},
                    fixed={"num_actions": POL.num_actions, "num_correct": POL.num_correct,
                           "group_size": n, "optimizer": optimizer, "surrogate": surrogate,
-                          "learning_rate": lr, "num_steps": steps, "stride": steps},
+                          "eta": lr, "num_steps": steps, "stride": steps},
                    keys=jax.random.key(3)[None], progress=False)
     q, m = ds.q_pos.values[:, 0], ds.m_ret.values[:, 0]
     return q[:, -1], m[:, -1], float(q[0, 0])
@@ -54,7 +54,7 @@ def test_sweep_equals_run_per_configuration():
     ``run`` of its configuration with its key: 1e-12 (``lax.map``) and bit for bit here."""
     keys = jax.random.split(jax.random.key(5), 2)
     lrs, gammas = [0.01, 0.1, 0.05], [0.0, 1.0]
-    ds = sweep.run("categorical", {"learning_rate": lrs, "focal_gamma": gammas},
+    ds = sweep.run("categorical", {"eta": lrs, "focal_gamma": gammas},
                    fixed={"num_actions": POL.num_actions, "num_correct": POL.num_correct,
                           "group_size": 16, "optimizer": "adam", "surrogate": "log_likelihood",
                           "num_steps": 6, "stride": 3}, keys=keys, progress=False)
@@ -63,7 +63,7 @@ def test_sweep_equals_run_per_configuration():
         for j, g in enumerate(gammas):
             for s in range(2):
                 one = C.CategoricalConfig(policy=POL, group_size=16, optimizer=optax.adam,
-                                          surrogate="log_likelihood", learning_rate=lr,
+                                          surrogate="log_likelihood", eta=lr,
                                           focal_gamma=g)
                 _, m = run(one, keys[s], 6, 3)
                 for name in ("q_pos", "m_ret", "entropy", "anchor", "num_above"):
@@ -71,8 +71,8 @@ def test_sweep_equals_run_per_configuration():
                                  atol=1e-14, err_msg=name)
 
 
-@pytest.mark.parametrize("kw", [dict(learning_rate=[0.1, -1.0]),
-                                dict(learning_rate=[0.1, float("nan")]),
+@pytest.mark.parametrize("kw", [dict(eta=[0.1, -1.0]),
+                                dict(eta=[0.1, float("nan")]),
                                 dict(focal_gamma=[0.0, -1.0])])
 def test_sweep_bad_values_refused_before_compute(kw):
     with pytest.raises(ValueError, match=next(iter(kw))):

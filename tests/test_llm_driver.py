@@ -97,7 +97,7 @@ def test_clipped_token_loss_equals_a_hand_computation():
 
 
 def _small_cfg(**kw):
-    base = dict(steps=2, prompts_per_step=4, group_size=4, lr=1e-3, checkpoint_every=1,
+    base = dict(steps=2, prompts_per_step=4, group_size=4, eta=1e-3, checkpoint_every=1,
                 pass_k=2)
     return TrainConfig(**{**base, **kw})
 
@@ -156,7 +156,7 @@ def test_resume_continues_the_same_run(tmp_path):
             if k in a:
                 assert a[k] == pytest.approx(b[k], rel=1e-5, abs=1e-6), (k, a["step"])
     with pytest.raises(ValueError, match="another configuration"):
-        train(tiny_model(TASK.vocab_size, seed=2), TASK, _small_cfg(steps=4, lr=2e-3),
+        train(tiny_model(TASK.vocab_size, seed=2), TASK, _small_cfg(steps=4, eta=2e-3),
               out=tmp_path / "b", name="r", resume=True, progress=False)
 
 
@@ -192,14 +192,14 @@ def test_fit_time_scale_recovers_a_known_scale():
                 "z_per_target": z0.tolist()} for j, s in enumerate(steps)]
     c = fit_time_scale(history, K)
     assert c == pytest.approx(0.37, rel=0.01)
-    pred = predict(history[0], K, steps, method="grpo", scale=c)
+    pred = predict(history[0], K, steps, method="grpo", time_scale=c)
     np.testing.assert_allclose(pred["p"], [h["p"] for h in history], atol=2e-3)
 
 
 @pytest.mark.parametrize("kw, match", [
     ({"method": "ppo"}, "unknown method 'ppo'"),
     ({"group_size": 1}, "group_size must be an integer >= 2"),
-    ({"lr": float("nan")}, "lr must be a finite number > 0"),
+    ({"eta": float("nan")}, "eta must be a finite number > 0"),
     ({"eps_high": 1.5}, "eps_high must lie in"),
     ({"delta_fn": 0.6, "delta_fp": 0.5}, "delta_fn \\+ delta_fp"),
     ({"prompts_per_step": 6, "grad_accum": 4}, "multiple of grad_accum"),
@@ -208,6 +208,22 @@ def test_fit_time_scale_recovers_a_known_scale():
 def test_bad_config_names_the_value(kw, match):
     with pytest.raises(ValueError, match=match):
         TrainConfig(**kw)
+
+
+def test_old_names_lr_and_scale_are_deprecated_aliases():
+    """``lr`` (TrainConfig, its dict form, warm_start) and ``scale`` (predict) still work, with
+    a ``DeprecationWarning`` naming the new name."""
+    with pytest.warns(DeprecationWarning, match="'eta'"):
+        old = TrainConfig(lr=2e-3)
+    assert old == TrainConfig(eta=2e-3)
+    with pytest.warns(DeprecationWarning, match="eta"):
+        assert old.lr == 2e-3
+    with pytest.warns(DeprecationWarning, match="'eta'"):
+        assert TrainConfig.from_dict({"lr": 2e-3}) == old
+    with pytest.raises(ValueError, match="both"):
+        TrainConfig(lr=2e-3, eta=1e-3)
+    with pytest.warns(DeprecationWarning, match="'time_scale'"), pytest.raises(KeyError):
+        predict({}, 3, [0.0], scale=0.5)  # the alias resolves before the empty row fails
 
 
 def test_task_bad_input():

@@ -255,6 +255,41 @@ def test_simulator_through_the_sweep_engine(stream):
                                       stream.counts.values[3, s])
 
 
+def test_group_size_is_an_array_parameter_and_padding_is_inert():
+    """A run padded to a larger ``max_group_size`` draws the same sequences bit for bit (the
+    padding rows are 0 counts and NaN ``log10_prob``; ``log10_prob``, a matrix-vector product
+    whose summation order XLA picks by shape, within 1 ulp); one sweep program covers several
+    group sizes, each equal to its own unpadded run; a traced bad group size is a run-time
+    error."""
+    key = jax.random.key(7)
+    for dtype in ("float64", "float32"):
+        ref = Product(group_size=6, length=9, dtype=dtype).batches(key, 3)
+        assert ref.counts.shape == (3, 6, 5)
+        pad = Product(group_size=6, max_group_size=16, length=9, dtype=dtype).batches(key, 3)
+        np.testing.assert_array_equal(np.asarray(pad.counts[:, :6]), np.asarray(ref.counts))
+        np.testing.assert_array_equal(np.asarray(pad.log10_prob[:, :6]),
+                                      np.asarray(ref.log10_prob))
+        assert np.all(np.asarray(pad.counts[:, 6:]) == 0)
+        assert np.all(np.isnan(np.asarray(pad.log10_prob[:, 6:])))
+    ds = sweep.run("product", {"group_size": [2, 6, 11]},
+                   fixed={"max_group_size": 12, "length": 9, "num_steps": 2}, seeds=2,
+                   progress=False)
+    assert ds.counts.shape == (3, 2, 3, 12, 5)
+    for i, g in enumerate((2, 6, 11)):
+        one = sweep.run("product", {}, fixed={"group_size": g, "max_group_size": g, "length": 9,
+                                              "num_steps": 2}, seeds=2, progress=False)
+        np.testing.assert_array_equal(ds.counts.values[i][..., :g, :], one.counts.values)
+        np.testing.assert_array_max_ulp(ds.log10_prob.values[i][..., :g],
+                                        one.log10_prob.values, maxulp=1)
+        assert np.all(np.asarray(ds.counts.values[i][..., g:, :]) == 0)
+    sim = Product(max_group_size=8)
+    run = jax.jit(lambda g: sim.init(key, {"group_size": g}).counts)
+    assert run(3.0).shape == (8, 5)
+    for bad in (1.0, 9.0, 2.5):
+        with pytest.raises(Exception, match="group_size"):
+            jax.block_until_ready(run(bad))
+
+
 # ---- the paper's tables --------------------------------------------------------------------
 
 TABLE2 = {"min": -44.06, "max": -10.76, "mean": -25.81, "std": 4.16}
@@ -324,6 +359,13 @@ def test_bad_group_size_and_other_arguments(dist):
             S.range_distribution(SMALL, bad)
     with pytest.raises(ValueError, match="group_size"):
         sweep.run("product", {"group_size": [10, 1]}, fixed={"num_steps": 2}, progress=False)
+    with pytest.raises(ValueError, match="max_group_size = 10"):  # the padding bound
+        sweep.run("product", {"group_size": [10, 11]}, fixed={"num_steps": 2}, progress=False)
+    for bad in (1, 11, 2.5, True):
+        with pytest.raises(ValueError, match="group_size"):
+            Product(group_size=bad, max_group_size=10)
+    with pytest.raises(ValueError, match="max_group_size"):
+        Product(max_group_size=1)
     with pytest.raises(ValueError, match="unknown setting"):
         Product.make(G=10)
     with pytest.raises(ValueError, match="resolution"):

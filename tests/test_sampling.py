@@ -226,8 +226,8 @@ def test_peak_under_jit_and_vmap():
         ((0.5, 0.6, 4.0), "tau .* <= mu"),
         ((-0.1, 0.0, 4.0), r"mu .* \[0, 1\]"),
         ((1.1, 0.5, 4.0), r"mu .* \[0, 1\]"),
-        ((0.5, 0.1, 0.0), "N .* >= 1"),
-        ((0.5, 0.1, 0.5), "N .* >= 1"),
+        ((0.5, 0.1, 0.0), "group_size .* >= 1"),
+        ((0.5, 0.1, 0.5), "group_size .* >= 1"),
         ((0.5, -1e-3, 4.0), "tau .* >= 0"),
         ((np.nan, 0.1, 4.0), "finite"),
     ],
@@ -242,7 +242,7 @@ def test_bad_input_raises(args, match):
 def test_bad_input_activity_and_peak():
     with pytest.raises(ValueError, match="1.5"):
         S.activity(1.5, 3.0)
-    with pytest.raises(ValueError, match="N"):
+    with pytest.raises(ValueError, match="group_size"):
         S.activity(0.5, 0.0)
     with pytest.raises(ValueError, match="tau"):
         S.tail_miss_peak(0.5, 0.0)

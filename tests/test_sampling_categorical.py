@@ -170,7 +170,7 @@ def test_cor_b2_needs_nonnegative_r_correct():
 def test_categorical_bad_input():
     pi = np.array([0.5, 0.3, 0.2])
     c = jnp.array([True, False, False])
-    with pytest.raises(ValueError, match="k .* <= N"):
+    with pytest.raises(ValueError, match="k .* <= group_size"):
         S.conditional_sampled_masses(pi, c, 3.0, 4.0)
     with pytest.raises(ValueError, match="k .* >= 0"):
         S.conditional_sampled_masses(pi, c, 3.0, -1.0)
@@ -178,7 +178,7 @@ def test_categorical_bad_input():
         S.conditional_sampled_masses(np.array([0.5, 0.3, 0.3]), c, 3.0, 1.0)
     with pytest.raises(ValueError, match="boolean"):
         S.mass_balance(pi, np.array([1, 0, 0]), c, 3.0)
-    with pytest.raises(ValueError, match="N .* >= 1"):
+    with pytest.raises(ValueError, match="group_size .* >= 1"):
         S.mass_balance(pi, c, c, 0.0)
 
 

@@ -84,7 +84,7 @@ num_steps = 20
 stride = 5
 [grid]
 group_size = [3, 8]
-learning_rate = [0.05, 0.2]
+eta = [0.05, 0.2]
 focal_gamma = [0.0, 1.0]
 """
 
@@ -162,7 +162,7 @@ def test_chunk_store_keys_on_everything_that_determines_a_chunk(tmp_path, monkey
     assert again.attrs["chunks_loaded"] == again.attrs["chunks"]
     assert again.attrs["chunks_computed"] == 0
     _assert_same(again, base)
-    changes = [dict(seed=1), dict(fixed={**SMALL, "learning_rate": 0.5}),
+    changes = [dict(seed=1), dict(fixed={**SMALL, "eta": 0.5}),
                dict(fixed={**SMALL, "group_size": 6}), dict(grid={"focal_gamma": [0.0, 2.0]}),
                dict(seeds=3), dict(batching="vmap")]
     for change in changes:
@@ -212,8 +212,8 @@ def test_memory_budget_chunks_instead_of_crashing(tmp_path):
      "cannot be swept"),
     (dict(fixed={**SMALL, "optimizer": "adamm"}), "unknown optimizer"),
     (dict(fixed={**SMALL, "group_size": 0}), "group_size"),
-    (dict(grid={"learning_rate": [0.1, -0.1]}), "learning_rate"),
-    (dict(grid={"learning_rate": ["fast"]}), "learning_rate"),
+    (dict(grid={"eta": [0.1, -0.1]}), "eta"),
+    (dict(grid={"eta": ["fast"]}), "eta"),
     (dict(chunk_size=0), "multiple"),
     (dict(seeds=0), "seeds"),
     (dict(memory_budget="lots"), "memory_budget"),

@@ -16,9 +16,11 @@ three). With a TOML ``CONFIG`` it trains one model as the file says::
 
     [warm_start]                 # supervised warm start before RL (steps = 0: none)
     steps = 800
+    eta = 3e-3                   # AdamW's rate (``lr``: deprecated old name)
 
     [train]                      # simplexlab.llm.TrainConfig fields
     method = "g2rpo"
+    eta = 3e-4                   # AdamW's rate (``lr``: deprecated old name)
     schedule = "schedule.json"   # from `simplexlab schedule verify` (--force: accept a failed one)
     steps = 100
 
@@ -84,6 +86,7 @@ def cmd_train(args) -> int:
 
 
 def _plan(path: Path, args) -> dict:
+    from .._checks import renamed_keys
     from ..llm import ArithmeticTask, TrainConfig
     from ..verify import load_schedule
 
@@ -103,8 +106,8 @@ def _plan(path: Path, args) -> dict:
                                  for k, v in task_opts.items()})
     except TypeError as err:
         raise ValueError(f"{path}: [task]: {err}") from None
-    warm = dict(raw.get("warm_start", {}))
-    bad = sorted(set(warm) - {"steps", "batch", "lr"})
+    warm = renamed_keys(raw.get("warm_start", {}), {"lr": "eta"}, f"{path} [warm_start]")
+    bad = sorted(set(warm) - {"steps", "batch", "eta"})
     if bad:
         raise ValueError(f"{path}: unknown [warm_start] key(s) {bad}")
     train = dict(raw.get("train", {}))
@@ -145,10 +148,10 @@ def _run(plan: dict, args) -> int:
     hist = res["history"]
     pred = None
     if cfg.method in ("grpo", "g2rpo") and sum("p_per_target" in r for r in hist) > 2:
-        scale = fit_time_scale(hist, task.K, method=cfg.method, schedule=cfg.schedule)
+        time_scale = fit_time_scale(hist, task.K, method=cfg.method, schedule=cfg.schedule)
         steps = [r["step"] for r in hist if "p_per_target" in r]
         pred = {cfg.method: predict(hist[0], task.K, steps, method=cfg.method,
-                                    schedule=cfg.schedule, scale=scale)}
+                                    schedule=cfg.schedule, time_scale=time_scale)}
     import io
 
     fig = plot_training({cfg.method: [hist]}, pred, K=task.K, title=(

@@ -24,17 +24,19 @@ atomically and resumed with ``resume=True``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
 import random
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._checks import is_int
+from .._checks import is_int, renamed_keys, renamed_kwargs, user_stacklevel
 from .._results import atomic_write_bytes, atomic_write_json, provenance
 from ..shaping import GainSchedule
 from ..theory._closed_forms import concentration
@@ -65,7 +67,9 @@ def resolve_schedule(schedule, force: bool = False) -> GainSchedule:
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Hyper-parameters of :func:`train` (keyword-only; validated on construction)."""
+    """Hyper-parameters of :func:`train` (keyword-only; validated on construction). ``eta``:
+    AdamW's rate (the step size; a neural network's rate, so the mean-field prediction fits its
+    own time scale ``t = c·step``); ``lr`` is its deprecated old name."""
 
     method: str = "grpo"
     #: G²RPO's schedule (default :data:`DEFAULT_SCHEDULE`: schedule B, λ0 = 1.5, neutralizer,
@@ -75,7 +79,7 @@ class TrainConfig:
     steps: int = 100
     prompts_per_step: int = 16
     group_size: int = 16
-    lr: float = 3e-4
+    eta: float = 3e-4
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
     eps_low: float = 0.2
@@ -111,7 +115,7 @@ class TrainConfig:
         if self.prompts_per_step % self.grad_accum:
             raise ValueError(f"prompts_per_step = {self.prompts_per_step} must be a multiple of "
                              f"grad_accum = {self.grad_accum}")
-        for name in ("lr", "temperature", "max_grad_norm"):
+        for name in ("eta", "temperature", "max_grad_norm"):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
                 raise ValueError(f"{name} must be a finite number > 0; got {v!r}")
@@ -122,6 +126,13 @@ class TrainConfig:
         self.verifier  # noqa: B018  (Verifier validates the rates: in [0, 1], sum < 1)
         if not (isinstance(self.weight_decay, int | float) and self.weight_decay >= 0):
             raise ValueError(f"weight_decay must be >= 0; got {self.weight_decay!r}")
+
+    @property
+    def lr(self) -> float:
+        """Deprecated alias of :attr:`eta`."""
+        warnings.warn("TrainConfig.lr is deprecated; use .eta", DeprecationWarning,
+                      stacklevel=user_stacklevel())
+        return self.eta
 
     @property
     def verifier(self) -> Verifier:
@@ -136,6 +147,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        d = renamed_keys(d, _RENAMED, "TrainConfig")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -146,6 +158,18 @@ class TrainConfig:
         if "betas" in d:
             d["betas"] = tuple(d["betas"])
         return cls(**d)
+
+
+_RENAMED = {"lr": "eta"}  # deprecated old field names -> new
+_dataclass_init = TrainConfig.__init__
+
+
+@functools.wraps(_dataclass_init)
+def _init(self, *args, **kwargs):
+    _dataclass_init(self, *args, **renamed_keys(kwargs, _RENAMED, "TrainConfig"))
+
+
+TrainConfig.__init__ = _init
 
 
 # ---- the loss ---------------------------------------------------------------------------------
@@ -190,15 +214,16 @@ def _completion_mask(comp, eos: int):
 
 # ---- warm start ----------------------------------------------------------------------------
 
-def warm_start(model, task, *, steps: int = 300, batch: int = 64, lr: float = 3e-3,
+@renamed_kwargs(lr="eta")
+def warm_start(model, task, *, steps: int = 300, batch: int = 64, eta: float = 3e-3,
                seed: int = 0, progress=None) -> list[float]:
     """Supervised warm start on :meth:`task.warm_start_batch` (cross-entropy on the answer
-    tokens), so the policy starts with several correct families of unequal mass. Returns the
-    losses."""
+    tokens), so the policy starts with several correct families of unequal mass; ``eta``:
+    AdamW's rate (``lr=`` is its deprecated old name). Returns the losses."""
     import torch
 
     rng = random.Random(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=eta, weight_decay=0.0)
     plen = len(task.prompt(task.targets[0]))
     losses = []
     model.train()
@@ -288,7 +313,7 @@ def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None
         raise ValueError(f"cfg must be a TrainConfig; got {cfg!r}")
     out = None if out is None else Path(out)
     probe = mode_probabilities or getattr(task, "mode_probabilities", None)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas,
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.eta, betas=cfg.betas,
                             weight_decay=cfg.weight_decay)
     rng, nprng = random.Random(cfg.seed), np.random.default_rng(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -296,7 +321,8 @@ def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None
     start = 0
     if resume and out is not None and _checkpoint_path(out, name).exists():
         ck = torch.load(_checkpoint_path(out, name), weights_only=False)
-        if ck["config"] != cfg.to_dict():
+        saved = {_RENAMED.get(k, k): v for k, v in ck["config"].items()}  # older checkpoints
+        if saved != cfg.to_dict():
             raise ValueError(f"cannot resume {name!r}: the checkpoint was made with another "
                              "configuration (start afresh, or use the same settings)")
         model.load_state_dict(ck["model"])

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import renamed_kwargs
 from ..shaping import GainSchedule, meanfield_system
 
 __all__ = ["fit_time_scale", "initial_states", "predict"]
@@ -35,13 +36,16 @@ def initial_states(row: dict[str, Any], K: int):
     return p, y, z
 
 
+@renamed_kwargs(scale="time_scale")
 def predict(row0: dict[str, Any], K: int, times, *, method: str = "grpo",
-            schedule: GainSchedule | None = None, scale: float = 1.0,
+            schedule: GainSchedule | None = None, time_scale: float = 1.0,
             mode_threshold: float = 0.05) -> dict[str, np.ndarray]:
     r"""Mean-field ``p``, ``L_y`` and ``K̂`` (means over prompts) at training steps ``times``
     from the measured initial state ``row0``: GRPO eq. (22), or G²RPO -- eq. (56) with
     ``schedule.neutralize`` else (48) -- with the schedule's gain (its warm-up in steps becomes
-    ``t_ramp = ramp_steps · scale``), at ``t = scale · step``; perfect verifier, ``η = 1``."""
+    ``t_ramp = ramp_steps · time_scale``), at ``t = time_scale · step``; perfect verifier,
+    ``η = 1``. ``time_scale``: the ``c`` of :func:`fit_time_scale` (``scale=`` is its deprecated
+    old name)."""
     import jax.numpy as jnp
 
     from ..theory._solve import solve
@@ -49,8 +53,8 @@ def predict(row0: dict[str, Any], K: int, times, *, method: str = "grpo",
 
     p0, y0, z0 = initial_states(row0, K)
     steps = np.asarray(times, float)
-    dyn = meanfield_system(method, schedule, eta=1.0, step_time=scale)
-    t = scale * steps
+    dyn = meanfield_system(method, schedule, eta=1.0, step_time=time_scale)
+    t = time_scale * steps
     out = {"p": [], "L_y": [], "K_hat": []}
     for i in range(len(p0)):
         sol = solve(dyn, make_state(p0[i], y0[i], z0[i]), t1=float(t[-1]),
@@ -74,7 +78,8 @@ def fit_time_scale(history: list[dict[str, Any]], K: int, *, method: str = "grpo
     meas = np.asarray([r["p"] for r in rows], float)
 
     def err(c):
-        pred = predict(rows[0], K, steps, method=method, schedule=schedule, scale=c)["p"]
+        pred = predict(rows[0], K, steps, method=method, schedule=schedule,
+                       time_scale=c)["p"]
         return float(np.mean((pred - meas) ** 2))
 
     grid = np.geomspace(lo, hi, num)

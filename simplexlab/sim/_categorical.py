@@ -10,8 +10,16 @@ function of :mod:`simplexlab.shaping`, takes the gradient of the chosen surrogat
 Pure ``(init, step)`` pair over a :class:`SimState` pytree (jax-md style); :func:`run` scans
 ``step`` with :func:`jax.lax.scan` and records :class:`Metrics` every ``stride`` steps. Everything
 jits and vmaps over seeds and over the array fields of :class:`CategoricalConfig`
-(``learning_rate``, ``focal_gamma``, the policy logits and rewards). ``group_size``, the surrogate,
+(``eta``, ``focal_gamma``, the policy logits and rewards). ``group_size``, the surrogate,
 reduction, advantage function and optimizer are static: one compilation per group size ``N``.
+
+**Why ``group_size`` stays static here** (it is an array parameter of ``Bandit``,
+``SoftmaxClassifier``, ``TwoStage`` and ``Product``): the advantage is any shaping function,
+called on the group's reward vector of shape ``(1, N)``. Padded to a larger group with a mask,
+its statistics (mean, std) are the same numbers rounded differently -- XLA folds a static ``N``
+into its divisions and reductions, and a traced ``N`` cannot be -- so results would move in the
+last bits (measured: mean-shifted advantages of ±1 rewards, float64, padded to 256, differ for
+most ``(N, k)``). Runs stay bit-identical to the committed figures by keeping ``N`` static.
 
 **The options the paper leaves open** (SPEC C4 "Known ambiguity"): App. J says "gradient ascent on
 ``L = (1/N) Σ_j r̃_j p_j``" with ``η = 10⁻²`` but names neither the optimizer nor whether ``p_j`` is
@@ -20,7 +28,8 @@ a probability or a likelihood; all four choices are exposed:
 - ``surrogate="probability"``: ``L = s Σ_j Â_j π(a_j)`` (App. J read literally; F-GRPO eq. 7);
   ``surrogate="log_likelihood"``: ``L = s Σ_j Â_j log π(a_j)`` (REINFORCE / TS Lemma 1);
 - ``reduction="mean"``: ``s = 1/N``; ``reduction="sum"``: ``s = 1``;
-- ``optimizer``: any ``learning_rate -> optax.GradientTransformation`` (default ``optax.sgd``).
+- ``optimizer``: any ``eta -> optax.GradientTransformation`` (default ``optax.sgd``; ``eta``
+  is the optimizer's rate, with SGD the step size η of App. J).
 
 **Count form.** With counts ``c_i`` (``Σ c_i = N``) and per-action advantage ``α_i`` (every
 rollout of one action has the same reward, hence, for the group-relative methods, the same
@@ -34,6 +43,7 @@ Both are O(A); :func:`count_gradient` implements them.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
@@ -43,8 +53,21 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .._checks import check, check_finite, check_number, check_parameter, is_concrete, is_int, xp
-from ..shaping._advantages import mean_shifted_advantages, raw_advantages
+from .._checks import (
+    check,
+    check_finite,
+    check_number,
+    check_parameter,
+    deprecated_alias,
+    is_concrete,
+    is_int,
+    user_stacklevel,
+    xp,
+)
+from ..shaping._advantages import (
+    mean_shifted_advantages,
+    raw_advantages,
+)
 from ..shaping._diversity import unchecked
 from ..shaping._methods import METHODS as _RULES
 from ..theory._focal import focal_weight
@@ -78,6 +101,9 @@ __all__ = [
     "sample_counts",
     "step",
 ]
+
+_MISSING = object()
+
 
 def _check_finite_scalar(value, name: str):
     check_number(value, name)
@@ -142,7 +168,7 @@ class CategoricalConfig(eqx.Module):
     r"""One simulator configuration.
 
     - ``policy``: :class:`CategoricalPolicy`.
-    - ``group_size``: ``N >= 1`` (static; one compilation per ``N``).
+    - ``group_size``: ``N >= 1`` (static; one compilation per ``N``: module docstring).
     - ``advantage``: a group-level function of :mod:`simplexlab.shaping` mapping rewards
       ``(groups, G)`` to advantages (``mean_shifted_advantages`` as in App. J, ``grpo_advantages``,
       ``rloo_advantages``, ``dr_grpo_advantages``, a ``Pipeline`` with ``IAC`` / ``NegativeOnly``
@@ -152,8 +178,9 @@ class CategoricalConfig(eqx.Module):
       as in App. J; ``μ̂_pos = k/N``. An array field, so it vmaps (``0`` = no focal weighting).
     - ``surrogate``: ``"probability"`` or ``"log_likelihood"``; ``reduction``: ``"mean"`` or
       ``"sum"`` over the group (module docstring).
-    - ``optimizer``: ``learning_rate -> optax.GradientTransformation`` (static), e.g.
-      ``optax.sgd``, ``optax.adam``; ``learning_rate``: finite, > 0 (an array field, vmaps).
+    - ``optimizer``: ``eta -> optax.GradientTransformation`` (static), e.g.
+      ``optax.sgd``, ``optax.adam``; ``eta``: the optimizer's rate (η of App. J), finite, > 0
+      (an array field, vmaps; ``learning_rate=`` is its deprecated old name).
     - ``dtype``: floating dtype of the logits, optimizer state, sampler and metrics (static):
       ``None`` (default: JAX's default float, float64 with x64 enabled, the setting for
       quantitative runs), ``jnp.float32`` or ``jnp.float64``. float32 is faster on CPU
@@ -175,14 +202,38 @@ class CategoricalConfig(eqx.Module):
     reduction: str = eqx.field(default="mean", kw_only=True, static=True)
     optimizer: Callable[[Any], optax.GradientTransformation] = eqx.field(
         default=optax.sgd, kw_only=True, static=True)
-    learning_rate: float = eqx.field(default=1e-2, kw_only=True)
+    eta: float = eqx.field(default=1e-2, kw_only=True)
     dtype: Any = eqx.field(default=None, kw_only=True, static=True)
+
+    def __init__(self, *, policy=_MISSING, group_size=8, advantage=mean_shifted_advantages,
+                 focal_gamma=0.0, surrogate="probability", reduction="mean", optimizer=optax.sgd,
+                 eta=_MISSING, dtype=None, **kwargs):
+        eta = deprecated_alias(kwargs, "learning_rate", "eta", "CategoricalConfig", eta, _MISSING)
+        if kwargs:
+            raise TypeError(f"CategoricalConfig() got unexpected keyword argument(s) "
+                            f"{sorted(kwargs)}")
+        self.policy = CategoricalPolicy() if policy is _MISSING else policy
+        self.group_size = group_size
+        self.advantage = advantage
+        self.focal_gamma = focal_gamma
+        self.surrogate = surrogate
+        self.reduction = reduction
+        self.optimizer = optimizer
+        self.eta = 1e-2 if eta is _MISSING else eta
+        self.dtype = dtype
+
+    @property
+    def learning_rate(self):
+        """Deprecated alias of :attr:`eta`."""
+        warnings.warn("CategoricalConfig.learning_rate is deprecated; use .eta",
+                      DeprecationWarning, stacklevel=user_stacklevel())
+        return self.eta
 
     def __check_init__(self):
         if not isinstance(self.policy, CategoricalPolicy):
             raise ValueError(f"policy must be a CategoricalPolicy; got {self.policy!r}")
         if not is_int(self.group_size) or self.group_size < 1:
-            raise ValueError(f"group_size N must be an integer >= 1; got {self.group_size!r}")
+            raise ValueError(f"group_size must be an integer >= 1; got {self.group_size!r}")
         if self.dtype is not None:
             try:
                 ok = jnp.dtype(self.dtype) in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64))
@@ -197,13 +248,13 @@ class CategoricalConfig(eqx.Module):
         if not callable(self.advantage):
             raise ValueError(f"advantage must be callable; got {self.advantage!r}")
         if not callable(self.optimizer):
-            raise ValueError(f"optimizer must be a callable learning_rate -> "
+            raise ValueError(f"optimizer must be a callable eta -> "
                              f"optax.GradientTransformation; got {self.optimizer!r}")
         if self.group_size == 1 and self.advantage is not raw_advantages:
             raise ValueError(
-                "group_size N = 1 admits no group-relative advantage; use "
+                "group_size = 1 admits no group-relative advantage; use "
                 f"advantage=raw_advantages (got {self.advantage!r})")
-        check_parameter(self.learning_rate, "learning_rate", lower=0.0, strict=True)
+        check_parameter(self.eta, "eta", lower=0.0, strict=True)
         check_parameter(self.focal_gamma, "focal_gamma", lower=0.0)
 
     def float_dtype(self):
@@ -212,8 +263,7 @@ class CategoricalConfig(eqx.Module):
 
     def make_optimizer(self) -> optax.GradientTransformation:
         # a run-time check too: under jit/vmap the learning rate may be traced (sweeps)
-        return self.optimizer(check_parameter(self.learning_rate, "learning_rate", lower=0.0,
-                                              strict=True))
+        return self.optimizer(check_parameter(self.eta, "eta", lower=0.0, strict=True))
 
     def optimizer_init(self, params):
         """``make_optimizer().init(params)`` (:func:`simplexlab.sim._policy.optimizer_init`)."""
@@ -255,7 +305,7 @@ def action_advantages(config: CategoricalConfig, num_correct_drawn):
                   "num_correct_drawn k must be an integer")
         k = jnp.asarray(k).astype(jnp.int32)
     k = check(k, lambda a: (a < 0) | (a > config.group_size),
-              f"num_correct_drawn k must lie in [0, N = group_size = {config.group_size}]")
+              f"num_correct_drawn k must lie in [0, group_size = {config.group_size}]")
     return _action_advantages(config, k)
 
 
@@ -326,7 +376,7 @@ def count_weights(config: CategoricalConfig, counts):
         raise ValueError(f"counts must be integers (draws per action); got dtype {counts.dtype}")
     counts = check(counts, lambda a: a < 0, "counts must be >= 0")
     counts = check(counts, lambda a: xp.sum(a) != N,
-                   f"counts must sum to N = group_size = {N}", show=False)
+                   f"counts must sum to group_size = {N}", show=False)
     w, k, _ = _count_weights_and_sum(config, counts)
     return w, k
 
@@ -448,13 +498,15 @@ class Categorical(AbstractSimulator):
     r"""The categorical policy simulator as a :class:`~simplexlab.sim.AbstractSimulator`.
 
     Static configuration: ``config`` (:class:`CategoricalConfig`). Array parameters (swept in
-    one compiled program): ``learning_rate`` and ``focal_gamma``. ``init`` / ``step`` /
+    one compiled program): ``eta`` and ``focal_gamma`` (``group_size`` is static here, see the
+    module docstring). ``init`` / ``step`` /
     ``observe`` are :func:`init`, :func:`step` and :func:`metrics` with those two fields of
     the configuration replaced by ``params``.
     """
 
     name: ClassVar[str] = "categorical"
     version: ClassVar[str] = "1"
+    renamed_names: ClassVar[dict[str, str]] = {"learning_rate": "eta"}
     config: CategoricalConfig = eqx.field(default_factory=CategoricalConfig, kw_only=True)
 
     @classmethod
@@ -462,10 +514,10 @@ class Categorical(AbstractSimulator):
         """Build from flat settings: the fields of :class:`CategoricalPolicy` and
         :class:`CategoricalConfig`, with ``advantage`` / ``optimizer`` given by name
         (:data:`ADVANTAGES`, :data:`OPTIMIZERS`) or as callables and ``dtype`` as
-        ``"float32"`` / ``"float64"``. Unknown names raise ``ValueError``."""
-        cls.check_settings(settings, set(_POLICY_FIELDS) | set(_CONFIG_FIELDS)
-                           | {"learning_rate", "focal_gamma"})
-        s = dict(settings)
+        ``"float32"`` / ``"float64"``. Unknown names raise ``ValueError``; ``learning_rate`` is
+        the deprecated old name of ``eta``."""
+        s = cls.renamed(settings)
+        cls.check_settings(s, set(_POLICY_FIELDS) | set(_CONFIG_FIELDS) | {"eta", "focal_gamma"})
         for field, table in (("advantage", ADVANTAGES), ("optimizer", OPTIMIZERS)):
             if isinstance(s.get(field), str):
                 s[field] = lookup(table, s[field], field, "categorical")
@@ -496,20 +548,19 @@ class Categorical(AbstractSimulator):
             raise ValueError(f"config must be a CategoricalConfig; got {self.config!r}")
 
     def default_params(self) -> dict[str, Any]:
-        return {"learning_rate": self.config.learning_rate,
-                "focal_gamma": self.config.focal_gamma}
+        return {"eta": self.config.eta, "focal_gamma": self.config.focal_gamma}
 
     def check_params(self, params: dict[str, Any]) -> None:
         super().check_params(params)
-        if "learning_rate" in params:
-            check_parameter(params["learning_rate"], "learning_rate", lower=0.0, strict=True)
+        if "eta" in params:
+            check_parameter(params["eta"], "eta", lower=0.0, strict=True)
         if "focal_gamma" in params:
             check_parameter(params["focal_gamma"], "focal_gamma", lower=0.0)
 
     def _config(self, params) -> CategoricalConfig:
         dt = self.config.float_dtype()
-        return eqx.tree_at(lambda c: (c.learning_rate, c.focal_gamma), self.config,
-                           (jnp.asarray(params["learning_rate"], dt),
+        return eqx.tree_at(lambda c: (c.eta, c.focal_gamma), self.config,
+                           (jnp.asarray(params["eta"], dt),
                             jnp.asarray(params["focal_gamma"], dt)))
 
     def init(self, key, params) -> SimState:

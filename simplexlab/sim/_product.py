@@ -9,7 +9,8 @@ independent batches: 2,000 batches of ``G = 10`` are Table 2's ``N = 20,000`` se
 Table 3's batches, one is Table 4's example.
 
 Implements the simulator protocol, so :mod:`simplexlab.sweep` runs replicate streams over seeds
-(and over lengths, group sizes, vocabularies as static settings). Record ``s`` (of
+and group sizes (an array parameter: batches are padded to ``max_group_size``) and over lengths
+and vocabularies (static settings). Record ``s`` (of
 :func:`~simplexlab.sim.trajectory`, at step ``s``) is batch ``s``: :meth:`Product.init` already
 holds batch 0, so ``num_steps = B − 1`` gives ``B`` batches. Batch ``s`` is drawn from
 ``fold_in(key, s)``, so it does not depend on the stride. The exact laws these batches follow are
@@ -26,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import is_int, trusted_inputs
+from .._checks import is_concrete, is_int, trusted_inputs, xp
 from ..theory._product import product_log10_prob
 from ._protocol import AbstractSimulator, trajectory
 from ._sampler import uniforms
@@ -38,19 +39,21 @@ PAPER_PROBS = (0.8, 0.1, 0.05, 0.03, 0.02)
 
 
 class ProductState(NamedTuple):
-    """Simulator state: the run's key, the index of the current batch and its token counts."""
+    """Simulator state: the run's key, the index of the current batch, its token counts and the
+    run's group size."""
 
     key: jax.Array  #: the run's PRNG key (batch ``s`` uses ``fold_in(key, s)``)
     step: jax.Array  #: index of the current batch
-    counts: jax.Array  #: token counts of the current batch ``(G, V)`` (int32, rows sum to T)
+    counts: jax.Array  #: token counts of the current batch ``(max_group_size, V)`` (int32)
+    group_size: jax.Array  #: the run's group size ``G`` (rows ``g >= G`` are padding)
 
 
 class ProductMetrics(NamedTuple):
     """One batch (axes ``sequence``, ``token``)."""
 
     step: jax.Array  #: index of the batch
-    counts: jax.Array  #: token counts ``(G, V)``
-    log10_prob: jax.Array  #: ``log10 π(h)`` of each sequence ``(G,)``
+    counts: jax.Array  #: token counts ``(max_group_size, V)`` (padding rows: 0)
+    log10_prob: jax.Array  #: ``log10 π(h)`` of each sequence ``(max_group_size,)`` (padding: NaN)
 
 
 def _as_probs(value) -> tuple[float, ...]:
@@ -72,8 +75,19 @@ class Product(AbstractSimulator):
 
     Static settings (fields; one compilation per value): ``probs`` (token probabilities, > 0,
     summing to 1; a list or array is turned into a tuple), ``length`` (``T >= 1`` tokens per
-    sequence), ``group_size`` (``G >= 2`` sequences per batch), ``dtype`` (of the uniforms and
-    of ``log10_prob``; ``None``: JAX's default float). No array parameters: the policy is fixed.
+    sequence), ``max_group_size`` (batches are padded to it, so every group size up to it runs
+    in one program; ``None``, the default: the ``group_size`` given), ``dtype`` (of the uniforms
+    and of ``log10_prob``; ``None``: JAX's default float).
+
+    Array parameter (:meth:`default_params`; swept inside one program): ``group_size`` (``G``,
+    sequences per batch, a whole number in ``[2, max_group_size]``; its default is the field
+    ``group_size``: if not given, ``max_group_size``, or the paper's 10 when neither is given).
+    Sequence ``g`` of a batch uses uniforms ``g T .. g T + T − 1`` of the batch's stream whatever
+    ``max_group_size`` is, so padding leaves a run's ``counts`` unchanged bit for bit; the padding
+    rows ``g >= G`` of ``counts`` are 0 and of ``log10_prob`` NaN. ``log10_prob`` is the same
+    function of the same counts, a matrix-vector product whose summation order XLA picks by the
+    array's shape: a padded run's values can differ from an unpadded one's in the last bit (1 ulp;
+    an unpadded run, ``max_group_size == group_size``, the default, is the program of before).
     """
 
     name: ClassVar[str] = "product"
@@ -82,54 +96,115 @@ class Product(AbstractSimulator):
 
     probs: tuple = eqx.field(default=PAPER_PROBS, kw_only=True, static=True)
     length: int = eqx.field(default=80, kw_only=True, static=True)
-    group_size: int = eqx.field(default=10, kw_only=True, static=True)
+    group_size: int | None = eqx.field(default=None, kw_only=True)
+    max_group_size: int | None = eqx.field(default=None, kw_only=True, static=True)
     dtype: Any = eqx.field(default=None, kw_only=True, static=True)
 
     def __post_init__(self):
         self.probs = _as_probs(self.probs)
+        if self.group_size is None:
+            self.group_size = 10 if self.max_group_size is None else self.max_group_size
+        if self.max_group_size is None and is_int(self.group_size) and self.group_size >= 2:
+            self.max_group_size = int(self.group_size)
 
     def __check_init__(self):
-        for name, lower in (("length", 1), ("group_size", 2)):
+        if self.max_group_size is None:
+            raise ValueError("product: group_size must be an integer >= 2 (without "
+                             f"max_group_size it sets the padding bound); got "
+                             f"{self.group_size!r}")
+        for name, lower in (("length", 1), ("max_group_size", 2)):
             v = getattr(self, name)
             if not is_int(v) or v < lower:
                 raise ValueError(f"product: {name} must be an integer >= {lower}; got {v!r}")
+        self.check_params({"group_size": self.group_size})
         self.check_dtype()
 
+    @classmethod
+    def settings(cls) -> dict[str, Any]:
+        """The static settings (``group_size`` is an array parameter, :meth:`default_params`)."""
+        return {"probs": PAPER_PROBS, "length": 80, "max_group_size": None, "dtype": None}
+
+    @classmethod
+    def make(cls, **settings) -> Product:
+        """Build from flat settings: :meth:`settings` and the default ``group_size``."""
+        cls.check_settings(settings, {*cls.settings(), "group_size"})
+        return cls(**settings)
+
     def default_params(self) -> dict[str, Any]:
-        return {}
+        return {"group_size": self.group_size}
+
+    def _bad_group_size(self, g):
+        """Where ``group_size`` is not a whole number in ``[2, max_group_size]`` (``xp``: NumPy
+        on concrete values, ``jax.numpy`` on traced ones)."""
+        return ~xp.isfinite(g) | (g < 2) | (g != xp.round(g)) | (g > self.max_group_size)
+
+    def _what(self) -> str:
+        return (f"product: group_size must be a whole number in [2, max_group_size = "
+                f"{self.max_group_size}] (the batches are padded to max_group_size, a static "
+                "setting: raise it to sweep larger groups)")
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Unknown names and a bad concrete ``group_size`` raise ``ValueError`` naming it;
+        a traced one is checked at run time (:meth:`init`)."""
+        super().check_params(params)
+        g = params.get("group_size")
+        if g is not None and is_concrete(g):
+            try:
+                a = np.asarray(g, dtype=float)
+            except (TypeError, ValueError):
+                a = np.asarray(np.nan)
+            if isinstance(g, bool | np.bool_) or np.any(self._bad_group_size(a)):
+                raise ValueError(f"{self._what()}; got {g!r}")
 
     def observe_dims(self) -> dict[str, tuple[str, ...]]:
         return {"counts": ("sequence", "token"), "log10_prob": ("sequence",)}
 
     def working_bytes(self) -> int:
         """The ``(G, T, V)`` comparisons of the inverse CDF and the ``(G, T)`` uniforms."""
-        G, T, V = self.group_size, self.length, len(self.probs)
+        G, T, V = self.max_group_size, self.length, len(self.probs)
         return 8 * G * T * (V + 2) + 4096
 
     # ---- protocol --------------------------------------------------------------------------
 
-    def draw(self, key, index) -> jax.Array:
-        r"""Token counts ``(G, V)`` of batch ``index``: ``G · T`` uniforms of the shared
-        sampler from ``fold_in(key, index)``, token = ``#{c < V − 1 : cdf_c <= u}`` (exact inverse
-        CDF; a token's probability is ``p_c`` up to the rounding of the ``cdf``), counted."""
+    def draw(self, key, index, group_size=None) -> jax.Array:
+        r"""Token counts ``(max_group_size, V)`` of batch ``index``: ``G · T`` uniforms of the
+        shared sampler from ``fold_in(key, index)``, token = ``#{c < V − 1 : cdf_c <= u}`` (exact
+        inverse CDF; a token's probability is ``p_c`` up to the rounding of the ``cdf``), counted;
+        rows ``g >= G`` (``G = group_size``, default the field) are 0."""
         dt = self.float_dtype()
-        G, T, V = self.group_size, self.length, len(self.probs)
+        Gmax, T, V = self.max_group_size, self.length, len(self.probs)
+        G = self.group_size if group_size is None else group_size
         cdf = jnp.asarray(np.cumsum(self.probs)[:-1], dt)
-        u = uniforms(jax.random.fold_in(key, index), G * T, dt).reshape(G, T)
+        u = uniforms(jax.random.fold_in(key, index), Gmax * T, dt).reshape(Gmax, T)
         tokens = jnp.sum(u[..., None] >= cdf, -1, dtype=jnp.int32)
-        return jnp.sum(tokens[..., None] == jnp.arange(V, dtype=jnp.int32), 1, dtype=jnp.int32)
+        counts = jnp.sum(tokens[..., None] == jnp.arange(V, dtype=jnp.int32), 1, dtype=jnp.int32)
+        return jnp.where(self._valid(G)[:, None], counts, 0)
+
+    def _valid(self, group_size):
+        """``(max_group_size,)`` mask of the batch's sequences ``g < group_size``."""
+        G = jnp.asarray(group_size)
+        if not jnp.issubdtype(G.dtype, jnp.integer):
+            G = G.astype(jnp.int32)  # a whole number (checked)
+        return jnp.arange(self.max_group_size, dtype=G.dtype) < G
 
     def init(self, key, params) -> ProductState:
+        G = jnp.asarray(params["group_size"])
+        if not is_concrete(G):
+            G = eqx.error_if(G, jnp.any(self._bad_group_size(G)), self._what())
         step = jnp.zeros((), jnp.int32)
-        return ProductState(key=key, step=step, counts=self.draw(key, step))
+        return ProductState(key=key, step=step, counts=self.draw(key, step, G),
+                            group_size=G.astype(jnp.int32))
 
     def step(self, state: ProductState, params) -> ProductState:
         step = state.step + 1
-        return ProductState(key=state.key, step=step, counts=self.draw(state.key, step))
+        return ProductState(key=state.key, step=step,
+                            counts=self.draw(state.key, step, state.group_size),
+                            group_size=state.group_size)
 
     def observe(self, state: ProductState) -> ProductMetrics:
         with trusted_inputs():  # counts drawn above: whole numbers >= 0 by construction
             lp = product_log10_prob(state.counts.astype(self.float_dtype()), self.probs)
+        lp = jnp.where(self._valid(state.group_size), lp, jnp.nan)
         return ProductMetrics(step=state.step, counts=state.counts, log10_prob=lp)
 
     def batches(self, key, num_batches: int) -> ProductMetrics:
@@ -139,5 +214,6 @@ class Product(AbstractSimulator):
             raise ValueError(f"product: num_batches must be an integer >= 1; got "
                              f"{num_batches!r}")
         if num_batches == 1:
-            return jax.tree_util.tree_map(lambda a: a[None], self.observe(self.init(key, {})))
+            first = self.observe(self.init(key, self.default_params()))
+            return jax.tree_util.tree_map(lambda a: a[None], first)
         return trajectory(self, key, {}, num_steps=num_batches - 1)[1]

@@ -25,7 +25,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._checks import is_int
+from .._checks import is_int, renamed_keys
 from ._policy import default_float
 
 __all__ = ["AbstractSimulator", "trajectory"]
@@ -38,6 +38,16 @@ class AbstractSimulator(eqx.Module):
     name: ClassVar[str] = ""
     #: bump when the simulator's numerics change: the sweep store keys every chunk on it
     version: ClassVar[str] = "1"
+
+    #: deprecated old names of settings and array parameters -> their names (``make`` and the
+    #: sweep configs accept them with a ``DeprecationWarning``, :meth:`renamed`)
+    renamed_names: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def renamed(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` with the deprecated old names of :attr:`renamed_names` replaced by their
+        new ones (a ``DeprecationWarning`` naming the new name)."""
+        return renamed_keys(values, cls.renamed_names, cls.name)
 
     @classmethod
     def make(cls, **settings) -> AbstractSimulator:

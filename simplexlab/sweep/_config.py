@@ -55,6 +55,8 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
     for section in ("fixed", "grid"):
         if not isinstance(cfg.get(section, {}), dict):
             raise ValueError(f"{path}: [{section}] must be a table of parameter = value")
+    for section in ("fixed", "grid"):  # deprecated old names, with a DeprecationWarning
+        cfg[section] = target.renamed(cfg.get(section, {}))
     known = set(target.array_params()) | set(target.static_params())
     for section in ("fixed", "grid"):
         bad = sorted(set(cfg.get(section, {})) - known)

@@ -180,6 +180,7 @@ def run(
     target = make_target(target) if not isinstance(target, SweepTarget) else target
     grid = {str(k): _as_values(str(k), v) for k, v in dict(grid or {}).items()}
     fixed = dict(fixed or {})
+    grid, fixed = target.renamed(grid), target.renamed(fixed)  # deprecated old names
     arr_def, st_def = target.array_params(), target.static_params()
     known = set(arr_def) | set(st_def)
     for where, names in (("grid", grid), ("fixed", fixed)):

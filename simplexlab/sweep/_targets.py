@@ -63,6 +63,11 @@ class SweepTarget(abc.ABC):
         """Static parameters that fix the output layout and cannot be swept."""
         return ()
 
+    def renamed(self, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` (a grid or fixed dict) with deprecated old parameter names replaced by
+        their new ones (a ``DeprecationWarning`` naming the new one). Default: unchanged."""
+        return dict(values)
+
     def groups(self, static: dict[str, Any], arrays: dict[str, np.ndarray],
                given: set[str]) -> list[tuple[dict[str, Any], Any]]:
         """Split the runs of one static combination into programs: ``[(static_i, rows_i)]``,
@@ -118,6 +123,9 @@ class SimulatorTarget(SweepTarget):
 
     def unsweepable(self):
         return ("num_steps", "stride", "dtype")
+
+    def renamed(self, values):
+        return self.cls.renamed(values)
 
     def groups(self, static, arrays, given):
         return self.cls.sweep_groups(static, arrays, given)

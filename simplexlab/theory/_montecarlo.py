@@ -64,7 +64,7 @@ def _validate(mu, tau, n, n_groups, rng, z):
         tau = _scalar(tau, "tau")
         if not 0.0 <= tau <= mu:
             raise ValueError(f"tau must satisfy 0 <= tau <= mu; got tau={tau!r}, mu={mu!r}")
-    as_int(n, "group_size N", lower=1)
+    as_int(n, "group_size", lower=1)
     as_int(n_groups, "n_groups", lower=2)
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)); "

@@ -88,12 +88,12 @@ def _check_mu(mu):
 
 def _check_group_size(group_size, continuous: bool = False):
     """``group_size`` (N) finite, ``>= 1`` and a whole number unless ``continuous``."""
-    check_number(group_size, "group_size N")
-    n = check_finite(_float(group_size), "group_size N")
-    n = check(n, lambda a: a < 1, "group_size N must be >= 1")
+    check_number(group_size, "group_size")
+    n = check_finite(_float(group_size), "group_size")
+    n = check(n, lambda a: a < 1, "group_size must be >= 1")
     if not continuous:
         n = check(n, lambda a: a != xp.round(a),
-                  "group_size N must be an integer (pass continuous=True to evaluate the "
+                  "group_size must be an integer (pass continuous=True to evaluate the "
                   "formula's analytic continuation at non-integer N)")
     return n
 
@@ -334,7 +334,7 @@ def conditional_sampled_masses(pi, correct, group_size, k):
     k = check(k, lambda a: (a < 0) | (a != xp.round(a)),
               "k (number of correct rollouts) must be an integer >= 0")
     k = check_pair(k, n, lambda a, b: a > b,
-                   "k (number of correct rollouts) must be <= N (group_size): (k, N)")
+                   "k (number of correct rollouts) must be <= group_size: (k, group_size)")
     return _cond_masses_core(pi, correct, n, k)
 
 
