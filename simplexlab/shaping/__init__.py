@@ -5,6 +5,9 @@ Group-relative baselines (raw, mean-shifted, GRPO, Dr.GRPO, RLOO, REINFORCE++), 
 GRPO-TN (TS App. C.5), ProGRPO (PG eq. 4–6), and a small composition API (:class:`Pipeline`).
 Every rule by name on what a training loop sees (:func:`advantages`, :data:`METHODS`), and the
 portable G²RPO gain schedule (:class:`GainSchedule`: constant / A / B, warm-up, safeguards).
+Diversity and exploration metrics (SPEC C6; re-exported by :mod:`simplexlab.metrics`): pass@k,
+Avg K, L_y, K_eff, entropies, distinct-n, Self-BLEU. What the layers above need beyond this face
+is in :mod:`simplexlab.shaping.internal`.
 """
 
 from ..theory._focal import focal_weight
@@ -15,6 +18,22 @@ from ._advantages import (
     raw_advantages,
     reinforce_pp_advantages,
     rloo_advantages,
+)
+from ._diversity import (
+    answer_entropy,
+    avg_num_modes,
+    cluster_distribution,
+    concentration,
+    distinct_n,
+    effective_num_modes,
+    entropy,
+    normalized_entropy,
+    num_modes,
+    pass_at_k,
+    retained_mass,
+    self_bleu,
+    sequence_entropy,
+    token_entropy,
 )
 from ._g2rpo import G2RPOConfig, G2RPOStats, g2rpo_advantages, g2rpo_bonus, g2rpo_stats
 from ._methods import METHOD_PARAMS, METHODS, Groups, advantages, g2rpo_clusters
@@ -46,23 +65,30 @@ from ._token import (
 )
 
 __all__ = [
-    "IAC",
     "Focal",
     "G2RPOBonus",
     "G2RPOConfig",
     "G2RPOStats",
     "GainSchedule",
     "Groups",
+    "IAC",
     "METHODS",
     "METHOD_PARAMS",
     "NegativeOnly",
     "Pipeline",
     "RampedGain",
     "advantages",
+    "answer_entropy",
+    "avg_num_modes",
+    "cluster_distribution",
+    "concentration",
     "dapo",
     "dapo_iac",
     "dapo_keep_mask",
+    "distinct_n",
     "dr_grpo_advantages",
+    "effective_num_modes",
+    "entropy",
     "f_dapo",
     "f_grpo",
     "focal_advantages",
@@ -80,10 +106,17 @@ __all__ = [
     "low_prob_confidence",
     "mean_shifted_advantages",
     "negative_only",
+    "normalized_entropy",
+    "num_modes",
+    "pass_at_k",
     "prefix_tree",
     "progrpo_advantages",
     "raw_advantages",
     "reinforce_pp_advantages",
+    "retained_mass",
     "rloo_advantages",
+    "self_bleu",
+    "sequence_entropy",
     "success_rate",
+    "token_entropy",
 ]
