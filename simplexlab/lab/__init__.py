@@ -1,8 +1,8 @@
 """The lab layer's face, the public API for experiment scripts in ``experiments/``: register with
 :func:`experiment`, receive a :class:`Context` (mode, output folder, seed, ``progress``,
-``savefig``); result files (:func:`atomic_write_json`, :func:`provenance`, ...); plotting helpers
-for simplex figures (:func:`ternary_axes`, :func:`stream_on_simplex`, :func:`plot_training`, ...;
-re-exported by :mod:`simplexlab.plotting`).
+``savefig``); the command line (:func:`main`); result files (:func:`atomic_write_json`,
+:func:`provenance`, ...); plotting helpers for simplex figures (:func:`ternary_axes`,
+:func:`stream_on_simplex`, :func:`plot_training`, ...; re-exported by :mod:`simplexlab.plotting`).
 
 The registry and the plotting helpers load on first access, so that importing this package (or
 :mod:`simplexlab.plotting`) loads neither the experiment registry nor the experiments.
@@ -23,6 +23,7 @@ _LAZY = {
     "load_experiments": "_registry",
     "registry": "_registry",
     "run_experiment": "_registry",
+    "main": "_cli",
     "FIXED_POINT_STYLE": "_plotting",
     "mark_fixed_points": "_plotting",
     "plot_training": "_plotting",
@@ -42,6 +43,7 @@ __all__ = [
     "experiment",
     "load_experiment_module",
     "load_experiments",
+    "main",
     "mark_fixed_points",
     "plot_training",
     "progress",
@@ -70,6 +72,7 @@ def __dir__():
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above load lazily
+    from ._cli import main
     from ._plotting import (
         FIXED_POINT_STYLE,
         mark_fixed_points,
