@@ -44,9 +44,7 @@ def predict(row0: dict[str, Any], K: int, times, *, method: str = "grpo",
     ``t_ramp = ramp_steps · scale``), at ``t = scale · step``; perfect verifier, ``η = 1``."""
     import jax.numpy as jnp
 
-    from ..theory._fields import GRPO, GoodBonus, Neutralized
-    from ..theory._solve import solve
-    from ..theory._state import make_state
+    from ..theory import GRPO, GoodBonus, Neutralized, make_state, solve
 
     p0, y0, z0 = initial_states(row0, K)
     steps = np.asarray(times, float)

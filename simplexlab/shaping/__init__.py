@@ -10,7 +10,7 @@ Avg K, L_y, K_eff, entropies, distinct-n, Self-BLEU. What the layers above need 
 is in :mod:`simplexlab.shaping.internal`.
 """
 
-from ..theory._focal import focal_weight
+from ..theory import focal_weight
 from ._advantages import (
     dr_grpo_advantages,
     grpo_advantages,

@@ -30,8 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_int, check, check_number, deprecated_alias, is_concrete, user_stacklevel
-from ..theory._closed_forms import unchecked
-from ..theory._verifier import Verifier
+from ..theory import Verifier
+from ..theory.internal import unchecked
 from ._advantages import grpo_advantages, prepare_group
 
 __all__ = ["G2RPOConfig", "G2RPOStats", "g2rpo_advantages", "g2rpo_bonus", "g2rpo_stats"]

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax.numpy as jnp
 
-from ..theory._verifier import Verifier
+from ..theory import Verifier
 from ._advantages import (
     dr_grpo_advantages,
     grpo_advantages,

@@ -25,8 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_parameter, is_concrete, is_int
-from ..theory._gains import AbstractGain, ConstantGain, ScheduleA, ScheduleB
-from ..theory._verifier import Verifier
+from ..theory import AbstractGain, ConstantGain, ScheduleA, ScheduleB, Verifier
 from ._g2rpo import G2RPOConfig
 
 __all__ = ["GainSchedule", "RampedGain"]

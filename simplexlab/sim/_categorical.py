@@ -44,15 +44,15 @@ import numpy as np
 import optax
 
 from .._checks import check, check_finite, check_number, check_parameter, is_concrete, is_int, xp
-from ..shaping._advantages import (
+from ..shaping import (
     dr_grpo_advantages,
     grpo_advantages,
     mean_shifted_advantages,
     raw_advantages,
     rloo_advantages,
 )
-from ..shaping._diversity import unchecked
-from ..theory._focal import focal_weight
+from ..shaping.internal import unchecked
+from ..theory import focal_weight
 from ._policy import (
     OPTIMIZERS,
     REDUCTIONS,

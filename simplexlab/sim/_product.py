@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_int, trusted_inputs
-from ..theory._product import product_log10_prob
+from ..theory import product_log10_prob
 from ._protocol import AbstractSimulator, trajectory
 from ._sampler import uniforms
 

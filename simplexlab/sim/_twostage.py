@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete, is_int, trusted_inputs, xp
-from ..shaping._methods import Groups, advantages
+from ..shaping import Groups, advantages
 from ._policy import (
     OPTIMIZERS,
     gradient_from_probs,

@@ -81,12 +81,8 @@ import numpy as np
 
 from .._checks import is_concrete, is_int
 from .._results import atomic_write_json, provenance, to_jsonable
-from ..shaping._g2rpo import g2rpo_stats
-from ..shaping._schedule import GainSchedule
-from ..theory._closed_forms import flip_threshold, inner_gain
-from ..theory._fields import GRPO
-from ..theory._solve import solve
-from ..theory._verifier import Verifier
+from ..shaping import GainSchedule, g2rpo_stats
+from ..theory import GRPO, Verifier, flip_threshold, inner_gain, solve
 from ._bandit import Bandit
 from ._protocol import trajectory
 

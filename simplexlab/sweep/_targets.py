@@ -273,11 +273,17 @@ class MeanFieldTarget(SweepTarget):
             raise ValueError(f"meanfield: p0 must be in (0, 1); got {a['p0']}")
 
     def batch(self, static, batching):
-        from ..theory._fields import GRPO, GoodBonus, Neutralized
-        from ..theory._gains import ConstantGain, ScheduleA, ScheduleB
-        from ..theory._solve import solve_block
-        from ..theory._state import State
-        from ..theory._verifier import Verifier
+        from ..theory import (
+            GRPO,
+            ConstantGain,
+            GoodBonus,
+            Neutralized,
+            ScheduleA,
+            ScheduleB,
+            State,
+            Verifier,
+        )
+        from ..theory.internal import solve_block
 
         K, M, block = static["K"], static["M"], static["block"]
         n_save = static["n_save"]
