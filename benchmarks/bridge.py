@@ -74,7 +74,7 @@ def bridge(opts: dict) -> dict:
     import torch
 
     from simplexlab import llm
-    from simplexlab.llm import _bridge
+    from simplexlab.llm.internal import advantages_program, schedule_key
 
     sh = shapes(opts["quick"])
     rewards, modes = _inputs()
@@ -91,8 +91,7 @@ def bridge(opts: dict) -> dict:
                         sh["parts"])
 
     # the parts of one call: conversions, and the compiled rule on converted arrays
-    program = _bridge._advantages_program("g2rpo", G, _bridge._schedule_key(sched), (), RATES,
-                                          True)
+    program = advantages_program("g2rpo", G, schedule_key(sched), (), RATES, True)
     jr, jm = llm.to_jax(rewards), llm.to_jax(modes)
     out, flags = program(jr, jm, None, None, 5)
     to_jax = _median(lambda i: (llm.to_jax(rewards), llm.to_jax(modes)), sh["parts"])

@@ -112,29 +112,30 @@ def modes(opts: dict, length: str = "short") -> dict:
     import torch
     from sklearn.metrics import adjusted_rand_score
 
-    from simplexlab.llm import _modes
+    from simplexlab.llm import discover_modes, embed
+    from simplexlab.llm.internal import MAX_SEQ_LENGTH, encoder
 
     sh = shapes(opts["quick"])
     texts, methods = synthetic(sh["P"], length=length)
     flat = [t for row in texts for t in row]
     words = np.array([len(t.split()) for t in flat])
     t0 = time.perf_counter()
-    tok, model = _modes._encoder("cpu")
+    tok, model = encoder("cpu")
     # multiply-adds of the encoder's dense layers per token (attention scores, GELU, layer norms
     # come on top): the arithmetic floor of the embedding
     dense = sum(p.numel() for n, p in model.named_parameters()
                 if n.startswith("encoder.") and p.dim() == 2)
-    _modes.embed(flat[:BATCH], batch_size=BATCH)  # warm-up (first-call allocations)
-    _modes.discover_modes(["a", "b"], embeddings=np.eye(2))  # imports scikit-learn
+    embed(flat[:BATCH], batch_size=BATCH)  # warm-up (first-call allocations)
+    discover_modes(["a", "b"], embeddings=np.eye(2))  # imports scikit-learn
     load_s = time.perf_counter() - t0
     tokens = np.array([len(ids) for ids in tok(flat, truncation=True,
-                                                max_length=_modes.MAX_SEQ_LENGTH)["input_ids"]])
+                                                max_length=MAX_SEQ_LENGTH)["input_ids"]])
     distinct = list({t: i for i, t in enumerate(flat)}.values())  # embed() does each text once
     c0, t0 = cpu_seconds(), time.perf_counter()
-    E = _modes.embed(flat, batch_size=BATCH)
+    E = embed(flat, batch_size=BATCH)
     embed_s, embed_cpu = time.perf_counter() - t0, cpu_seconds() - c0
     t0 = time.perf_counter()
-    ids, C = _modes.discover_modes(texts, embeddings=E.reshape(sh["P"], G, -1))
+    ids, C = discover_modes(texts, embeddings=E.reshape(sh["P"], G, -1))
     cluster_s = time.perf_counter() - t0
     ari = np.array([adjusted_rand_score(m, i) for m, i in zip(methods, ids, strict=True)])
     found = np.array([len(set(r)) for r in ids])
@@ -157,16 +158,17 @@ def baseline(opts: dict) -> dict:
     import numpy as np
     import torch
 
-    from simplexlab.llm import _modes
+    from simplexlab.llm import embed
+    from simplexlab.llm.internal import model_path
 
     sh = shapes(opts["quick"])
     texts, _ = synthetic(sh["P"])
     flat = [t for row in texts for t in row]
     n = len(flat)
-    _modes.embed(flat[:8])  # load + warm-up
+    embed(flat[:8])  # load + warm-up
     sub = flat[:: max(1, n // sh["single"])][: sh["single"]]
     t0 = time.perf_counter()
-    one = np.concatenate([_modes.embed([t], batch_size=1) for t in sub])
+    one = np.concatenate([embed([t], batch_size=1) for t in sub])
     single_s = (time.perf_counter() - t0) / len(sub)
     out = {"single_per_text_s": single_s, "single_n": len(sub), "single_total_s": single_s * n,
            "torch_threads": torch.get_num_threads(), "texts": n}
@@ -176,16 +178,16 @@ def baseline(opts: dict) -> dict:
     except ImportError:
         out.update(st=None, run_s=single_s * n, peak_rss=peak_rss())
         return out
-    model = SentenceTransformer(str(_modes.model_path()), device="cpu")
+    model = SentenceTransformer(str(model_path()), device="cpu")
     model.encode(flat[:8])
     sub = flat[:: max(1, n // sh["st"])][: sh["st"]]
     t0 = time.perf_counter()
     ref = model.encode(sub, batch_size=32, convert_to_numpy=True)
     st_s = (time.perf_counter() - t0) / len(sub)
-    ours = _modes.embed(sub, batch_size=BATCH)
+    ours = embed(sub, batch_size=BATCH)
     out.update(st=sentence_transformers.__version__, st_per_text_s=st_s, st_n=len(sub),
                st_total_s=st_s * n, st_max_abs_diff=float(np.abs(ref - ours).max()),
-               single_max_abs_diff=float(np.abs(one - _modes.embed(flat[:: max(1, n // sh[
+               single_max_abs_diff=float(np.abs(one - embed(flat[:: max(1, n // sh[
                    "single"])][: sh["single"]])).max()),
                run_s=st_s * n, peak_rss=peak_rss())
     return out

@@ -49,7 +49,7 @@ def _warm_model(ctx: Context, st: dict, seed: int, task):
     so a resumed run does not redo it)."""
     import torch
 
-    from simplexlab._results import atomic_write_bytes
+    from simplexlab.lab import atomic_write_bytes
     from simplexlab.llm import tiny_model, warm_start
 
     model = tiny_model(task.vocab_size, seed=seed)

@@ -22,9 +22,11 @@ Public namespaces:
 - :mod:`simplexlab.lab` -- experiment registry, result files, CLI and plotting.
 
 Layers (each imports only the ones before it): ``theory`` (maths) → ``shaping`` → ``sim`` →
-``sweep`` → ``verify`` → ``lab``. ``import simplexlab`` imports nothing heavy: each namespace
-(and JAX) is imported on first access, so ``simplexlab --help`` answers at once and the command
-line can set ``XLA_FLAGS`` before JAX starts.
+``sweep`` → ``verify`` → ``lab``; each layer's ``__init__`` is its public face
+(:mod:`simplexlab.theory` holds the maths that ``meanfield``, ``geometry`` and ``sampling``
+re-export by topic). ``import simplexlab`` imports nothing heavy: each namespace (and JAX) is
+imported on first access, so ``simplexlab --help`` answers at once and the command line can set
+``XLA_FLAGS`` before JAX starts.
 """
 
 import importlib as _importlib
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 _SUBMODULES = ("categorical", "geometry", "lab", "meanfield", "metrics", "plotting", "sampling",
-               "shaping", "sim", "sweep", "verify")
+               "shaping", "sim", "sweep", "theory", "verify")
 _FROM_MEANFIELD = ("GRPO", "ConstantGain", "GoodBonus", "Neutralized", "ScheduleA", "ScheduleB",
                    "Solution", "State", "Verifier", "make_state", "solve", "solve_ensemble")
 
@@ -61,6 +63,7 @@ __all__ = [
     "solve",
     "solve_ensemble",
     "sweep",
+    "theory",
     "verify",
 ]
 
@@ -89,6 +92,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above loa
         shaping,
         sim,
         sweep,
+        theory,
         verify,
     )
     from .meanfield import (

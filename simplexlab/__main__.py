@@ -1,5 +1,5 @@
 """``python -m simplexlab`` is the ``simplexlab`` command."""
 
-from .lab._cli import main
+from .lab import main
 
 raise SystemExit(main())

@@ -11,23 +11,23 @@ the default under x64). :class:`Categorical` is the simulator in the protocol of
 :mod:`simplexlab.sim`; batches of runs go through :mod:`simplexlab.sweep`.
 """
 
-from .sim._categorical import (
-    ADVANTAGES,
+from .sim import CATEGORICAL_ADVANTAGES as ADVANTAGES
+from .sim import (
     OPTIMIZERS,
     Categorical,
     CategoricalConfig,
     CategoricalPolicy,
-    Metrics,
-    SimState,
     action_advantages,
     count_gradient,
     count_weights,
-    init,
-    metrics,
-    run,
     sample_counts,
-    step,
 )
+from .sim import CategoricalMetrics as Metrics
+from .sim import CategoricalState as SimState
+from .sim import categorical_init as init
+from .sim import categorical_metrics as metrics
+from .sim import categorical_run as run
+from .sim import categorical_step as step
 
 __all__ = [
     "ADVANTAGES",

@@ -9,47 +9,41 @@ are re-exported from :mod:`simplexlab.meanfield`. Fixed points: :func:`find_fixe
 :func:`uniform_on_support`, :func:`classify`, :func:`block_field`.
 """
 
-from .theory._closed_forms import (
+from .theory import (
+    FixedPoint,
+    alignment_defect,
     attenuation,
+    bad_mass_drift,
+    bad_mass_envelopes,
+    baseline_advantages,
+    block_advantages,
+    block_field,
+    block_uniform_drift,
+    centered_bad_bonus_drift,
+    centered_good_bonus_drift,
+    classify,
     collision_field,
+    collision_operator,
+    find_fixed_points,
     flip_threshold,
     global_flip_gain,
+    grpo_drift,
+    logit_drift,
+    neutralized_inner_coefficient,
     neutralizer,
     neutralizer_reciprocal,
     neutralizer_schedule_a,
     neutralizer_schedule_b,
+    noncollinearity_witness,
+    point_with_concentration,
+    probability_drift,
+    push_forward,
     reciprocal_bonus,
-)
-from .theory._fixed_points import (
-    FixedPoint,
-    block_field,
-    classify,
-    find_fixed_points,
+    softmax_jacobian,
     support_of,
     tangent_basis,
     tangent_jacobian,
     uniform_on_support,
-)
-from .theory._geometry import (
-    alignment_defect,
-    bad_mass_drift,
-    baseline_advantages,
-    block_advantages,
-    block_uniform_drift,
-    centered_bad_bonus_drift,
-    centered_good_bonus_drift,
-    collision_operator,
-    grpo_drift,
-    logit_drift,
-    noncollinearity_witness,
-    probability_drift,
-    push_forward,
-    softmax_jacobian,
-)
-from .theory._portraits import (
-    bad_mass_envelopes,
-    neutralized_inner_coefficient,
-    point_with_concentration,
     within_good_field,
 )
 

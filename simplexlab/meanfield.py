@@ -6,7 +6,20 @@ system 50–51), :class:`Neutralized` (eq. 56; with :class:`ScheduleA` eq. 62–
 :func:`solve_ensemble` integrates a batch as one system (the fast path for sweeps).
 """
 
-from .theory._closed_forms import (
+from .theory import (
+    GRPO,
+    AbstractDynamics,
+    AbstractGain,
+    ConstantGain,
+    GoodBonus,
+    Neutralized,
+    Rates,
+    ScheduleA,
+    ScheduleB,
+    Solution,
+    State,
+    Verifier,
+    adaptive_field_j1,
     attenuation,
     collision_field,
     concentration,
@@ -14,27 +27,19 @@ from .theory._closed_forms import (
     gain_schedule_a,
     gain_schedule_b,
     global_flip_gain,
+    good_bonus_field_j1,
     inner_gain,
     kappa,
+    make_state,
     neutralizer,
     neutralizer_reciprocal,
     neutralizer_schedule_a,
     neutralizer_schedule_b,
     reciprocal_bonus,
+    solve,
+    solve_ensemble,
+    state_from_policy,
 )
-from .theory._fields import (
-    GRPO,
-    AbstractDynamics,
-    GoodBonus,
-    Neutralized,
-    Rates,
-    adaptive_field_j1,
-    good_bonus_field_j1,
-)
-from .theory._gains import AbstractGain, ConstantGain, ScheduleA, ScheduleB
-from .theory._solve import Solution, solve, solve_ensemble
-from .theory._state import State, make_state, state_from_policy
-from .theory._verifier import Verifier
 
 __all__ = [
     "GRPO",

@@ -2,7 +2,7 @@
 (normalized) entropy, sequence/token-level entropy (G² App. G.2), answer-level entropy
 (TS App. C.6), distinct-n and Self-BLEU (PG Table 5)."""
 
-from .shaping._diversity import (
+from .shaping import (
     answer_entropy,
     avg_num_modes,
     cluster_distribution,

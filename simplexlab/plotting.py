@@ -3,7 +3,7 @@
 Lives in the lab layer (:mod:`simplexlab.lab.plotting`); this module re-exports it.
 """
 
-from .lab.plotting import (
+from .lab import (
     FIXED_POINT_STYLE,
     mark_fixed_points,
     simplex_grid,

@@ -9,7 +9,7 @@ import pytest
 from helpers import assert_close
 
 from simplexlab import shaping as sh
-from simplexlab.theory._verifier import Verifier
+from simplexlab.theory import Verifier
 
 
 def make_group(good_counts, bad_counts, *, cluster_bad=True):

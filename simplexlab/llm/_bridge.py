@@ -76,7 +76,7 @@ import torch
 
 from .. import shaping
 from .._checks import as_int, trusted_inputs, xp
-from ..theory._verifier import Verifier
+from ..theory import Verifier
 
 __all__ = ["DTYPES", "STATS", "advantages", "group_stats", "to_jax", "to_torch"]
 

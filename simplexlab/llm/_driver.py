@@ -39,8 +39,7 @@ import numpy as np
 from .._checks import is_int, renamed_keys, renamed_kwargs, user_stacklevel
 from .._results import atomic_write_bytes, atomic_write_json, provenance
 from ..shaping import GainSchedule
-from ..theory._closed_forms import concentration
-from ..theory._verifier import Verifier
+from ..theory import Verifier, concentration
 from ._bridge import advantages as bridge_advantages
 
 __all__ = ["DEFAULT_SCHEDULE", "TrainConfig", "clipped_token_loss", "train", "warm_start"]
@@ -274,7 +273,7 @@ def _sequence_metrics(task, cfg, rewards_true, modes, comp_mask, logits):
     """Batch-level metrics of the sampled groups (the lab's formulas, on host arrays)."""
     import torch
 
-    from ..shaping._diversity import pass_at_k, sequence_entropy, token_entropy
+    from ..shaping import pass_at_k, sequence_entropy, token_entropy
 
     P, G = rewards_true.shape
     c = rewards_true.sum(-1)

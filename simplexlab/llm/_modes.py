@@ -399,7 +399,7 @@ def mode_stats(modes, rewards=None, *, groups=None, num_clusters: int | None = N
     first appear), none for a single group; feed ``y[n_good > 0]`` to the other metrics
     (``entropy``, ``normalized_entropy``, ``effective_num_modes``).
     """
-    from ..shaping._diversity import cluster_distribution, concentration, num_modes
+    from ..shaping import cluster_distribution, concentration, num_modes
 
     if isinstance(modes, Modes):
         num_clusters = modes.num_clusters if num_clusters is None else num_clusters

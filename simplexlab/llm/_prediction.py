@@ -48,8 +48,7 @@ def predict(row0: dict[str, Any], K: int, times, *, method: str = "grpo",
     old name)."""
     import jax.numpy as jnp
 
-    from ..theory._solve import solve
-    from ..theory._state import make_state
+    from ..theory import make_state, solve
 
     p0, y0, z0 = initial_states(row0, K)
     steps = np.asarray(times, float)

@@ -7,9 +7,12 @@ Every rule by name on what a training loop sees (:func:`advantages`, :data:`METH
 rule needs, declared once), the one map from a rule to its mean-field system
 (:func:`meanfield_system`), and the G²RPO settings (:class:`GainSchedule`: constant / A / B,
 warm-up, safeguards; :class:`G2RPOConfig` is its value at one training step).
+Diversity and exploration metrics (SPEC C6; re-exported by :mod:`simplexlab.metrics`): pass@k,
+Avg K, L_y, K_eff, entropies, distinct-n, Self-BLEU. What the layers above need beyond this face
+is in :mod:`simplexlab.shaping.internal`.
 """
 
-from ..theory._focal import focal_weight
+from ..theory import focal_weight
 from ._advantages import (
     dr_grpo_advantages,
     grpo_advantages,
@@ -17,6 +20,22 @@ from ._advantages import (
     raw_advantages,
     reinforce_pp_advantages,
     rloo_advantages,
+)
+from ._diversity import (
+    answer_entropy,
+    avg_num_modes,
+    cluster_distribution,
+    concentration,
+    distinct_n,
+    effective_num_modes,
+    entropy,
+    normalized_entropy,
+    num_modes,
+    pass_at_k,
+    retained_mass,
+    self_bleu,
+    sequence_entropy,
+    token_entropy,
 )
 from ._g2rpo import G2RPOStats, g2rpo_advantages, g2rpo_bonus, g2rpo_stats
 from ._methods import (
@@ -57,13 +76,13 @@ from ._token import (
 )
 
 __all__ = [
-    "IAC",
     "Focal",
     "G2RPOBonus",
     "G2RPOConfig",
     "G2RPOStats",
     "GainSchedule",
     "Groups",
+    "IAC",
     "METHODS",
     "METHOD_PARAMS",
     "Method",
@@ -71,10 +90,17 @@ __all__ = [
     "Pipeline",
     "RampedGain",
     "advantages",
+    "answer_entropy",
+    "avg_num_modes",
+    "cluster_distribution",
+    "concentration",
     "dapo",
     "dapo_iac",
     "dapo_keep_mask",
+    "distinct_n",
     "dr_grpo_advantages",
+    "effective_num_modes",
+    "entropy",
     "f_dapo",
     "f_grpo",
     "focal_advantages",
@@ -94,10 +120,17 @@ __all__ = [
     "meanfield_system",
     "mean_shifted_advantages",
     "negative_only",
+    "normalized_entropy",
+    "num_modes",
+    "pass_at_k",
     "prefix_tree",
     "progrpo_advantages",
     "raw_advantages",
     "reinforce_pp_advantages",
+    "retained_mass",
     "rloo_advantages",
+    "self_bleu",
+    "sequence_entropy",
     "success_rate",
+    "token_entropy",
 ]

@@ -20,7 +20,7 @@ from .._checks import (
     is_concrete,
     xp,
 )
-from ..theory._closed_forms import concentration
+from ..theory import concentration
 from ._advantages import _float
 
 __all__ = [
@@ -167,7 +167,8 @@ def retained_mass(p0, p, mask=None):
 
 
 #: The formulas above without argument checks, for simulators that call them inside a compiled
-#: step on arrays they made themselves.
+#: step on arrays they made themselves. Served to the other layers by
+#: :mod:`simplexlab.shaping.internal`.
 unchecked = SimpleNamespace(retained_mass=_retained_mass)
 
 

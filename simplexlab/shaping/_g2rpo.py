@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_int, check
-from ..theory._closed_forms import unchecked
+from ..theory.internal import unchecked
 from ._advantages import grpo_advantages, prepare_group
 from ._schedule import G2RPOConfig
 

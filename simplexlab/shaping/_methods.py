@@ -18,8 +18,7 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax.numpy as jnp
 
-from ..theory._fields import GRPO
-from ..theory._verifier import Verifier
+from ..theory import GRPO, Verifier
 from ._advantages import (
     dr_grpo_advantages,
     grpo_advantages,

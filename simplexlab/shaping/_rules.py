@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_int, check, check_finite, check_number, check_parameter
-from ..theory._focal import focal_weight
+from ..theory import focal_weight
 from ._advantages import grpo_advantages, prepare_group
 from ._g2rpo import g2rpo_bonus
 from ._schedule import G2RPOConfig

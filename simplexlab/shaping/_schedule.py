@@ -39,9 +39,8 @@ from .._checks import (
     is_int,
     user_stacklevel,
 )
-from ..theory._fields import GoodBonus, Neutralized
-from ..theory._gains import SCHEDULE_KINDS, AbstractGain, check_kind
-from ..theory._verifier import Verifier
+from ..theory import AbstractGain, GoodBonus, Neutralized, Verifier
+from ..theory.internal import SCHEDULE_KINDS, check_kind
 
 __all__ = ["G2RPOConfig", "GainSchedule", "RampedGain"]
 

@@ -3,8 +3,10 @@
 - :class:`AbstractSimulator`: ``init(key, params) -> state``, ``step(state, params) -> state``,
   ``observe(state) -> metrics`` over pytrees, static configuration in the module's fields
   (jax-md style); :func:`trajectory` runs any of them with ``lax.scan``.
-- :class:`Categorical`: the F-GRPO App. J softmax policy simulator (:mod:`simplexlab.categorical`
-  holds its configuration classes and functions).
+- :class:`Categorical`: the F-GRPO App. J softmax policy simulator; its configuration
+  (:class:`CategoricalConfig`, :class:`CategoricalPolicy`) and functional form
+  (:func:`categorical_init`, :func:`categorical_step`, :func:`categorical_run`, ...) are
+  re-exported under their short names by :mod:`simplexlab.categorical`.
 - :class:`Bandit`: the finite-group (K+M)-mode bandit of G²RPO (SPEC C7): noisy verifier, any
   advantage rule of :mod:`simplexlab.shaping` by name (:data:`METHODS`), optax optimizers; its
   ensemble mean follows the mean-field ODEs of :mod:`simplexlab.meanfield`.
@@ -27,8 +29,23 @@ above (those names are still served here, deprecated: :data:`_MOVED_TO_VERIFY`).
 """
 
 from ._bandit import METHODS, Bandit, BanditMetrics, BanditState
-from ._categorical import Categorical
+from ._categorical import ADVANTAGES as CATEGORICAL_ADVANTAGES
+from ._categorical import (
+    Categorical,
+    CategoricalConfig,
+    CategoricalPolicy,
+    action_advantages,
+    count_gradient,
+    count_weights,
+)
+from ._categorical import Metrics as CategoricalMetrics
+from ._categorical import SimState as CategoricalState
+from ._categorical import init as categorical_init
+from ._categorical import metrics as categorical_metrics
+from ._categorical import run as categorical_run
+from ._categorical import step as categorical_step
 from ._classifier import ClassifierMetrics, ClassifierState, SoftmaxClassifier
+from ._policy import OPTIMIZERS
 from ._product import Product, ProductMetrics, ProductState
 from ._protocol import AbstractSimulator, trajectory
 from ._sampler import counts_from_weights, sample_counts
@@ -40,13 +57,19 @@ SIMULATORS = {Categorical.name: Categorical, Bandit.name: Bandit,
               TwoStage.name: TwoStage}
 
 __all__ = [
+    "CATEGORICAL_ADVANTAGES",
     "METHODS",
+    "OPTIMIZERS",
     "SIMULATORS",
     "AbstractSimulator",
     "Bandit",
     "BanditMetrics",
     "BanditState",
     "Categorical",
+    "CategoricalConfig",
+    "CategoricalMetrics",
+    "CategoricalPolicy",
+    "CategoricalState",
     "ClassifierMetrics",
     "ClassifierState",
     "Product",
@@ -56,6 +79,13 @@ __all__ = [
     "TwoStage",
     "TwoStageMetrics",
     "TwoStageState",
+    "action_advantages",
+    "categorical_init",
+    "categorical_metrics",
+    "categorical_run",
+    "categorical_step",
+    "count_gradient",
+    "count_weights",
     "counts_from_weights",
     "sample_counts",
     "trajectory",

@@ -35,14 +35,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete, is_int, trusted_inputs, xp
-from ..shaping._diversity import entropy, num_modes, unchecked
-from ..shaping._methods import METHOD_PARAMS, Groups, advantages, lookup_method, meanfield_system
-from ..shaping._methods import METHODS as _RULES
-from ..shaping._schedule import GainSchedule
-from ..theory._closed_forms import concentration
-from ..theory._gains import check_kind
-from ..theory._state import make_state
-from ..theory._verifier import Verifier
+from ..shaping import (
+    METHOD_PARAMS,
+    GainSchedule,
+    Groups,
+    advantages,
+    entropy,
+    lookup_method,
+    meanfield_system,
+    num_modes,
+)
+from ..shaping import METHODS as _RULES
+from ..shaping.internal import unchecked
+from ..theory import Verifier, concentration, make_state
+from ..theory.internal import check_kind
 from ._policy import (
     OPTIMIZERS,
     REDUCTIONS,

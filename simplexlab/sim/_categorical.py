@@ -64,13 +64,10 @@ from .._checks import (
     user_stacklevel,
     xp,
 )
-from ..shaping._advantages import (
-    mean_shifted_advantages,
-    raw_advantages,
-)
-from ..shaping._diversity import unchecked
-from ..shaping._methods import METHODS as _RULES
-from ..theory._focal import focal_weight
+from ..shaping import METHODS as _RULES
+from ..shaping import mean_shifted_advantages, raw_advantages
+from ..shaping.internal import unchecked
+from ..theory import focal_weight
 from ._policy import (
     OPTIMIZERS,
     REDUCTIONS,

@@ -66,10 +66,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete, is_int, trusted_inputs, xp
-from ..shaping._methods import METHODS as _RULES
-from ..shaping._methods import Groups, advantages
-from ..shaping._rules import iac_advantages
-from ..theory._sharpening import TOY_LABELS, TOY_SIMILARITIES, toy_embeddings
+from ..shaping import METHODS as _RULES
+from ..shaping import Groups, advantages, iac_advantages
+from ..theory import TOY_LABELS, TOY_SIMILARITIES, toy_embeddings
 from ._policy import (
     OPTIMIZERS,
     gradient_from_probs,

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete, is_int, trusted_inputs, xp
-from ..theory._product import product_log10_prob
+from ..theory import product_log10_prob
 from ._protocol import AbstractSimulator, trajectory
 from ._sampler import uniforms
 

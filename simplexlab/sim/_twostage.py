@@ -41,8 +41,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete, is_int, trusted_inputs, xp
-from ..shaping._methods import METHODS as _RULES
-from ..shaping._methods import Groups, advantages
+from ..shaping import METHODS as _RULES
+from ..shaping import Groups, advantages
 from ._policy import (
     OPTIMIZERS,
     gradient_from_probs,

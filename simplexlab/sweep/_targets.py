@@ -17,10 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_int
-from ..shaping._methods import meanfield_system
-from ..shaping._schedule import GainSchedule
+from ..shaping import GainSchedule, meanfield_system
 from ..sim import SIMULATORS, AbstractSimulator, trajectory
-from ..theory._gains import SCHEDULE_KINDS
+from ..theory.internal import SCHEDULE_KINDS
 
 __all__ = ["Batch", "MeanFieldTarget", "SimulatorTarget", "SweepTarget", "make_target"]
 
@@ -284,9 +283,8 @@ class MeanFieldTarget(SweepTarget):
             raise ValueError(f"meanfield: p0 must be in (0, 1); got {a['p0']}")
 
     def batch(self, static, batching):
-        from ..theory._solve import solve_block
-        from ..theory._state import State
-        from ..theory._verifier import Verifier
+        from ..theory import State, Verifier
+        from ..theory.internal import solve_block
 
         K, M, block = static["K"], static["M"], static["block"]
         n_save = static["n_save"]

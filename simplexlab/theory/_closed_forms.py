@@ -292,7 +292,8 @@ def global_flip_gain(K, M):
 
 #: The un-validated kernels, for callers in other layers whose arguments are internal and valid
 #: by construction (the G²RPO estimator evaluates them at clipped plug-in estimates, off the
-#: simplex by a known factor): ``unchecked.gain_schedule_a(p, gain, verifier)`` etc.
+#: simplex by a known factor): ``unchecked.gain_schedule_a(p, gain, verifier)`` etc. Served to the
+#: other layers by :mod:`simplexlab.theory.internal`.
 unchecked = SimpleNamespace(
     attenuation=_attenuation,
     gain_schedule_a=_gain_schedule_a,

@@ -74,10 +74,7 @@ import numpy as np
 from .._checks import is_concrete, is_int
 from ..shaping import GainSchedule, g2rpo_stats
 from ..sim import Bandit, trajectory
-from ..theory._closed_forms import flip_threshold, inner_gain
-from ..theory._fields import GRPO
-from ..theory._solve import solve
-from ..theory._verifier import Verifier
+from ..theory import GRPO, Verifier, flip_threshold, inner_gain, solve
 from ._report import GROWTH_FROM, GROWTH_TO, ScheduleReport
 
 __all__ = ["BOUND_GROUP_SIZES", "COMPOSITIONS", "VERIFY_OPTIONS", "bad_bonus_growth",

@@ -1,0 +1,20 @@
+"""Internal API of the ``llm`` layer (like ``equinox.internal``): what the layers above
+need from ``llm`` (and the benchmarks and tests may use) beyond its public face
+:mod:`simplexlab.llm`.
+
+Unstable: no compatibility promise, not for users; names may change or go without notice. Each
+name is re-exported from the layer's private modules.
+"""
+
+from ._bridge import _advantages_program as advantages_program
+from ._bridge import _schedule_key as schedule_key
+from ._modes import MAX_SEQ_LENGTH, model_path
+from ._modes import _encoder as encoder
+
+__all__ = [
+    "MAX_SEQ_LENGTH",
+    "advantages_program",
+    "encoder",
+    "model_path",
+    "schedule_key",
+]

@@ -1,0 +1,13 @@
+"""Internal API of the ``shaping`` layer (like ``equinox.internal``): what the layers above
+need from ``shaping`` (and the benchmarks and tests may use) beyond its public face
+:mod:`simplexlab.shaping`.
+
+Unstable: no compatibility promise, not for users; names may change or go without notice. Each
+name is re-exported from the layer's private modules.
+"""
+
+from ._diversity import unchecked
+
+__all__ = [
+    "unchecked",
+]

@@ -1,0 +1,18 @@
+"""Internal API of the ``theory`` layer (like ``equinox.internal``): what the layers above
+need from ``theory`` (and the benchmarks and tests may use) beyond its public face
+:mod:`simplexlab.theory`.
+
+Unstable: no compatibility promise, not for users; names may change or go without notice. Each
+name is re-exported from the layer's private modules.
+"""
+
+from ._closed_forms import unchecked
+from ._gains import SCHEDULE_KINDS, check_kind
+from ._solve import solve_block
+
+__all__ = [
+    "SCHEDULE_KINDS",
+    "check_kind",
+    "solve_block",
+    "unchecked",
+]
