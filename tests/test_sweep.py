@@ -50,10 +50,45 @@ def reference(tmp_path_factory):
     return xr.load_dataset(out / "ref.nc")
 
 
-def test_sharded_over_8_devices_is_bit_identical(reference, tmp_path):
-    text = _worker(tmp_path, "dev8", "--devices", 8)
-    assert "devices=8 processes=1" in text
-    _assert_same(xr.load_dataset(tmp_path / "dev8.nc"), reference)
+LAYOUT_WORKER = Path(__file__).with_name("sweep_layout_worker.py")
+
+
+def test_every_target_is_bit_identical_whatever_the_devices_and_chunks(tmp_path):
+    """Every simulator of ``sim.SIMULATORS`` and the mean-field target (blocks of 4 runs with a
+    partial last block, and one block of the whole sweep), each a tiny sweep with 1 and with 4
+    host devices, default chunks, one run per device, and for the blocked mean-field sweep 3 runs
+    per device and a tight memory budget: every Dataset's data variables are bit-identical (NaN
+    positions included). The two device counts run side by side in two subprocesses."""
+    outs = {n: tmp_path / f"dev{n}" for n in (1, 4)}
+    env = {**ENV, "JAX_PLATFORMS": "cpu"}
+    procs = {}
+    for n, out in outs.items():
+        out.mkdir()
+        procs[n] = subprocess.Popen([sys.executable, str(LAYOUT_WORKER), str(out), "--devices",
+                                     str(n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, env=env)
+    for proc in procs.values():
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+    refs = sorted(outs[1].glob("*.default.npz"))
+    assert len(refs) == 7  # 5 simulators, 2 mean-field sweeps
+    for ref_path in refs:
+        case = ref_path.name.split(".")[0]
+        runs = sorted(p for out in outs.values() for p in out.glob(f"{case}.*.npz"))
+        assert len(runs) >= 4
+        with np.load(ref_path) as ref:
+            for path in runs:
+                with np.load(path) as other:
+                    assert set(other.files) == set(ref.files)
+                    for k in ref.files:
+                        if k == "chunks":
+                            continue
+                        a, b = ref[k], other[k]
+                        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), \
+                            f"{case}: {k} differs in {path.parent.name}/{path.name}"
+        chunks = {int(np.load(p)["chunks"]) for p in runs}
+        if case != "meanfield_one_block":  # one block: one chunk, whatever the layout
+            assert len(chunks) > 1, f"{case}: every layout cut the sweep the same way"
 
 
 def test_non_divisible_shard_layout_is_refused(tmp_path):

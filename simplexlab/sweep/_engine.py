@@ -164,6 +164,9 @@ def run(
             the chunk store ``<name>.chunks/``; ``None`` keeps everything in memory.
         memory_budget: bytes (or ``"2GB"``) the chunks may use; the chunk size is the largest
             that fits. ``chunk_size``: runs per chunk instead (a multiple of the device count).
+            A target whose runs share work in blocks (the mean-field ODE's ``block``) gets
+            whole blocks per device: the share is rounded down to a whole number of blocks,
+            at least one.
         batching: ``"auto"`` (on CPU the simulator's ``cpu_batching``: ``lax.map`` for large
             per-run states, ``vmap`` for small ones; ``vmap`` elsewhere), ``"vmap"`` or ``"map"``.
         devices: ``None`` (every device of every process), a number of local devices, or a list.
@@ -261,21 +264,8 @@ def run(
     plans = []
     for (static, idx, _, _), batch in zip(groups, batches, strict=True):
         n = len(idx)
-        per_dev_max = max(1, -(-n // ndev))
-        if chunk_size is not None:
-            per_dev = chunk_size // ndev
-        else:
-            per_run = batch.bytes_out + (batch.bytes_per_run if batch.vmapped else 0)
-            fixed_cost = 0 if per_run > batch.bytes_out else batch.bytes_per_run
-            room = budget // ndev - fixed_cost
-            if room < per_run:
-                raise ValueError(
-                    f"memory_budget {budget:,} bytes is too small: one run per device needs about "
-                    f"{(fixed_cost + per_run) * ndev:,} bytes over {ndev} devices")
-            per_dev = int(min(per_dev_max, room // per_run))
-        mult = getattr(target, "block_multiple", lambda s: 1)(static)
-        if per_dev > mult:
-            per_dev -= per_dev % mult
+        block = min(target.block_size(static), n)
+        per_dev = _per_device(batch, n, ndev, block, chunk_size, budget)
         size = per_dev * ndev
         bounds = list(range(0, n, size))
         plans.append([(b, min(b + size, n), size) for b in bounds])
@@ -396,6 +386,33 @@ def run(
     return ds
 
 
+def _per_device(batch, n: int, ndev: int, block: int, chunk_size: int | None,
+                budget: int) -> int:
+    """Runs per device in every chunk of a program of ``n`` runs: ``chunk_size // ndev``, or the
+    most the memory budget allows (no more than an even share of the ``n`` runs); always a
+    whole number of the target's blocks of ``block`` runs (``block`` <= ``n``), and exactly one
+    block when a block is the whole program. The blocks are then cut from the runs' global
+    order whatever the device count or chunk size (a chunk starts at a multiple of
+    ``per_dev * ndev``), and the last, partial block is padded the same way every time (by its
+    last run, see :func:`_execute`)."""
+    if chunk_size is not None:
+        per_dev = chunk_size // ndev
+    else:
+        per_run = batch.bytes_out + (batch.bytes_per_run if batch.vmapped else 0)
+        fixed_cost = 0 if per_run > batch.bytes_out else batch.bytes_per_run
+        room = budget // ndev - fixed_cost
+        if room < per_run * block:
+            what = "one run" if block == 1 else f"one block of {block} runs"
+            raise ValueError(
+                f"memory_budget {budget:,} bytes is too small: {what} per device needs about "
+                f"{(fixed_cost + per_run * block) * ndev:,} bytes over {ndev} devices")
+        per_dev = int(min(max(1, -(-n // ndev)), room // per_run))
+    if block == 1:
+        return per_dev
+    blocks = -(-n // block)
+    return block * max(1, min(per_dev // block, -(-blocks // ndev)))
+
+
 _PROGRAMS: dict = {}
 
 
@@ -418,7 +435,8 @@ def _program(batch, mesh):
         spec = P("batch")
         _PROGRAMS[key] = (batch, jax.jit(jax.shard_map(batch.fn, mesh=mesh,
                                                        in_specs=(spec, spec), out_specs=spec,
-                                                       check_vma=False)))
+                                                       check_vma=False),
+                                         compiler_options=batch.compiler_options))
     return _PROGRAMS[key][1]
 
 

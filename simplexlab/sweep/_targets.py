@@ -40,6 +40,8 @@ class Batch:
     bytes_per_run: int
     bytes_out: int
     vmapped: bool = False  #: runs batched with vmap (working memory per run) or one at a time
+    #: XLA options of the compiled program (``jax.jit(..., compiler_options=...)``)
+    compiler_options: dict[str, Any] | None = None
 
 
 class SweepTarget(abc.ABC):
@@ -74,6 +76,14 @@ class SweepTarget(abc.ABC):
     @abc.abstractmethod
     def batch(self, static: dict[str, Any], batching: str) -> Batch:
         """The batch program for one combination of static parameters."""
+
+    def block_size(self, static: dict[str, Any]) -> int:
+        """Runs computed together whose results depend on one another (the mean-field target's
+        ODE blocks, with a shared adaptive step); default 1 (every run on its own). The engine
+        cuts blocks from the global order of the runs of a program, ``[j b, (j + 1) b)``, and
+        gives each device whole blocks, so a result never depends on how many devices,
+        processes or chunks computed it; the last, partial block is padded with its last run."""
+        return 1
 
     def describe(self) -> dict[str, Any]:
         return {"target": self.name, "target_version": self.version}
@@ -172,6 +182,12 @@ class SimulatorTarget(SweepTarget):
 
 
 SYSTEMS = ("grpo", "good_bonus", "neutralized")
+#: XLA's algebraic simplifier reassociates products and quotients of the ODE's vector field
+#: differently when it compiles one program for one device or a program partitioned over
+#: several (``shard_map``): the last bits of the trajectories then depend on the device count
+#: (seen on CPU: ~1e-14 relative in ``p`` under schedule B). Without that pass the programs
+#: compute the same operations for every device count.
+COMPILER_OPTIONS = {"xla_disable_hlo_passes": "algsimp"}
 SCHEDULES = ("constant", "A", "B")
 
 
@@ -192,13 +208,16 @@ class MeanFieldTarget(SweepTarget):
     loop cost ~20 µs per trajectory and ~7 s of compilation): ``y0 = e / Σe`` with
     ``e = jax.random.exponential(ky, (K,))``, ``(ky, kz) = jax.random.split(key)``.
 
-    A block shares one step sequence, so results depend on how trajectories are grouped into
-    blocks up to the tolerances (every trajectory meets ``rtol`` / ``atol`` in the max norm);
-    bit-for-bit independence of the layout holds for the step-based simulators. The runs of a
-    sweep are ordered grid point by grid point, seeds innermost, so a block holds neighbouring
-    parameter values (``block`` = the number of seeds makes every block one grid point): the
-    fewer steps its hardest trajectory needs, the cheaper the block. A device batch that is not
-    a multiple of ``block`` is padded (repeating its last run) up to one; the padding is dropped.
+    A block shares one step sequence, so a trajectory's numbers depend on its block. Blocks are
+    cut from the global order of the sweep's runs (grid point by grid point, seeds innermost):
+    ``[j·block, (j+1)·block)`` of each program, the last one padded with copies of its last run
+    (the padding is dropped); a sweep of fewer than ``block`` runs is one block of all of them.
+    The engine gives every device whole blocks (:meth:`block_size`), so the Dataset is
+    bit-identical whatever the device count, process count, chunk size or memory budget
+    (``block`` = the number of seeds makes every block one grid point: the fewer steps its
+    hardest trajectory needs, the cheaper the block). The program is compiled without XLA's
+    algebraic simplifier (:data:`COMPILER_OPTIONS`), whose rewrites of the vector field
+    otherwise differ between a one-device and a partitioned program.
     """
 
     name = "meanfield"
@@ -343,9 +362,10 @@ class MeanFieldTarget(SweepTarget):
         else:
             work_per_run = block * work + per  # the engine counts it once: one block at a time
         return Batch(fn=fn, dims=dims, coords=coords, bytes_out=per,
-                     bytes_per_run=work_per_run, vmapped=vmapped)
+                     bytes_per_run=work_per_run, vmapped=vmapped,
+                     compiler_options=COMPILER_OPTIONS)
 
-    def block_multiple(self, static) -> int:
+    def block_size(self, static) -> int:
         return static["block"]
 
 
