@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["atomic_write_bytes", "atomic_write_json", "provenance", "to_jsonable"]
+__all__ = ["atomic_write_bytes", "atomic_write_json", "provenance", "read_npz", "read_toml",
+           "to_jsonable", "write_dataset", "write_npz"]
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -63,6 +64,55 @@ def to_jsonable(obj: Any) -> Any:
 def atomic_write_json(path: str | os.PathLike, payload: Any) -> Path:
     text = json.dumps(to_jsonable(payload), indent=2, sort_keys=False, allow_nan=True)
     return atomic_write_bytes(path, (text + "\n").encode())
+
+
+def write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
+    """Write ``arrays`` as one ``.npz`` file, atomically."""
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file, loaded."""
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def write_dataset(ds, path: str | os.PathLike) -> Path:
+    """Write an :class:`xarray.Dataset` atomically: netCDF, or zarr when ``path`` ends in
+    ``.zarr``, to a temporary sibling that then replaces ``path``."""
+    import shutil
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if path.suffix == ".zarr":
+            ds.to_zarr(tmp, mode="w")
+            if path.exists():
+                shutil.rmtree(path)
+        else:
+            ds.to_netcdf(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp.exists():
+            shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+        raise
+    return path
+
+
+def read_toml(path: str | os.PathLike) -> dict[str, Any]:
+    """A TOML file as a dict; ``ValueError`` naming the file if it is not valid TOML."""
+    import tomllib
+
+    path = Path(path)
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path}: not valid TOML: {err}") from None
 
 
 def _git_revision() -> str | None:

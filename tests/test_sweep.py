@@ -228,7 +228,7 @@ def test_reproduce_with_another_seed_recomputes(tmp_path, monkeypatch):
 def test_memory_budget_chunks_instead_of_crashing(tmp_path):
     sim = C.Categorical.make(**{k: v for k, v in SMALL.items()
                                 if k not in ("num_steps", "stride")})
-    per_run = sim.working_bytes()
+    per_run = sweep.adapter(C.Categorical).run_bytes(sim)
     whole = _small(None, grid={"focal_gamma": [0.0, 0.5, 1.0, 2.0]}, seeds=3)
     small = _small(None, grid={"focal_gamma": [0.0, 0.5, 1.0, 2.0]}, seeds=3,
                    memory_budget=per_run + 3 * 2000, batching="vmap")
@@ -315,3 +315,36 @@ def test_toml_config_and_errors(tmp_path):
     bad.write_text('simulator = "categorical"\nseedz = 1\n')
     with pytest.raises(ValueError, match="seedz"):
         sweep.load_config(bad)
+
+
+def test_sweep_adapters_hold_the_engine_hooks_and_bucket_generically():
+    """The simulator protocol has no sweep hooks; the sweep's adapters hold them. Bucketing by a
+    parameter into power-of-two programs is one adapter field, never overriding a bound the sweep
+    sets, and a run's bucket follows its own value only."""
+    from simplexlab import sim
+
+    for hook in ("sweep_groups", "cpu_batching", "observe_dims", "working_bytes", "all_params"):
+        assert not hasattr(sim.AbstractSimulator, hook), hook
+    assert sweep.adapter(sim.Bandit).bucket == ("group_size", "max_group_size")
+    assert sweep.adapter(sim.Categorical).cpu_batching == "map"
+
+    class Sub(sim.Product):  # an unregistered subclass: its base's adapter
+        pass
+
+    assert sweep.adapter(Sub) is sweep.adapter(sim.Product)
+    ad = sweep.SweepAdapter(bucket=("group_size", "max_group_size"))
+    G = np.asarray([2.0, 3.0, 4.0, 5.0, 16.0, 3.0])
+    groups = ad.groups({"max_group_size": 16}, {"group_size": G}, {"group_size"})
+    assert [(s["max_group_size"], rows.tolist()) for s, rows in groups] == \
+        [(2, [0]), (4, [1, 2, 5]), (8, [3]), (16, [4])]
+    for n in range(1, len(G)):  # a run's bucket does not depend on which runs come with it
+        sub = {int(r): s["max_group_size"] for s, rows in
+               ad.groups({}, {"group_size": G[:n]}, set()) for r in rows}
+        assert all(sub[r] == b for s, rows in groups for r in rows if r < n
+                   for b in [s["max_group_size"]])
+    assert ad.groups({"max_group_size": 16}, {"group_size": G}, {"max_group_size"}) == \
+        [({"max_group_size": 16}, None)]
+    with pytest.raises(ValueError, match="bucket"):
+        sweep.SweepAdapter(bucket="group_size")
+    with pytest.raises(ValueError, match="cpu_batching"):
+        sweep.SweepAdapter(cpu_batching="pmap")

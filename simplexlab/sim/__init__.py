@@ -2,7 +2,8 @@
 
 - :class:`AbstractSimulator`: ``init(key, params) -> state``, ``step(state, params) -> state``,
   ``observe(state) -> metrics`` over pytrees, static configuration in the module's fields
-  (jax-md style); :func:`trajectory` runs any of them with ``lax.scan``.
+  (jax-md style); :func:`trajectory` runs any of them with ``lax.scan``. :class:`WithDtype`:
+  the mixin of a simulator with a floating ``dtype`` setting.
 - :class:`Categorical`: the F-GRPO App. J softmax policy simulator (:mod:`simplexlab.categorical`
   holds its configuration classes and functions).
 - :class:`Bandit`: the finite-group (K+M)-mode bandit of G²RPO (SPEC C7): noisy verifier, any
@@ -25,14 +26,16 @@
   a failed verification is refused unless ``force=True``).
 
 Batches of runs (grids over parameters and seeds, sharded, chunked, resumable) are the job of
-:mod:`simplexlab.sweep`.
+:mod:`simplexlab.sweep`, which holds what it needs to know about each simulator beyond this
+protocol (batching, memory per run, output dims, bucketing) in its adapters
+(:class:`simplexlab.sweep.SweepAdapter`).
 """
 
 from ._bandit import METHODS, Bandit, BanditMetrics, BanditState
 from ._categorical import Categorical
 from ._classifier import ClassifierMetrics, ClassifierState, SoftmaxClassifier
 from ._product import Product, ProductMetrics, ProductState
-from ._protocol import AbstractSimulator, trajectory
+from ._protocol import AbstractSimulator, WithDtype, trajectory
 from ._sampler import counts_from_weights, sample_counts
 from ._twostage import TwoStage, TwoStageMetrics, TwoStageState
 from ._verify import (
@@ -53,6 +56,7 @@ __all__ = [
     "METHODS",
     "SIMULATORS",
     "AbstractSimulator",
+    "WithDtype",
     "Bandit",
     "BanditMetrics",
     "BanditState",

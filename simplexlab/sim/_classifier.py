@@ -77,7 +77,7 @@ from ._policy import (
     optimizer_init,
     optimizer_update,
 )
-from ._protocol import AbstractSimulator
+from ._protocol import AbstractSimulator, WithDtype
 from ._sampler import uniforms
 
 __all__ = ["ESTIMATORS", "ClassifierMetrics", "ClassifierState", "SoftmaxClassifier"]
@@ -153,7 +153,7 @@ def _matvec(M, v):
     return jnp.sum(M * v, -1)
 
 
-class SoftmaxClassifier(AbstractSimulator):
+class SoftmaxClassifier(AbstractSimulator, WithDtype):
     r"""The SC §2.4 softmax classifier toy (module docstring).
 
     Static settings (fields; one compilation per value): ``estimator`` (a name in
@@ -181,7 +181,6 @@ class SoftmaxClassifier(AbstractSimulator):
     name: ClassVar[str] = "classifier"
     #: 2: logits as elementwise products summed (:func:`_matvec`), not matrix products
     version: ClassVar[str] = "2"
-    cpu_batching: ClassVar[str] = "vmap"  # a few dozen numbers per run: batch them
 
     estimator: str | tuple[str, ...] = eqx.field(default="grpo", kw_only=True, static=True)
     optimizer: Any = eqx.field(default="sgd", kw_only=True, static=True)
@@ -251,20 +250,7 @@ class SoftmaxClassifier(AbstractSimulator):
             return np.stack([toy_embeddings(s)[_SIAMESE] for s in TOY_SIMILARITIES])
         return self.embedding_matrix()[_SIAMESE][None]
 
-    def working_bytes(self) -> int:
-        G, d = self.max_group_size, self.embedding_matrix().shape[1]
-        return 8 * (16 * G + 64 * d) + 4096
-
-    def observe_dims(self) -> dict[str, tuple[str, ...]]:
-        return {"pi_persian": ("label",), "sampling": ("label",), "memory": ("label",),
-                "pi_held_out": ("held_out", "label"), "siamese_accuracy": ("held_out",),
-                "counts": ("label",), "advantage": ("label",)}
-
     # ---- parameters ------------------------------------------------------------------------
-
-    @classmethod
-    def all_params(cls) -> dict[str, Any]:
-        return dict(PARAMS)
 
     def default_params(self) -> dict[str, Any]:
         q = dict(PARAMS)

@@ -28,7 +28,7 @@ import numpy as np
 
 from .._checks import is_int, trusted_inputs
 from ..theory._product import product_log10_prob
-from ._protocol import AbstractSimulator, trajectory
+from ._protocol import AbstractSimulator, WithDtype, trajectory
 from ._sampler import uniforms
 
 __all__ = ["Product", "ProductMetrics", "ProductState"]
@@ -67,7 +67,7 @@ def _as_probs(value) -> tuple[float, ...]:
     return tuple(float(v) for v in arr / arr.sum())
 
 
-class Product(AbstractSimulator):
+class Product(AbstractSimulator, WithDtype):
     r"""The toy product model of G²RPO App. E (module docstring).
 
     Static settings (fields; one compilation per value): ``probs`` (token probabilities, > 0,
@@ -78,7 +78,6 @@ class Product(AbstractSimulator):
 
     name: ClassVar[str] = "product"
     version: ClassVar[str] = "1"
-    cpu_batching: ClassVar[str] = "vmap"  # a few hundred numbers per run: batch them
 
     probs: tuple = eqx.field(default=PAPER_PROBS, kw_only=True, static=True)
     length: int = eqx.field(default=80, kw_only=True, static=True)
@@ -97,14 +96,6 @@ class Product(AbstractSimulator):
 
     def default_params(self) -> dict[str, Any]:
         return {}
-
-    def observe_dims(self) -> dict[str, tuple[str, ...]]:
-        return {"counts": ("sequence", "token"), "log10_prob": ("sequence",)}
-
-    def working_bytes(self) -> int:
-        """The ``(G, T, V)`` comparisons of the inverse CDF and the ``(G, T)`` uniforms."""
-        G, T, V = self.group_size, self.length, len(self.probs)
-        return 8 * G * T * (V + 2) + 4096
 
     # ---- protocol --------------------------------------------------------------------------
 

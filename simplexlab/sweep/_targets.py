@@ -18,6 +18,7 @@ import numpy as np
 
 from .._checks import is_int
 from ..sim import SIMULATORS, AbstractSimulator, trajectory
+from ._adapters import adapter
 
 __all__ = ["Batch", "MeanFieldTarget", "SimulatorTarget", "SweepTarget", "make_target"]
 
@@ -108,17 +109,19 @@ def _map_or_vmap(one, batching: str):
 
 class SimulatorTarget(SweepTarget):
     """A simulator class of :mod:`simplexlab.sim` (``cls.make(**settings)`` builds one from its
-    static settings; ``default_params()`` names its array parameters). Static run settings:
-    ``num_steps`` and ``stride`` (records at step 0 and every ``stride`` steps)."""
+    static settings; ``default_params()`` names its array parameters), run as its
+    :class:`~simplexlab.sweep.SweepAdapter` says. Static run settings: ``num_steps`` and
+    ``stride`` (records at step 0 and every ``stride`` steps)."""
 
     def __init__(self, cls: type[AbstractSimulator]):
         self.cls = cls
         self.name = cls.name
         self.version = cls.version
+        self.adapter = adapter(cls)
         self._default = cls.make()
 
     def array_params(self):
-        return {k: float(v) for k, v in self.cls.all_params().items()}
+        return {k: float(v) for k, v in self.adapter.all_params(self.cls).items()}
 
     def static_params(self):
         return {**self.cls.settings(), "num_steps": 100, "stride": 1}
@@ -127,7 +130,7 @@ class SimulatorTarget(SweepTarget):
         return ("num_steps", "stride", "dtype")
 
     def groups(self, static, arrays, given):
-        return self.cls.sweep_groups(static, arrays, given)
+        return self.adapter.groups(static, arrays, given)
 
     def _make(self, static):
         return self.cls.make(**{k: v for k, v in static.items()
@@ -164,20 +167,20 @@ class SimulatorTarget(SweepTarget):
             rec.pop("step", None)  # the step is the coordinate
             return rec
 
-        batching = resolve_batching(batching, type(sim).cpu_batching)
+        batching = resolve_batching(batching, self.adapter.cpu_batching)
         fn = _map_or_vmap(one, batching)
         shapes = jax.eval_shape(
             one, jax.random.key_data(jax.random.key(0)),
             {k: jnp.asarray(v) for k, v in sim.default_params().items()})
         n_rec = num_steps // stride + 1
-        named = sim.observe_dims()
+        named = self.adapter.observe_dims(sim)
         dims = {k: ("step",) + tuple(named.get(k, ())) if len(named.get(k, ())) == s.ndim - 1
                 else ("step",) + tuple(f"{k}_{i}" for i in range(s.ndim - 1))
                 for k, s in shapes.items()}
         bytes_out = sum(int(np.prod(s.shape)) * s.dtype.itemsize for s in shapes.values())
         return Batch(fn=fn, dims=dims,
                      coords={"step": np.arange(0, num_steps + 1, stride)[:n_rec]},
-                     bytes_per_run=sim.working_bytes(), bytes_out=bytes_out,
+                     bytes_per_run=self.adapter.run_bytes(sim), bytes_out=bytes_out,
                      vmapped=batching == "vmap")
 
 
