@@ -37,8 +37,8 @@ CASES = {
     "categorical": ("categorical", {"group_size": [2, 4], "focal_gamma": [0.0, 1.0]},
                     {"num_actions": 40, "num_correct": 5, "optimizer": "adam", **STEPS}, 3),
     # group sizes 2, 3: two power-of-two buckets (2, 4), each its own program
-    "bandit": ("bandit", {"gain": [0.5, 1.5], "group_size": [2, 3]},
-               {"method": "g2rpo", "schedule": "B", "num_prompts": 2, **STEPS}, 3),
+    "bandit": ("bandit", {"eta": [0.05, 0.2], "group_size": [2, 3]},
+               {"num_prompts": 2, **STEPS}, 3),
     "classifier": ("classifier", {"eta": [0.1, 0.5], "group_size": [4, 8]},
                    {"max_group_size": 8, **STEPS}, 3),
     "product": ("product", {}, {"length": 6, "group_size": 3, **STEPS}, 7),
