@@ -224,7 +224,9 @@ class MeanFieldTarget(SweepTarget):
     """
 
     name = "meanfield"
-    version = "2"  # 2: initial compositions from normalised exponentials; `outputs`
+    # 2: initial compositions from normalised exponentials; `outputs`. 3: blocks cut from the
+    # runs' global order, compiled without the algebraic simplifier (the same bits on any machine)
+    version = "3"
     #: every output, per trajectory: ``p``, ``L_y``, ``L_z``, ``y``, ``z``, the physical and
     #: internal times ``t`` and ``tau`` at the save points (dim ``time``), whether and when
     #: integration stopped at the boundary (``stopped``, ``t_end``)
