@@ -5,8 +5,9 @@ Not a test module.
     python sweep_layout_worker.py OUT --devices N [--only CASE ...]
 
 Writes ``OUT/<case>.<layout>.npz`` (every data variable of the Dataset) for each case of
-:data:`CASES` and each layout: the default memory budget and one run per device; for the blocked
-mean-field sweep also three runs per device and a memory budget of about five runs per device.
+:data:`CASES` and each layout: the default memory budget, and on one device also one run per
+device; for the blocked mean-field sweep also three runs per device and a memory budget of about
+five runs per device.
 ``test_sweep.py`` asserts that all of them, at every device count, are bit-identical.
 """
 
@@ -52,7 +53,9 @@ missing = set(sim.SIMULATORS) - {c[0] for c in CASES.values()}
 assert not missing, f"add a case for {sorted(missing)}"
 
 n = args.devices
-LAYOUTS = {"default": {}, "chunk1": {"chunk_size": n}}
+# one device: the default chunks (12 runs per device) and one run per device; four devices: the
+# default chunks (3 runs per device; one program compiled per case, the test's time)
+LAYOUTS = {"default": {}, "chunk1": {"chunk_size": n}} if n == 1 else {"default": {}}
 for case, (target, grid, fixed, seeds) in CASES.items():
     if args.only is not None and case not in args.only:
         continue

@@ -56,9 +56,12 @@ LAYOUT_WORKER = Path(__file__).with_name("sweep_layout_worker.py")
 def test_every_target_is_bit_identical_whatever_the_devices_and_chunks(tmp_path):
     """Every simulator of ``sim.SIMULATORS`` and the mean-field target (blocks of 4 runs with a
     partial last block, and one block of the whole sweep), each a tiny sweep with 1 and with 4
-    host devices, default chunks, one run per device, and for the blocked mean-field sweep 3 runs
-    per device and a tight memory budget: every Dataset's data variables are bit-identical (NaN
-    positions included). The two device counts run side by side in two subprocesses."""
+    host devices: default chunks on both, one run per device on one, and for the blocked
+    mean-field sweep 3 runs per device and a tight memory budget on both: every Dataset's data
+    variables are bit-identical (NaN positions included). The two device counts run side by
+    side in two subprocesses. Fails on be4dd33 (mean-field blocks followed the shards: 8e-8 in
+    ``p``; the one-device program rounded differently: 1e-14; the classifier's batched
+    matrix-vector products: 6e-17)."""
     outs = {n: tmp_path / f"dev{n}" for n in (1, 4)}
     env = {**ENV, "JAX_PLATFORMS": "cpu"}
     procs = {}
@@ -75,7 +78,7 @@ def test_every_target_is_bit_identical_whatever_the_devices_and_chunks(tmp_path)
     for ref_path in refs:
         case = ref_path.name.split(".")[0]
         runs = sorted(p for out in outs.values() for p in out.glob(f"{case}.*.npz"))
-        assert len(runs) >= 4
+        assert len(runs) >= 3
         with np.load(ref_path) as ref:
             for path in runs:
                 with np.load(path) as other:
