@@ -7,10 +7,11 @@ with K = 4, M = 4, 32 base gains λ0 ∈ [0, 3] × G ∈ {2, 4, 8, 16, 24, 32, 4
 η = 0.05, 2,000 SGD steps, p0 = 0.5, y0/z0 ~ Dirichlet(1) (instance 0), float32, metrics every 100
 steps (21 records): ``simplexlab.sweep.run("bandit", {"gain": ..., "group_size": ...}, ...)`` in a
 process with one CPU device per core. ``group_size`` is an array parameter; with
-``max_group_size`` left unset the engine groups the runs into power-of-two group-size buckets
-(``Bandit.sweep_groups``: 2, 4, 8, 16, 32, 64 -- six programs, each vmapped over its gains, group
-sizes and seeds), so a G = 2 run does not pay for 64 padded rollouts. Measured: the wall time of
-the call, compilation included, and apart from it the compile time; the peak resident memory.
+``max_group_size`` left unset the engine groups the runs into power-of-two group-size buckets (the
+bandit's ``sweep.adapter(Bandit).bucket``: 2, 4, 8, 16, 32, 64 -- six programs, each vmapped over
+its gains, group sizes and seeds), so a G = 2 run does not pay for 64 padded rollouts. Measured: the
+wall time of the call, compilation included, and apart from it the compile time; the peak resident
+memory.
 
 Baseline: the straightforward loop a researcher would write first -- for each configuration, the
 jitted ``trajectory`` of a ``Bandit`` with ``max_group_size = G`` (one compilation per G, not

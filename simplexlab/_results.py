@@ -22,14 +22,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "atomic_write_bytes",
-    "atomic_write_json",
-    "provenance",
-    "read_json",
-    "read_toml",
-    "to_jsonable",
-]
+__all__ = ["atomic_write_bytes", "atomic_write_json", "provenance", "read_json", "read_npz",
+           "read_toml", "remove_temporaries", "to_jsonable", "write_dataset", "write_npz"]
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -47,6 +41,18 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def remove_temporaries(folder: str | os.PathLike) -> int:
+    """Remove the temporary files that interrupted atomic writes left in ``folder``
+    (``.<name>.*.tmp``); returns how many."""
+    folder = Path(folder)
+    n = 0
+    if folder.is_dir():
+        for p in folder.glob(".*.tmp"):
+            p.unlink(missing_ok=True)
+            n += 1
+    return n
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -88,6 +94,44 @@ def read_json(path: str | os.PathLike) -> Any:
         raise ValueError(f"{path}: not a JSON text file") from None
 
 
+def write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
+    """Write ``arrays`` as one ``.npz`` file, atomically."""
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file, loaded."""
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def write_dataset(ds, path: str | os.PathLike) -> Path:
+    """Write an :class:`xarray.Dataset` atomically: netCDF, or zarr when ``path`` ends in
+    ``.zarr``, to a temporary sibling that then replaces ``path``."""
+    import shutil
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if path.suffix == ".zarr":
+            ds.to_zarr(tmp, mode="w")
+            if path.exists():
+                shutil.rmtree(path)
+        else:
+            ds.to_netcdf(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp.exists():
+            shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+        raise
+    return path
+
+
 def read_toml(path: str | os.PathLike) -> dict[str, Any]:
     """The tables of the TOML file ``path``; ``ValueError`` naming the file when it is not TOML
     text."""
@@ -95,7 +139,7 @@ def read_toml(path: str | os.PathLike) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{path}: not a valid TOML file ({err})") from None
+        raise ValueError(f"{path}: not valid TOML: {err}") from None
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a TOML text file") from None
 

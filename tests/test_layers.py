@@ -301,7 +301,6 @@ def test_file_io_check_can_fail():
     assert len(file_io("simplexlab/sim/_x.py", src)) == 5, file_io("simplexlab/sim/_x.py", src)
 
 
-@pytest.mark.xfail(strict=False, reason="until the sweep/verify branches merge")
 def test_no_file_io_below_lab():
     """Below ``lab`` (theory, shaping, sim, sweep, verify), files are read and written only
     through the results module ``simplexlab/_results.py``."""

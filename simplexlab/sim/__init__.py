@@ -2,7 +2,8 @@
 
 - :class:`AbstractSimulator`: ``init(key, params) -> state``, ``step(state, params) -> state``,
   ``observe(state) -> metrics`` over pytrees, static configuration in the module's fields
-  (jax-md style); :func:`trajectory` runs any of them with ``lax.scan``.
+  (jax-md style); :func:`trajectory` runs any of them with ``lax.scan``. :class:`WithDtype`:
+  the mixin of a simulator with a floating ``dtype`` setting.
 - :class:`Categorical`: the F-GRPO App. J softmax policy simulator; its configuration
   (:class:`CategoricalConfig`, :class:`CategoricalPolicy`) and functional form
   (:func:`categorical_init`, :func:`categorical_step`, :func:`categorical_run`, ...) are
@@ -23,9 +24,12 @@
 - :data:`SIMULATORS`: simulators by name (``simplexlab sweep`` configs).
 
 Batches of runs (grids over parameters and seeds, sharded, chunked, resumable) are the job of
-:mod:`simplexlab.sweep`; checking a G²RPO gain schedule before training (``verify_schedule``,
-``save_schedule`` / ``load_schedule``, ...) is the job of :mod:`simplexlab.verify`, the layer
-above (those names are still served here, deprecated: :data:`_MOVED_TO_VERIFY`).
+:mod:`simplexlab.sweep`, which holds what it needs to know about each simulator beyond this
+protocol (batching, memory per run, output dims, bucketing) in its adapters
+(:class:`simplexlab.sweep.SweepAdapter`); checking a G²RPO gain schedule before training
+(``verify_schedule``, ``save_schedule`` / ``load_schedule``, ...) is the job of
+:mod:`simplexlab.verify`, the layer above (those names are still served here, deprecated:
+:data:`_MOVED_TO_VERIFY`).
 """
 
 from ._bandit import METHODS, Bandit, BanditMetrics, BanditState
@@ -47,7 +51,7 @@ from ._categorical import step as categorical_step
 from ._classifier import ClassifierMetrics, ClassifierState, SoftmaxClassifier
 from ._policy import OPTIMIZERS
 from ._product import Product, ProductMetrics, ProductState
-from ._protocol import AbstractSimulator, trajectory
+from ._protocol import AbstractSimulator, WithDtype, trajectory
 from ._sampler import counts_from_weights, sample_counts
 from ._twostage import TwoStage, TwoStageMetrics, TwoStageState
 
@@ -79,6 +83,7 @@ __all__ = [
     "TwoStage",
     "TwoStageMetrics",
     "TwoStageState",
+    "WithDtype",
     "action_advantages",
     "categorical_init",
     "categorical_metrics",

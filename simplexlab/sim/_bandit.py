@@ -58,7 +58,7 @@ from ._policy import (
     optimizer_init,
     optimizer_update,
 )
-from ._protocol import AbstractSimulator
+from ._protocol import AbstractSimulator, WithDtype
 from ._sampler import uniforms
 
 __all__ = ["METHODS", "Bandit", "BanditMetrics", "BanditState"]
@@ -118,14 +118,14 @@ def _composition(value, n: int, name: str):
     return tuple(float(v) for v in arr / arr.sum())
 
 
-class Bandit(AbstractSimulator):
+class Bandit(AbstractSimulator, WithDtype):
     r"""The finite-group (K+M)-mode bandit (module docstring).
 
     Static settings (fields; one compilation per value): ``K >= 1`` good and ``M >= 0`` bad modes,
     ``max_group_size`` (rollout arrays are padded to it, so every group size up to it runs in one
     program; the cost of a step follows it, not ``group_size``; a sweep that leaves it unset
-    buckets its runs by group size, :meth:`sweep_groups`), ``num_prompts``, ``method`` (a
-    name in :data:`METHODS`), ``schedule`` (G²RPO only: the
+    buckets its runs by group size, see :class:`~simplexlab.sweep.SweepAdapter`),
+    ``num_prompts``, ``method`` (a name in :data:`METHODS`), ``schedule`` (G²RPO only: the
     :class:`~simplexlab.shaping.GainSchedule` -- kind ``"constant"`` (the default), ``"A"``
     eq. 62 or ``"B"`` eq. 67, neutralizer, clustering of the bad rollouts, warm-up and
     safeguards; its ``gain`` is the default of the ``gain`` parameter. Also given flat, as a
@@ -150,7 +150,6 @@ class Bandit(AbstractSimulator):
 
     name: ClassVar[str] = "bandit"
     version: ClassVar[str] = "1"
-    cpu_batching: ClassVar[str] = "vmap"  # a few dozen numbers per run: batch them
 
     K: int = eqx.field(default=3, kw_only=True, static=True)
     M: int = eqx.field(default=2, kw_only=True, static=True)
@@ -245,37 +244,7 @@ class Bandit(AbstractSimulator):
                 s[name] = _composition(s[name], n, name)
         return cls(**s)
 
-    @classmethod
-    def sweep_groups(cls, static, arrays, given):
-        """Unless the sweep sets ``max_group_size``, its runs are grouped by ``group_size``
-        into power-of-two buckets, each one program with ``max_group_size`` the bucket's bound
-        (a step costs what ``max_group_size`` says, so a G = 2 run padded to 64 would pay for
-        64 rollouts). Padding is inert, so a run's result does not depend on its bucket (up to
-        the order of floating-point sums)."""
-        if "max_group_size" in given:
-            return [(static, None)]
-        G = np.asarray(arrays["group_size"], dtype=float)
-        ok = np.isfinite(G) & (G >= 2)
-        # bad values stay with the first bucket, whose validation names them
-        bound = np.where(ok, 2.0 ** np.ceil(np.log2(np.where(ok, G, 2.0))), 2.0).astype(int)
-        return [({**static, "max_group_size": int(b)}, np.flatnonzero(bound == b))
-                for b in np.unique(bound)]
-
-    def working_bytes(self) -> int:
-        """The ``(P, G, C)`` one-hot of the rollouts and a few ``(P, G)`` / ``(P, C)`` arrays."""
-        P, G, C = self.num_prompts, self.max_group_size, self.K + self.M
-        return 8 * P * (4 * G * C + 16 * G + 16 * C) + 4096
-
-    def observe_dims(self) -> dict[str, tuple[str, ...]]:
-        dims = {k: ("prompt",) for k in BanditMetrics._fields if k != "step"}
-        dims.update(y=("prompt", "good_mode"), z=("prompt", "bad_mode"))
-        return dims
-
     # ---- parameters ------------------------------------------------------------------------
-
-    @classmethod
-    def all_params(cls) -> dict[str, Any]:
-        return dict(PARAMS)
 
     def default_params(self) -> dict[str, Any]:
         names = _COMMON + METHODS[self.method]

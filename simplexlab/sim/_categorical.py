@@ -534,12 +534,6 @@ class Categorical(AbstractSimulator):
         out.update(advantage="mean_shifted", optimizer="sgd", dtype=None)
         return out
 
-    def working_bytes(self) -> int:
-        """About a dozen ``(A,)`` arrays live at once (logits, Adam's two moments, initial
-        probabilities, weights, the sampler's tree, gradient) plus ``(N,)`` draws."""
-        item = self.config.float_dtype().itemsize
-        return 16 * self.config.policy.num_actions * item + 24 * self.config.group_size
-
     def __check_init__(self):
         if not isinstance(self.config, CategoricalConfig):
             raise ValueError(f"config must be a CategoricalConfig; got {self.config!r}")

@@ -76,7 +76,7 @@ from ._policy import (
     optimizer_init,
     optimizer_update,
 )
-from ._protocol import AbstractSimulator
+from ._protocol import AbstractSimulator, WithDtype
 from ._sampler import uniforms
 
 __all__ = ["ESTIMATORS", "ClassifierMetrics", "ClassifierState", "SoftmaxClassifier"]
@@ -144,7 +144,14 @@ def _matrix(value, what: str, rows: int | None, dim: int | None = None) -> tuple
     return tuple(tuple(float(v) for v in r) for r in arr)
 
 
-class SoftmaxClassifier(AbstractSimulator):
+def _matvec(M, v):
+    """``M @ v`` over the last axis as an elementwise product summed: under ``vmap`` XLA's CPU
+    matrix-vector kernel rounds a run's logits differently for different batch sizes (an odd
+    batch takes another path), so a sweep's results would depend on its chunks and devices."""
+    return jnp.sum(M * v, -1)
+
+
+class SoftmaxClassifier(AbstractSimulator, WithDtype):
     r"""The SC §2.4 softmax classifier toy (module docstring).
 
     Static settings (fields; one compilation per value): ``estimator`` (a name in
@@ -170,8 +177,8 @@ class SoftmaxClassifier(AbstractSimulator):
     """
 
     name: ClassVar[str] = "classifier"
-    version: ClassVar[str] = "1"
-    cpu_batching: ClassVar[str] = "vmap"  # a few dozen numbers per run: batch them
+    #: 2: logits as elementwise products summed (:func:`_matvec`), not matrix products
+    version: ClassVar[str] = "2"
 
     estimator: str | tuple[str, ...] = eqx.field(default="grpo", kw_only=True, static=True)
     optimizer: Any = eqx.field(default="sgd", kw_only=True, static=True)
@@ -241,20 +248,7 @@ class SoftmaxClassifier(AbstractSimulator):
             return np.stack([toy_embeddings(s)[_SIAMESE] for s in TOY_SIMILARITIES])
         return self.embedding_matrix()[_SIAMESE][None]
 
-    def working_bytes(self) -> int:
-        G, d = self.max_group_size, self.embedding_matrix().shape[1]
-        return 8 * (16 * G + 64 * d) + 4096
-
-    def observe_dims(self) -> dict[str, tuple[str, ...]]:
-        return {"pi_persian": ("label",), "sampling": ("label",), "memory": ("label",),
-                "pi_held_out": ("held_out", "label"), "siamese_accuracy": ("held_out",),
-                "counts": ("label",), "advantage": ("label",)}
-
     # ---- parameters ------------------------------------------------------------------------
-
-    @classmethod
-    def all_params(cls) -> dict[str, Any]:
-        return dict(PARAMS)
 
     def default_params(self) -> dict[str, Any]:
         q = dict(PARAMS)
@@ -330,12 +324,12 @@ class SoftmaxClassifier(AbstractSimulator):
         Gf = G.astype(dt)
         e = jnp.asarray(self.embedding_matrix()[_PERSIAN], dt)
         key, sub = jax.random.split(state.key)
-        logp = jax.nn.log_softmax(state.W @ e)
+        logp = jax.nn.log_softmax(_matvec(state.W, e))
         probs = jnp.exp(logp)
-        mem_logits = state.memory @ e
+        mem_logits = _matvec(state.memory, e)
         # Alg. 1 lines 5-6: sample from softmax(f_θ − μ f_φ); exact inverse CDF on hashed
         # uniforms (rollout g uses uniform g whatever max_group_size is)
-        ps = jax.nn.softmax(state.W @ e - state.memory_weight * mem_logits)
+        ps = jax.nn.softmax(_matvec(state.W, e) - state.memory_weight * mem_logits)
         cdf = jnp.cumsum(ps[:-1])
         labels = jnp.sum(uniforms(sub, Gmax, dt)[:, None] >= cdf[None, :], -1, dtype=jnp.int32)
         mask = jnp.arange(Gmax, dtype=jnp.int32) < G
@@ -378,13 +372,13 @@ class SoftmaxClassifier(AbstractSimulator):
         dt = self.float_dtype()
         e = jnp.asarray(self.embedding_matrix()[_PERSIAN], dt)
         H = jnp.asarray(self.held_out_matrix(), dt)
-        logp = jax.nn.log_softmax(state.W @ e)
+        logp = jax.nn.log_softmax(_matvec(state.W, e))
         pi = jnp.exp(logp)
-        pi_h = jax.nn.softmax(H @ state.W.T, -1)
-        mem = state.memory @ e
+        pi_h = jax.nn.softmax(_matvec(state.W[None], H[:, None]), -1)
+        mem = _matvec(state.memory, e)
         return ClassifierMetrics(
             step=state.step, pi_persian=pi,
-            sampling=jax.nn.softmax(state.W @ e - state.memory_weight * mem),
+            sampling=jax.nn.softmax(_matvec(state.W, e) - state.memory_weight * mem),
             memory=jax.nn.softmax(mem), pi_held_out=pi_h, siamese_accuracy=pi_h[:, _SIAMESE],
             correct_mass=pi[CORRECT[0]] + pi[CORRECT[1]],
             entropy=-jnp.sum(jnp.where(pi > 0, pi * logp, 0.0)),

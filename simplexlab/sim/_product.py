@@ -29,7 +29,7 @@ import numpy as np
 
 from .._checks import is_concrete, is_int, trusted_inputs, xp
 from ..theory import product_log10_prob
-from ._protocol import AbstractSimulator, trajectory
+from ._protocol import AbstractSimulator, WithDtype, trajectory
 from ._sampler import uniforms
 
 __all__ = ["Product", "ProductMetrics", "ProductState"]
@@ -70,7 +70,7 @@ def _as_probs(value) -> tuple[float, ...]:
     return tuple(float(v) for v in arr / arr.sum())
 
 
-class Product(AbstractSimulator):
+class Product(AbstractSimulator, WithDtype):
     r"""The toy product model of G²RPO App. E (module docstring).
 
     Static settings (fields; one compilation per value): ``probs`` (token probabilities, > 0,
@@ -92,7 +92,6 @@ class Product(AbstractSimulator):
 
     name: ClassVar[str] = "product"
     version: ClassVar[str] = "1"
-    cpu_batching: ClassVar[str] = "vmap"  # a few hundred numbers per run: batch them
 
     probs: tuple = eqx.field(default=PAPER_PROBS, kw_only=True, static=True)
     length: int = eqx.field(default=80, kw_only=True, static=True)
@@ -155,14 +154,6 @@ class Product(AbstractSimulator):
                 a = np.asarray(np.nan)
             if isinstance(g, bool | np.bool_) or np.any(self._bad_group_size(a)):
                 raise ValueError(f"{self._what()}; got {g!r}")
-
-    def observe_dims(self) -> dict[str, tuple[str, ...]]:
-        return {"counts": ("sequence", "token"), "log10_prob": ("sequence",)}
-
-    def working_bytes(self) -> int:
-        """The ``(G, T, V)`` comparisons of the inverse CDF and the ``(G, T)`` uniforms."""
-        G, T, V = self.max_group_size, self.length, len(self.probs)
-        return 8 * G * T * (V + 2) + 4096
 
     # ---- protocol --------------------------------------------------------------------------
 

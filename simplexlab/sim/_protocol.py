@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from .._checks import is_int, renamed_keys
 from ._policy import default_float
 
-__all__ = ["AbstractSimulator", "trajectory"]
+__all__ = ["AbstractSimulator", "WithDtype", "trajectory"]
 
 
 class AbstractSimulator(eqx.Module):
@@ -73,61 +73,15 @@ class AbstractSimulator(eqx.Module):
         return {f.name: f.default for f in dataclasses.fields(cls)
                 if f.default is not dataclasses.MISSING}
 
-    def float_dtype(self):
-        """The floating dtype of a simulator with a ``dtype`` setting (``None``, ``"float32"``
-        or ``"float64"``; ``None``: JAX's default float)."""
-        dtype = getattr(self, "dtype", None)
-        return default_float() if dtype is None else jnp.dtype(dtype)
-
-    def check_dtype(self) -> None:
-        """Raise ``ValueError`` unless the ``dtype`` setting is ``None``, ``"float32"`` or
-        ``"float64"`` (for :meth:`__check_init__`)."""
-        dtype = getattr(self, "dtype", None)
-        if dtype not in (None, "float32", "float64"):
-            raise ValueError(f"{self.name}: dtype must be None, 'float32' or 'float64'; got "
-                             f"{dtype!r}")
-
     @classmethod
     def from_values(cls, values: dict[str, Any]):
         """``(simulator, params)`` from one flat dict of static settings and array parameters
-        (a sweep's ``fixed`` values): the settings build the simulator with :meth:`make`, its
+        (e.g. a sweep's ``fixed`` values): the settings build the simulator with :meth:`make`, its
         own array parameters form ``params``; other names (``num_steps``, ...) are ignored."""
         settings = cls.settings()
         sim = cls.make(**{k: v for k, v in values.items() if k in settings})
         own = sim.default_params()
         return sim, {k: v for k, v in values.items() if k in own}
-
-    @classmethod
-    def sweep_groups(cls, static: dict[str, Any], arrays: dict[str, Any],
-                     given: set[str]) -> list[tuple[dict[str, Any], Any]]:
-        """How the sweep engine splits the runs of one static configuration into programs:
-        ``[(static_i, rows_i), ...]`` with ``rows_i`` an index array into the ``(n,)`` parameter
-        ``arrays`` (``None``: every run). ``given``: the names the user set (fixed or swept),
-        which a simulator must not override. Default: one program for every run. A simulator
-        whose cost follows a static bound that array values may undercut (the bandit's
-        ``max_group_size``) groups runs into cheaper programs here."""
-        return [(static, None)]
-
-    #: how the sweep engine batches runs on CPU (``"map"``: ``lax.map``, run by run, best for
-    #: large per-run states; ``"vmap"``: best for small ones); accelerators always use ``vmap``
-    cpu_batching: ClassVar[str] = "map"
-
-    def observe_dims(self) -> dict[str, tuple[str, ...]]:
-        """Names of the trailing axes of each :meth:`observe` field (after ``step``), for the
-        sweep engine's Dataset; fields left out get ``<field>_0``, ``<field>_1``, ..."""
-        return {}
-
-    def working_bytes(self) -> int:
-        """An upper estimate of the memory one run needs while it runs (state, optimizer state,
-        temporaries); the sweep engine sizes its chunks with it. Default: 1 MiB."""
-        return 1 << 20
-
-    @classmethod
-    def all_params(cls) -> dict[str, Any]:
-        """Every array parameter any configuration of this simulator takes, with its default
-        (the sweep engine's list of names). Default: ``cls.make().default_params()``; a
-        simulator whose parameters depend on its settings (the bandit's method) lists all."""
-        return cls.make().default_params()
 
     @abc.abstractmethod
     def default_params(self) -> dict[str, Any]:
@@ -151,6 +105,24 @@ class AbstractSimulator(eqx.Module):
     @abc.abstractmethod
     def observe(self, state):
         """Metrics of ``state`` (a pytree of arrays)."""
+
+
+class WithDtype(eqx.Module):
+    """Mixin of a simulator with a floating ``dtype`` setting, a field it declares: ``None``
+    (JAX's default float), ``"float32"`` or ``"float64"``."""
+
+    dtype: eqx.AbstractVar[Any]
+
+    def float_dtype(self):
+        """The floating dtype: ``dtype``, or JAX's default float if it is ``None``."""
+        return default_float() if self.dtype is None else jnp.dtype(self.dtype)
+
+    def check_dtype(self) -> None:
+        """Raise ``ValueError`` unless ``dtype`` is ``None``, ``"float32"`` or ``"float64"``
+        (for ``__check_init__``)."""
+        if self.dtype not in (None, "float32", "float64"):
+            raise ValueError(f"{self.name}: dtype must be None, 'float32' or 'float64'; got "
+                             f"{self.dtype!r}")
 
 
 def trajectory(sim: AbstractSimulator, key, params: dict[str, Any] | None = None, *,

@@ -50,7 +50,7 @@ from ._policy import (
     optimizer_init,
     optimizer_update,
 )
-from ._protocol import AbstractSimulator
+from ._protocol import AbstractSimulator, WithDtype
 from ._sampler import _mix32, mix32_uniforms, splitmix64_uniforms
 
 __all__ = ["MAX_ACTIONS", "TWO_STAGE_METHODS", "TWO_STAGE_OPTIMIZERS", "TwoStage",
@@ -150,7 +150,7 @@ def _stream_uniforms(seed, step, n: int, dtype):
     return mix32_uniforms(_mix32(i + seed[0]) ^ seed[1] ^ _mix32(step.astype(jnp.uint32)), dtype)
 
 
-class TwoStage(AbstractSimulator):
+class TwoStage(AbstractSimulator, WithDtype):
     r"""The TS two-stage toy (module docstring): TS Algorithm 1 as a simulator.
 
     Static settings (one compilation per value): ``num_actions`` (``A``, 2 to
@@ -169,7 +169,6 @@ class TwoStage(AbstractSimulator):
 
     name: ClassVar[str] = "two_stage"
     version: ClassVar[str] = "1"
-    cpu_batching: ClassVar[str] = "vmap"  # a handful of numbers per run
 
     num_actions: int = eqx.field(default=3, kw_only=True, static=True)
     method: str = eqx.field(default="mean_shifted", kw_only=True, static=True)
@@ -218,18 +217,7 @@ class TwoStage(AbstractSimulator):
         return {**{reward_name(i): float(r[i]) for i in range(A)},
                 **{logit0_name(i): float(z[i]) for i in range(A)}}
 
-    def working_bytes(self) -> int:
-        return 8 * (8 * self.num_actions + 4 * self.max_group_size) + 4096
-
-    def observe_dims(self) -> dict[str, tuple[str, ...]]:
-        return {"probs": ("action",), "logits": ("action",), "expected_reward": (),
-                "negative_advantage": ("action",)}
-
     # ---- parameters ------------------------------------------------------------------------
-
-    @classmethod
-    def all_params(cls) -> dict[str, Any]:
-        return dict(PARAMS)
 
     def default_params(self) -> dict[str, Any]:
         A = self.num_actions

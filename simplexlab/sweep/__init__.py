@@ -9,8 +9,11 @@ all devices with ``jax.shard_map`` (on CPU, one device per core with
 :func:`jax.distributed.initialize`, sizes chunks to a memory budget, writes each finished chunk
 atomically and resumes an interrupted sweep without recomputing finished chunks.
 :func:`load_config` / :func:`run_config` read the TOML files of ``simplexlab sweep``.
+:class:`SweepAdapter` / :func:`register` hold what the engine knows about each simulator class
+beyond the simulator protocol (batching, memory per run, output dims, bucketing of runs).
 """
 
+from ._adapters import SweepAdapter, adapter, register
 from ._config import load_config, run_config
 from ._engine import SweepInterrupted, parse_bytes, run
 from ._store import ChunkStore, chunk_digest
@@ -21,12 +24,15 @@ __all__ = [
     "ChunkStore",
     "MeanFieldTarget",
     "SimulatorTarget",
+    "SweepAdapter",
     "SweepInterrupted",
     "SweepTarget",
+    "adapter",
     "chunk_digest",
     "load_config",
     "make_target",
     "parse_bytes",
+    "register",
     "run",
     "run_config",
 ]

@@ -24,10 +24,10 @@ Unknown keys (a typo) raise ``ValueError`` naming the key and what is allowed, b
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from .._results import read_toml
 from ._targets import make_target
 
 __all__ = ["load_config", "run_config"]
@@ -42,10 +42,7 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"sweep config {str(path)!r} does not exist")
-    try:
-        cfg = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{path}: not valid TOML: {err}") from None
+    cfg = read_toml(path)
     unknown = sorted(set(cfg) - TOP_KEYS)
     if unknown:
         raise ValueError(f"{path}: unknown key(s) {unknown}; allowed: {sorted(TOP_KEYS)}")

@@ -14,10 +14,16 @@ CPU (gloo) or accelerator collectives; process 0 stores chunks and writes the Da
 Each finished chunk is written atomically to ``<out>/<name>.chunks/<digest>.npz``; the digest
 covers everything that determines the chunk (see :mod:`._store`), so an interrupted sweep
 resumes where it stopped and a changed setting never reuses a stale chunk.
+
+:func:`run` is three steps: :func:`_plan` (every name and value checked, the grid cut into
+programs and chunks, before any compute), :func:`_execute` (chunk by chunk: load from the store or
+compute, save, gather, report progress, turn an interrupt into :class:`SweepInterrupted`) and
+:func:`_assemble` (the Dataset with its provenance), which ``run`` then writes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -33,9 +39,9 @@ import numpy as np
 
 from .._checks import is_int
 from .._env import progress_enabled
-from .._results import provenance
+from .._results import provenance, write_dataset
 from ._store import ChunkStore, chunk_digest
-from ._targets import BATCHINGS, SweepTarget, make_target
+from ._targets import BATCHINGS, Batch, SweepTarget, make_target
 
 __all__ = ["SweepInterrupted", "parse_bytes", "run"]
 
@@ -99,30 +105,6 @@ def _devices(devices):
     return devs
 
 
-def _write_dataset(ds, path: Path) -> Path:
-    """Write ``ds`` atomically: to a temporary sibling, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        if path.suffix == ".zarr":
-            import shutil
-
-            ds.to_zarr(tmp, mode="w")
-            if path.exists():
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        else:
-            ds.to_netcdf(tmp)
-            os.replace(tmp, path)
-    except BaseException:
-        if tmp.exists():
-            import shutil
-
-            shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
-        raise
-    return path
-
-
 def _progress_bar(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
@@ -165,7 +147,10 @@ def run(
             the chunk store ``<name>.chunks/``; ``None`` keeps everything in memory.
         memory_budget: bytes (or ``"2GB"``) the chunks may use; the chunk size is the largest
             that fits. ``chunk_size``: runs per chunk instead (a multiple of the device count).
-        batching: ``"auto"`` (on CPU the simulator's ``cpu_batching``: ``lax.map`` for large
+            A target whose runs share work in blocks (the mean-field ODE's ``block``) gets
+            whole blocks per device: the share is rounded down to a whole number of blocks,
+            at least one.
+        batching: ``"auto"`` (on CPU the simulator adapter's ``cpu_batching``: ``lax.map`` for large
             per-run states, ``vmap`` for small ones; ``vmap`` elsewhere), ``"vmap"`` or ``"map"``.
         devices: ``None`` (every device of every process), a number of local devices, or a list.
         resume: reuse chunks already in the store (their digest says they are the same work).
@@ -174,29 +159,69 @@ def run(
     its attributes (on process 0; other processes of a multi-process run return ``None``).
     Every bad name or value raises ``ValueError`` before any compute starts.
     """
-    import xarray as xr
-
     t_start = time.perf_counter()
+    plan = _plan(target, grid, fixed, seeds=seeds, seed=seed, keys=keys, format=format,
+                 memory_budget=memory_budget, chunk_size=chunk_size, batching=batching,
+                 devices=devices)
+    results, computed, loaded = _execute(plan, out=out, name=name, resume=resume,
+                                         progress=progress)
+    if jax.process_index() != 0:
+        return None
+    ds = _assemble(plan, results, name=name, computed=computed, loaded=loaded,
+                   seconds=time.perf_counter() - t_start)
+    if out is not None:
+        write_dataset(ds, Path(out) / f"{name}.{format}")
+    return ds
+
+
+# ---- plan: every name and value checked, the grid cut into programs and chunks ---------------
+
+@dataclasses.dataclass(frozen=True)
+class _Program:
+    """One compiled program: its static settings, its runs (their Dataset index, parameter
+    values and seed), its batch program and its chunks ``(lo, hi, size)`` of runs."""
+
+    static: dict[str, Any]
+    idx: list[tuple[int, ...]]
+    arrays: dict[str, np.ndarray]
+    seeds_of: np.ndarray
+    batch: Batch
+    chunks: list[tuple[int, int, int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """Everything :func:`run` computes before any compute starts."""
+
+    target: SweepTarget
+    grid: dict[str, list]
+    fixed: dict[str, Any]
+    defaults: dict[str, Any]
+    key_data: np.ndarray
+    seed: int
+    explicit_keys: bool
+    batching: str
+    devices: list
+    programs: list[_Program]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(v) for v in self.grid.values()) + (self.key_data.shape[0],)
+
+    @property
+    def total_chunks(self) -> int:
+        return sum(len(p.chunks) for p in self.programs)
+
+
+def _plan(target, grid, fixed, *, seeds, seed, keys, format, memory_budget, chunk_size,
+          batching, devices) -> _Plan:
+    """Check every name and value, then cut the grid into programs and their chunks; raises
+    ``ValueError`` before any compute."""
     target = make_target(target) if not isinstance(target, SweepTarget) else target
     grid = {str(k): _as_values(str(k), v) for k, v in dict(grid or {}).items()}
     fixed = dict(fixed or {})
     grid, fixed = target.renamed(grid), target.renamed(fixed)  # deprecated old names
-    arr_def, st_def = target.array_params(), target.static_params()
-    known = set(arr_def) | set(st_def)
-    for where, names in (("grid", grid), ("fixed", fixed)):
-        unknown = sorted(set(names) - known)
-        if unknown:
-            raise ValueError(f"{target.name}: unknown parameter(s) {unknown} in {where}; known: "
-                             f"{sorted(known)}")
-    both = sorted(set(grid) & set(fixed))
-    if both:
-        raise ValueError(f"parameter(s) {both} are both swept (grid) and fixed")
-    bad = sorted(set(grid) & set(target.unsweepable()))
-    if bad:
-        raise ValueError(f"{target.name}: parameter(s) {bad} fix the output layout and cannot "
-                         "be swept; run one sweep per value")
-    if "seed" in grid:
-        raise ValueError("'seed' is not a parameter; use seeds= (number of seeds) and seed=")
+    _check_names(target, grid, fixed)
     if batching not in BATCHINGS:
         raise ValueError(f"batching must be one of {BATCHINGS}; got {batching!r}")
     if format not in ("nc", "zarr"):
@@ -212,21 +237,52 @@ def run(
     key_data = np.asarray(jax.random.key_data(keys))
     if key_data.ndim < 2:
         raise ValueError(f"keys must be a (seeds,) array of PRNG keys; got shape {key_data.shape}")
-    n_seeds = key_data.shape[0]
-
-    static_axes = [a for a in grid if a in st_def]
-    array_axes = [a for a in grid if a in arr_def]
-    shape = tuple(len(grid[a]) for a in grid) + (n_seeds,)
-    axis_pos = {a: i for i, a in enumerate(grid)}
-
-    # ---- plan every group and chunk, validating everything before any compute ----------
     devs = _devices(devices)
     ndev = len(devs)
     if chunk_size is not None and (not is_int(chunk_size) or chunk_size < 1
                                    or chunk_size % ndev):
         raise ValueError(f"chunk_size must be a positive multiple of the {ndev} devices the "
                          f"sweep is sharded over; got {chunk_size!r}")
-    groups = []
+    programs = []
+    for static, idx, arrays, seeds_of in _groups(target, grid, fixed, key_data.shape[0]):
+        batch = _batch(target, static, batching)
+        n = len(idx)
+        per_dev = _per_device(batch, n, ndev, min(target.block_size(static), n), chunk_size,
+                              budget)
+        size = per_dev * ndev
+        chunks = [(lo, min(lo + size, n), size) for lo in range(0, n, size)]
+        programs.append(_Program(static, idx, arrays, seeds_of, batch, chunks))
+    defaults = {**target.static_params(), **target.array_params()}
+    return _Plan(target, grid, fixed, defaults, key_data, seed, explicit_keys, batching, devs,
+                 programs)
+
+
+def _check_names(target: SweepTarget, grid: dict, fixed: dict) -> None:
+    known = set(target.array_params()) | set(target.static_params())
+    for where, names in (("grid", grid), ("fixed", fixed)):
+        unknown = sorted(set(names) - known)
+        if unknown:
+            raise ValueError(f"{target.name}: unknown parameter(s) {unknown} in {where}; known: "
+                             f"{sorted(known)}")
+    both = sorted(set(grid) & set(fixed))
+    if both:
+        raise ValueError(f"parameter(s) {both} are both swept (grid) and fixed")
+    bad = sorted(set(grid) & set(target.unsweepable()))
+    if bad:
+        raise ValueError(f"{target.name}: parameter(s) {bad} fix the output layout and cannot "
+                         "be swept; run one sweep per value")
+    if "seed" in grid:
+        raise ValueError("'seed' is not a parameter; use seeds= (number of seeds) and seed=")
+
+
+def _groups(target: SweepTarget, grid: dict, fixed: dict, n_seeds: int):
+    """``(static, idx, arrays, seeds_of)`` of every program, validated: the static axes walked
+    one combination at a time, within one every (array-parameter point, seed) pair a run, in
+    that order (seeds innermost), split into programs by ``target.groups``."""
+    arr_def, st_def = target.array_params(), target.static_params()
+    static_axes = [a for a in grid if a in st_def]
+    array_axes = [a for a in grid if a in arr_def]
+    axis_pos = {a: i for i, a in enumerate(grid)}
     for combo in itertools.product(*(range(len(grid[a])) for a in static_axes)):
         static = {**st_def, **{k: v for k, v in fixed.items() if k in st_def},
                   **{a: grid[a][i] for a, i in zip(static_axes, combo, strict=True)}}
@@ -235,7 +291,7 @@ def run(
         for pt in itertools.product(*(range(len(grid[a])) for a in array_axes)):
             point = {**base, **{a: grid[a][i] for a, i in zip(array_axes, pt, strict=True)}}
             for s in range(n_seeds):
-                full = [0] * len(shape)
+                full = [0] * (len(grid) + 1)
                 for a, i in zip(static_axes, combo, strict=True):
                     full[axis_pos[a]] = i
                 for a, i in zip(array_axes, pt, strict=True):
@@ -257,145 +313,173 @@ def run(
                 rows = np.arange(len(idx))
             sub_arrays = {k: v[rows] for k, v in arrays.items()}
             target.validate(sub, sub_arrays)
-            groups.append((sub, [idx[i] for i in rows], sub_arrays, seeds_of[rows]))
+            yield sub, [idx[i] for i in rows], sub_arrays, seeds_of[rows]
 
-    batches = [_batch(target, g[0], batching) for g in groups]
-    plans = []
-    for (static, idx, _, _), batch in zip(groups, batches, strict=True):
-        n = len(idx)
-        per_dev_max = max(1, -(-n // ndev))
-        if chunk_size is not None:
-            per_dev = chunk_size // ndev
-        else:
-            per_run = batch.bytes_out + (batch.bytes_per_run if batch.vmapped else 0)
-            fixed_cost = 0 if per_run > batch.bytes_out else batch.bytes_per_run
-            room = budget // ndev - fixed_cost
-            if room < per_run:
-                raise ValueError(
-                    f"memory_budget {budget:,} bytes is too small: one run per device needs about "
-                    f"{(fixed_cost + per_run) * ndev:,} bytes over {ndev} devices")
-            per_dev = int(min(per_dev_max, room // per_run))
-        mult = getattr(target, "block_multiple", lambda s: 1)(static)
-        if per_dev > mult:
-            per_dev -= per_dev % mult
-        size = per_dev * ndev
-        bounds = list(range(0, n, size))
-        plans.append([(b, min(b + size, n), size) for b in bounds])
-    total_chunks = sum(len(p) for p in plans)
 
-    # ---- compute --------------------------------------------------------------------------
-    from jax.sharding import Mesh, NamedSharding
-    from jax.sharding import PartitionSpec as P
+def _per_device(batch, n: int, ndev: int, block: int, chunk_size: int | None,
+                budget: int) -> int:
+    """Runs per device in every chunk of a program of ``n`` runs: ``chunk_size // ndev``, or the
+    most the memory budget allows (no more than an even share of the ``n`` runs); always a
+    whole number of the target's blocks of ``block`` runs (``block`` <= ``n``), and exactly one
+    block when a block is the whole program. The blocks are then cut from the runs' global
+    order whatever the device count or chunk size (a chunk starts at a multiple of
+    ``per_dev * ndev``), and the last, partial block is padded the same way every time (by its
+    last run, see :func:`_execute`)."""
+    if chunk_size is not None:
+        per_dev = chunk_size // ndev
+    else:
+        per_run = batch.bytes_out + (batch.bytes_per_run if batch.vmapped else 0)
+        fixed_cost = 0 if per_run > batch.bytes_out else batch.bytes_per_run
+        room = budget // ndev - fixed_cost
+        if room < per_run * block:
+            what = "one run" if block == 1 else f"one block of {block} runs"
+            raise ValueError(
+                f"memory_budget {budget:,} bytes is too small: {what} per device needs about "
+                f"{(fixed_cost + per_run * block) * ndev:,} bytes over {ndev} devices")
+        per_dev = int(min(max(1, -(-n // ndev)), room // per_run))
+    if block == 1:
+        return per_dev
+    blocks = -(-n // block)
+    return block * max(1, min(per_dev // block, -(-blocks // ndev)))
 
-    mesh = Mesh(np.asarray(devs), ("batch",))
-    spec = P("batch")
-    sharding = NamedSharding(mesh, spec)
-    multi = jax.process_count() > 1
+
+# ---- execute: chunk by chunk, stored, resumed, gathered --------------------------------------
+
+def _execute(plan: _Plan, *, out, name: str, resume: bool, progress: bool):
+    """Compute (or load from the store) every chunk of ``plan``; returns ``(results,
+    computed, loaded)``, ``results`` the ``{output: (*grid, seed, ...)}`` arrays on process 0
+    (empty elsewhere). A ``KeyboardInterrupt`` becomes :class:`SweepInterrupted`."""
+    from jax.sharding import Mesh
+
+    mesh = Mesh(np.asarray(plan.devices), ("batch",))
     lead = jax.process_index() == 0
     store = None
     if out is not None:
-        out = Path(out)
-        store = ChunkStore(out / f"{name}.chunks")
+        store = ChunkStore(Path(out) / f"{name}.chunks")
         if lead:
             store.clean()
-    describe = target.describe()
+    describe = plan.target.describe()
     results: dict[str, np.ndarray] = {}
-    done = computed = loaded = 0
-    bar = _progress_bar(total_chunks, f"sweep {name} ({target.name}, {ndev} devices)",
-                        progress and lead)
-
-    def put(x):
-        return jax.make_array_from_callback(x.shape, sharding, lambda i: x[i])
-
+    computed = loaded = 0
+    bar = _progress_bar(plan.total_chunks, f"sweep {name} ({plan.target.name}, "
+                        f"{len(plan.devices)} devices)", progress and lead)
     try:
-        for (static, idx, arrays, seeds_of), batch, plan in zip(groups, batches, plans,
-                                                                 strict=True):
+        for prog in plan.programs:
             fn = None
-            for lo, hi, size in plan:
+            for lo, hi, size in prog.chunks:
+                # the tail of the last chunk repeats the program's last run: a partial block is
+                # padded the same way whatever the chunking
                 sel = np.arange(lo, hi)
-                sel = np.concatenate([sel, np.full(size - sel.size, hi - 1)])  # pad the tail
-                kd = key_data[seeds_of[sel]]
-                arr = {k: v[sel] for k, v in arrays.items()}
-                digest = chunk_digest({**describe, "static": static, "arrays": arr,
-                                       "key_data": kd, "batching": batching})
-                have = bool(resume and store is not None and lead and store.has(digest))
-                if multi:
-                    from jax.experimental import multihost_utils
-
-                    have = bool(multihost_utils.broadcast_one_to_all(np.asarray(have)))
-                if have:
-                    part = store.load(digest) if lead else None
+                sel = np.concatenate([sel, np.full(size - sel.size, hi - 1)])
+                kd = plan.key_data[prog.seeds_of[sel]]
+                arr = {k: v[sel] for k, v in prog.arrays.items()}
+                digest = chunk_digest({**describe, "static": prog.static, "arrays": arr,
+                                       "key_data": kd, "batching": plan.batching})
+                part = _load(store, digest) if resume else None
+                if part is not None:
                     loaded += 1
                 else:
-                    if fn is None:
-                        fn = _program(batch, mesh)
-                    res = fn(put(kd), {k: put(v) for k, v in arr.items()})
-                    if multi:
-                        from jax.experimental import multihost_utils
-
-                        part = {k: np.asarray(v) for k, v in
-                                multihost_utils.process_allgather(res, tiled=True).items()}
-                    else:
-                        part = {k: np.asarray(v) for k, v in res.items()}
+                    fn = fn or _program(prog.batch, mesh)
+                    part = _compute(fn, mesh, kd, arr)
                     if store is not None and lead:
                         store.save(digest, part)
                     computed += 1
                 if lead:
-                    rows = tuple(np.asarray(c) for c in zip(*[idx[i] for i in range(lo, hi)],
-                                                             strict=True))
-                    for k, v in part.items():
-                        if k not in results:
-                            results[k] = np.zeros(shape + v.shape[1:], v.dtype)
-                        results[k][rows] = v[: hi - lo]
-                done += 1
+                    _scatter(results, part, prog.idx[lo:hi], plan.shape)
                 bar.update(1)
     except KeyboardInterrupt:
         bar.close()
-        raise SweepInterrupted(computed + loaded if store is not None else 0, total_chunks,
+        raise SweepInterrupted(computed + loaded if store is not None else 0, plan.total_chunks,
                                store.root if store is not None else None) from None
     bar.close()
-    if not lead:
-        return None
+    return results, computed, loaded
 
-    # ---- the Dataset ------------------------------------------------------------------------
-    batch = batches[0]
+
+def _load(store: ChunkStore | None, digest: str):
+    """The stored chunk ``digest`` (on process 0; ``{}`` on the others), or ``None`` if it has
+    to be computed (every process agrees)."""
+    lead = jax.process_index() == 0
+    have = bool(store is not None and lead and store.has(digest))
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        have = bool(multihost_utils.broadcast_one_to_all(np.asarray(have)))
+    if not have:
+        return None
+    return store.load(digest) if lead else {}
+
+
+def _compute(fn, mesh, kd: np.ndarray, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One chunk through the sharded program, gathered to every process as NumPy arrays."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    sharding = NamedSharding(mesh, P("batch"))
+
+    def put(x):
+        return jax.make_array_from_callback(x.shape, sharding, lambda i: x[i])
+
+    res = fn(put(kd), {k: put(v) for k, v in arrays.items()})
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        res = multihost_utils.process_allgather(res, tiled=True)
+    return {k: np.asarray(v) for k, v in res.items()}
+
+
+def _scatter(results: dict, part: dict, idx: list, shape: tuple) -> None:
+    """Write the chunk's runs (the first ``len(idx)`` rows of ``part``; the rest is padding)
+    at their Dataset indices ``idx``."""
+    rows = tuple(np.asarray(c) for c in zip(*idx, strict=True))
+    for k, v in part.items():
+        if k not in results:
+            results[k] = np.zeros(shape + v.shape[1:], v.dtype)
+        results[k][rows] = v[: len(idx)]
+
+
+# ---- assemble: the Dataset and its provenance --------------------------------------------------
+
+def _assemble(plan: _Plan, results: dict, *, name: str, computed: int, loaded: int,
+              seconds: float):
+    """The :class:`xarray.Dataset` of the sweep: dims ``(*grid, "seed", ...)``, coordinates, the
+    key data, and the provenance in its attributes."""
+    import xarray as xr
+
+    batch = plan.programs[0].batch
+    grid = plan.grid
     dims0 = tuple(grid) + ("seed",)
     coords: dict[str, Any] = {a: np.asarray(grid[a]) for a in grid}
-    coords["seed"] = np.arange(n_seeds)
+    coords["seed"] = np.arange(plan.key_data.shape[0])
     data_vars = {}
     for k, v in results.items():
-        dims = dims0 + batch.dims[k]
-        data_vars[k] = (dims, v)
+        data_vars[k] = (dims0 + batch.dims[k], v)
         for d in batch.dims[k]:
             if d in batch.coords:
                 coords[d] = batch.coords[d]
-    data_vars["key_data"] = (("seed", "key_word"), key_data)
+    data_vars["key_data"] = (("seed", "key_word"), plan.key_data)
     prov = provenance()
     attrs = {
-        "title": f"simplexlab sweep {name!r} of {target.name}",
-        "target": target.name,
-        "target_version": target.version,
+        "title": f"simplexlab sweep {name!r} of {plan.target.name}",
+        "target": plan.target.name,
+        "target_version": plan.target.version,
         "grid": json.dumps({k: [_jsonable(x) for x in v] for k, v in grid.items()}),
-        "fixed": json.dumps({k: _jsonable(v) for k, v in fixed.items()}),
-        "defaults": json.dumps({k: _jsonable(v) for k, v in {**st_def, **arr_def}.items()}),
-        "seeds": int(n_seeds),
-        "seed": int(seed),
-        "keys": "explicit" if explicit_keys else "split(key(seed), seeds)",
-        "batching": batching,
-        "devices": int(ndev),
+        "fixed": json.dumps({k: _jsonable(v) for k, v in plan.fixed.items()}),
+        "defaults": json.dumps({k: _jsonable(v) for k, v in plan.defaults.items()}),
+        "seeds": int(plan.key_data.shape[0]),
+        "seed": int(plan.seed),
+        "keys": "explicit" if plan.explicit_keys else "split(key(seed), seeds)",
+        "batching": plan.batching,
+        "devices": len(plan.devices),
         "processes": int(jax.process_count()),
-        "chunks": int(total_chunks),
+        "chunks": int(plan.total_chunks),
         "chunks_computed": int(computed),
         "chunks_loaded": int(loaded),
-        "wall_seconds": round(time.perf_counter() - t_start, 3),
+        "wall_seconds": round(seconds, 3),
         "simplexlab_version": prov["simplexlab_version"],
         "git_revision": str(prov["git_revision"]),
         "provenance": json.dumps(prov),
     }
-    ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
-    if out is not None:
-        _write_dataset(ds, out / f"{name}.{format}")
-    return ds
+    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
 
 
 _PROGRAMS: dict = {}
@@ -420,7 +504,8 @@ def _program(batch, mesh):
         spec = P("batch")
         _PROGRAMS[key] = (batch, jax.jit(jax.shard_map(batch.fn, mesh=mesh,
                                                        in_specs=(spec, spec), out_specs=spec,
-                                                       check_vma=False)))
+                                                       check_vma=False),
+                                         compiler_options=batch.compiler_options))
     return _PROGRAMS[key][1]
 
 

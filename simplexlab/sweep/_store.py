@@ -9,7 +9,6 @@ version -- is a different file and is recomputed, never confused with an old res
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._results import atomic_write_bytes
+from .._results import read_npz, remove_temporaries, write_npz
 
 __all__ = ["ChunkStore", "chunk_digest"]
 
@@ -63,19 +62,11 @@ class ChunkStore:
         return self.path(digest).exists()
 
     def load(self, digest: str) -> dict[str, np.ndarray]:
-        with np.load(self.path(digest)) as f:
-            return {k: f[k] for k in f.files}
+        return read_npz(self.path(digest))
 
     def save(self, digest: str, arrays: dict[str, np.ndarray]) -> Path:
-        buf = io.BytesIO()
-        np.savez(buf, **arrays)
-        return atomic_write_bytes(self.path(digest), buf.getvalue())
+        return write_npz(self.path(digest), arrays)
 
     def clean(self) -> int:
         """Remove leftover temporary files; returns how many."""
-        n = 0
-        if self.root.is_dir():
-            for p in self.root.glob(".*.tmp"):
-                p.unlink(missing_ok=True)
-                n += 1
-        return n
+        return remove_temporaries(self.root)

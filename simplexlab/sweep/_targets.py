@@ -20,6 +20,7 @@ from .._checks import is_int
 from ..shaping import GainSchedule, meanfield_system
 from ..sim import SIMULATORS, AbstractSimulator, trajectory
 from ..theory.internal import SCHEDULE_KINDS
+from ._adapters import adapter
 
 __all__ = ["Batch", "MeanFieldTarget", "SimulatorTarget", "SweepTarget", "make_target"]
 
@@ -42,6 +43,8 @@ class Batch:
     bytes_per_run: int
     bytes_out: int
     vmapped: bool = False  #: runs batched with vmap (working memory per run) or one at a time
+    #: XLA options of the compiled program (``jax.jit(..., compiler_options=...)``)
+    compiler_options: dict[str, Any] | None = None
 
 
 class SweepTarget(abc.ABC):
@@ -82,6 +85,14 @@ class SweepTarget(abc.ABC):
     def batch(self, static: dict[str, Any], batching: str) -> Batch:
         """The batch program for one combination of static parameters."""
 
+    def block_size(self, static: dict[str, Any]) -> int:
+        """Runs computed together whose results depend on one another (the mean-field target's
+        ODE blocks, with a shared adaptive step); default 1 (every run on its own). The engine
+        cuts blocks from the global order of the runs of a program, ``[j b, (j + 1) b)``, and
+        gives each device whole blocks, so a result never depends on how many devices,
+        processes or chunks computed it; the last, partial block is padded with its last run."""
+        return 1
+
     def describe(self) -> dict[str, Any]:
         return {"target": self.name, "target_version": self.version}
 
@@ -105,17 +116,19 @@ def _map_or_vmap(one, batching: str):
 
 class SimulatorTarget(SweepTarget):
     """A simulator class of :mod:`simplexlab.sim` (``cls.make(**settings)`` builds one from its
-    static settings; ``default_params()`` names its array parameters). Static run settings:
-    ``num_steps`` and ``stride`` (records at step 0 and every ``stride`` steps)."""
+    static settings; ``default_params()`` names its array parameters), run as its
+    :class:`~simplexlab.sweep.SweepAdapter` says. Static run settings: ``num_steps`` and
+    ``stride`` (records at step 0 and every ``stride`` steps)."""
 
     def __init__(self, cls: type[AbstractSimulator]):
         self.cls = cls
         self.name = cls.name
         self.version = cls.version
+        self.adapter = adapter(cls)
         self._default = cls.make()
 
     def array_params(self):
-        return {k: float(v) for k, v in self.cls.all_params().items()}
+        return {k: float(v) for k, v in self.adapter.all_params(self.cls).items()}
 
     def static_params(self):
         return {**self.cls.settings(), "num_steps": 100, "stride": 1}
@@ -127,7 +140,7 @@ class SimulatorTarget(SweepTarget):
         return self.cls.renamed(values)
 
     def groups(self, static, arrays, given):
-        return self.cls.sweep_groups(static, arrays, given)
+        return self.adapter.groups(static, arrays, given)
 
     def _make(self, static):
         return self.cls.make(**{k: v for k, v in static.items()
@@ -164,24 +177,30 @@ class SimulatorTarget(SweepTarget):
             rec.pop("step", None)  # the step is the coordinate
             return rec
 
-        batching = resolve_batching(batching, type(sim).cpu_batching)
+        batching = resolve_batching(batching, self.adapter.cpu_batching)
         fn = _map_or_vmap(one, batching)
         shapes = jax.eval_shape(
             one, jax.random.key_data(jax.random.key(0)),
             {k: jnp.asarray(v) for k, v in sim.default_params().items()})
         n_rec = num_steps // stride + 1
-        named = sim.observe_dims()
+        named = self.adapter.observe_dims(sim)
         dims = {k: ("step",) + tuple(named.get(k, ())) if len(named.get(k, ())) == s.ndim - 1
                 else ("step",) + tuple(f"{k}_{i}" for i in range(s.ndim - 1))
                 for k, s in shapes.items()}
         bytes_out = sum(int(np.prod(s.shape)) * s.dtype.itemsize for s in shapes.values())
         return Batch(fn=fn, dims=dims,
                      coords={"step": np.arange(0, num_steps + 1, stride)[:n_rec]},
-                     bytes_per_run=sim.working_bytes(), bytes_out=bytes_out,
+                     bytes_per_run=self.adapter.run_bytes(sim), bytes_out=bytes_out,
                      vmapped=batching == "vmap")
 
 
 SYSTEMS = ("grpo", "good_bonus", "neutralized")
+#: XLA's algebraic simplifier reassociates products and quotients of the ODE's vector field
+#: differently when it compiles one program for one device or a program partitioned over
+#: several (``shard_map``): the last bits of the trajectories then depend on the device count
+#: (seen on CPU: ~1e-14 relative in ``p`` under schedule B). Without that pass the programs
+#: compute the same operations for every device count.
+COMPILER_OPTIONS = {"xla_disable_hlo_passes": "algsimp"}
 SCHEDULES = tuple(SCHEDULE_KINDS)
 
 
@@ -202,17 +221,22 @@ class MeanFieldTarget(SweepTarget):
     loop cost ~20 µs per trajectory and ~7 s of compilation): ``y0 = e / Σe`` with
     ``e = jax.random.exponential(ky, (K,))``, ``(ky, kz) = jax.random.split(key)``.
 
-    A block shares one step sequence, so results depend on how trajectories are grouped into
-    blocks up to the tolerances (every trajectory meets ``rtol`` / ``atol`` in the max norm);
-    bit-for-bit independence of the layout holds for the step-based simulators. The runs of a
-    sweep are ordered grid point by grid point, seeds innermost, so a block holds neighbouring
-    parameter values (``block`` = the number of seeds makes every block one grid point): the
-    fewer steps its hardest trajectory needs, the cheaper the block. A device batch that is not
-    a multiple of ``block`` is padded (repeating its last run) up to one; the padding is dropped.
+    A block shares one step sequence, so a trajectory's numbers depend on its block. Blocks are
+    cut from the global order of the sweep's runs (grid point by grid point, seeds innermost):
+    ``[j·block, (j+1)·block)`` of each program, the last one padded with copies of its last run
+    (the padding is dropped); a sweep of fewer than ``block`` runs is one block of all of them.
+    The engine gives every device whole blocks (:meth:`block_size`), so the Dataset is
+    bit-identical whatever the device count, process count, chunk size or memory budget
+    (``block`` = the number of seeds makes every block one grid point: the fewer steps its
+    hardest trajectory needs, the cheaper the block). The program is compiled without XLA's
+    algebraic simplifier (:data:`COMPILER_OPTIONS`), whose rewrites of the vector field
+    otherwise differ between a one-device and a partitioned program.
     """
 
     name = "meanfield"
-    version = "2"  # 2: initial compositions from normalised exponentials; `outputs`
+    # 2: initial compositions from normalised exponentials; `outputs`. 3: blocks cut from the
+    # runs' global order, compiled without the algebraic simplifier (the same bits on any machine)
+    version = "3"
     #: every output, per trajectory: ``p``, ``L_y``, ``L_z``, ``y``, ``z``, the physical and
     #: internal times ``t`` and ``tau`` at the save points (dim ``time``), whether and when
     #: integration stopped at the boundary (``stopped``, ``t_end``)
@@ -349,9 +373,10 @@ class MeanFieldTarget(SweepTarget):
         else:
             work_per_run = block * work + per  # the engine counts it once: one block at a time
         return Batch(fn=fn, dims=dims, coords=coords, bytes_out=per,
-                     bytes_per_run=work_per_run, vmapped=vmapped)
+                     bytes_per_run=work_per_run, vmapped=vmapped,
+                     compiler_options=COMPILER_OPTIONS)
 
-    def block_multiple(self, static) -> int:
+    def block_size(self, static) -> int:
         return static["block"]
 
 

@@ -1,0 +1,17 @@
+"""Internal API of the ``sim`` layer (like ``equinox.internal``): what the layers above
+need from ``sim`` (and the benchmarks and tests may use) beyond its public face
+:mod:`simplexlab.sim`.
+
+Unstable: no compatibility promise, not for users; names may change or go without notice. Each
+name is re-exported from the layer's private modules.
+"""
+
+from ._bandit import PARAMS as BANDIT_PARAMS
+from ._classifier import PARAMS as CLASSIFIER_PARAMS
+from ._twostage import PARAMS as TWO_STAGE_PARAMS
+
+__all__ = [
+    "BANDIT_PARAMS",
+    "CLASSIFIER_PARAMS",
+    "TWO_STAGE_PARAMS",
+]
