@@ -359,8 +359,24 @@ def test_bad_group_size_and_other_arguments(dist):
             S.range_distribution(SMALL, bad)
     with pytest.raises(ValueError, match="group_size"):
         sweep.run("product", {"group_size": [10, 1]}, fixed={"num_steps": 2}, progress=False)
-    with pytest.raises(ValueError, match="max_group_size = 10"):  # the padding bound
-        sweep.run("product", {"group_size": [10, 11]}, fixed={"num_steps": 2}, progress=False)
+    with pytest.raises(ValueError, match="max_group_size = 10"):  # a bound the sweep sets
+        sweep.run("product", {"group_size": [10, 11]}, fixed={"num_steps": 2,
+                  "max_group_size": 10}, progress=False)
+
+
+def test_sweep_over_group_sizes_pads_to_the_largest():
+    """Without a bound, a product sweep is one program padded to its largest group size (the
+    sweep adapter's ``pad``): every run has the same shape, a run's counts are those of the
+    unpadded run of its group size, the padding rows are 0."""
+    ds = sweep.run("product", {"group_size": [3, 5]}, fixed={"num_steps": 2}, seeds=2,
+                   progress=False)
+    counts = ds["counts"].values  # (group_size, seed, step, sequence, token)
+    assert counts.shape[-2] == 5
+    assert (counts[0, :, :, 3:] == 0).all() and (counts[0, :, :, :3].sum(-1) == 80).all()
+    for i, G in enumerate((3, 5)):
+        ref = sweep.run("product", {}, fixed={"num_steps": 2, "group_size": G}, seeds=2,
+                        progress=False)["counts"].values
+        np.testing.assert_array_equal(counts[i, ..., :G, :], ref)
     for bad in (1, 11, 2.5, True):
         with pytest.raises(ValueError, match="group_size"):
             Product(group_size=bad, max_group_size=10)
