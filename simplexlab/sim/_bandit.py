@@ -253,30 +253,31 @@ class Bandit(AbstractSimulator, WithDtype):
 
     def _param_rules(self):
         """``(names, bad, what)`` for every array parameter: ``bad(*values)`` is written with
-        ``xp``, so :meth:`check_params` evaluates it in NumPy on concrete values (``ValueError``)
-        and :meth:`init` with ``eqx.error_if`` on traced ones -- one rule, both paths."""
+        ``xp`` as ``~(ok)``, so that NaN fails every rule (every comparison with NaN is false);
+        :meth:`check_params` evaluates it in NumPy on concrete values (``ValueError``) and
+        :meth:`init` with ``eqx.error_if`` on traced ones -- one rule, both paths."""
         Gmax = self.max_group_size
         rules = [
-            (("eta",), lambda a: ~xp.isfinite(a) | (a <= 0), "finite and > 0 (the step size η)"),
-            (("group_size",), lambda a: ~xp.isfinite(a) | (a < 2) | (a != xp.round(a)),
+            (("eta",), lambda a: ~(xp.isfinite(a) & (a > 0)), "finite and > 0 (the step size η)"),
+            (("group_size",), lambda a: ~(xp.isfinite(a) & (a >= 2) & (a == xp.round(a))),
              "a whole number >= 2 (the group size G)"),
-            (("group_size",), lambda a: a > Gmax,
+            (("group_size",), lambda a: ~(a <= Gmax),
              f"<= max_group_size = {Gmax} (a static setting: the rollout arrays are padded to "
              "it; raise it to sweep larger groups)"),
-            (("instance",), lambda a: ~xp.isfinite(a) | (a < 0) | (a != xp.round(a)),
+            (("instance",), lambda a: ~(xp.isfinite(a) & (a >= 0) & (a == xp.round(a))),
              "a whole number >= 0"),
             (("delta_fn",), lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]"),
             (("delta_fp",), lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]"),
             (("gain",), lambda a: ~xp.isfinite(a), "finite"),
             (("progrpo_alpha",), lambda a: ~xp.isfinite(a), "finite"),
-            (("focal_gamma",), lambda a: ~xp.isfinite(a) | (a < 0), "finite and >= 0"),
-            (("iac_alpha",), lambda a: ~xp.isfinite(a) | (a < 0), "finite and >= 0"),
+            (("focal_gamma",), lambda a: ~(xp.isfinite(a) & (a >= 0)), "finite and >= 0"),
+            (("iac_alpha",), lambda a: ~(xp.isfinite(a) & (a >= 0)), "finite and >= 0"),
         ]
         if self.M > 0:
-            rules.append((("p0",), lambda a: (a <= 0) | (a >= 1),
+            rules.append((("p0",), lambda a: ~((a > 0) & (a < 1)),
                           "in (0, 1) (the initial bad mass)"))
         if not self.allow_flipped:
-            rules.append((("delta_fn", "delta_fp"), lambda fn, fp: fn + fp >= 1,
+            rules.append((("delta_fn", "delta_fp"), lambda fn, fp: ~(fn + fp < 1),
                           "< 1 (J = 1 − delta_fn − delta_fp <= 0 flips the flow; set "
                           "allow_flipped=True to study that regime)"))
         return rules

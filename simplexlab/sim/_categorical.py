@@ -79,7 +79,7 @@ from ._policy import (
     optimizer_update,
 )
 from ._protocol import AbstractSimulator, trajectory
-from ._sampler import counts_from_weights, sample_counts, unnormalized
+from ._sampler import sample_counts, unnormalized, weighted_counts
 
 __all__ = [
     "ADVANTAGES",
@@ -433,7 +433,7 @@ def step(config: CategoricalConfig, state: SimState) -> SimState:
     (:func:`count_gradient`) with the optax optimizer (updates from ``−∇L``)."""
     key, sub = jax.random.split(state.key)
     e = unnormalized(state.logits)  # once per step, shared by sampler and gradient
-    counts, total = counts_from_weights(sub, e, config.group_size, return_total=True)
+    counts, total = weighted_counts(sub, e, config.group_size, return_total=True)
     p = e * (1.0 / total)
     w, k, w_sum = _count_weights_and_sum(config, counts)
     grad = gradient_from_probs(p, w, config.surrogate, w_sum)

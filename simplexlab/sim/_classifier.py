@@ -261,20 +261,20 @@ class SoftmaxClassifier(AbstractSimulator, WithDtype):
         under ``eqx.error_if``)."""
         Gmax = self.max_group_size
         return [
-            ("eta", lambda a: ~xp.isfinite(a) | (a <= 0), "finite and > 0 (the optimizer rate)"),
-            ("group_size", lambda a: ~xp.isfinite(a) | (a < 2) | (a != xp.round(a)),
+            ("eta", lambda a: ~(xp.isfinite(a) & (a > 0)), "finite and > 0 (the optimizer rate)"),
+            ("group_size", lambda a: ~(xp.isfinite(a) & (a >= 2) & (a == xp.round(a))),
              "a whole number >= 2 (the group size G; group-relative advantages need two "
              "rollouts)"),
-            ("group_size", lambda a: a > Gmax,
+            ("group_size", lambda a: ~(a <= Gmax),
              f"<= max_group_size = {Gmax} (a static setting: groups are padded to it)"),
-            ("iac_alpha", lambda a: ~xp.isfinite(a) | (a < 0), "finite and >= 0 (IAC alpha)"),
-            ("memory_weight", lambda a: ~xp.isfinite(a) | (a < 0),
+            ("iac_alpha", lambda a: ~(xp.isfinite(a) & (a >= 0)), "finite and >= 0 (IAC alpha)"),
+            ("memory_weight", lambda a: ~(xp.isfinite(a) & (a >= 0)),
              "finite and >= 0 (DLC mu)"),
-            ("memory_eta", lambda a: ~xp.isfinite(a) | (a < 0),
+            ("memory_eta", lambda a: ~(xp.isfinite(a) & (a >= 0)),
              "finite and >= 0 (the memory network's rate)"),
             ("init_scale", lambda a: ~xp.isfinite(a), "finite"),
             ("estimator_index",
-             lambda a: (a < 0) | (a >= len(self.estimators())) | (a != xp.round(a)),
+             lambda a: ~((a >= 0) & (a < len(self.estimators())) & (a == xp.round(a))),
              f"a whole number in [0, {len(self.estimators())}) (the position in estimator = "
              f"{self.estimator!r})"),
         ]

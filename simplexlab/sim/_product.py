@@ -135,7 +135,7 @@ class Product(AbstractSimulator, WithDtype):
     def _bad_group_size(self, g):
         """Where ``group_size`` is not a whole number in ``[2, max_group_size]`` (``xp``: NumPy
         on concrete values, ``jax.numpy`` on traced ones)."""
-        return ~xp.isfinite(g) | (g < 2) | (g != xp.round(g)) | (g > self.max_group_size)
+        return ~(xp.isfinite(g) & (g >= 2) & (g == xp.round(g)) & (g <= self.max_group_size))
 
     def _what(self) -> str:
         return (f"product: group_size must be a whole number in [2, max_group_size = "

@@ -24,8 +24,9 @@ from typing import Any, ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from .._checks import is_int, renamed_keys
+from .._checks import is_concrete, is_int, renamed_keys
 from ._policy import default_float
 
 __all__ = ["AbstractSimulator", "WithDtype", "trajectory"]
@@ -88,11 +89,17 @@ class AbstractSimulator(eqx.Module):
         """The array parameters and their default values (scalars)."""
 
     def check_params(self, params: dict[str, Any]) -> None:
-        """Raise ``ValueError`` naming any unknown parameter or bad concrete value."""
+        """Raise ``ValueError`` naming any unknown parameter or bad concrete value. Here: unknown
+        names, and concrete values that are not real numbers (or arrays of them: a sweep checks
+        a whole grid at once) -- strings, ``None``, bools, ragged lists; subclasses add their
+        range rules after this."""
         unknown = sorted(set(params) - set(self.default_params()))
         if unknown:
             raise ValueError(f"{type(self).__name__}: unknown parameter(s) {unknown}; array "
                              f"parameters are {sorted(self.default_params())}")
+        for k, v in params.items():
+            if is_concrete(v):
+                _numbers(v, f"{self.name or type(self).__name__}: {k}")
 
     @abc.abstractmethod
     def init(self, key, params: dict[str, Any]):
@@ -105,6 +112,19 @@ class AbstractSimulator(eqx.Module):
     @abc.abstractmethod
     def observe(self, state):
         """Metrics of ``state`` (a pytree of arrays)."""
+
+
+def _numbers(v, what: str) -> None:
+    """``v`` must be a real number or an array of real numbers (``ValueError`` naming ``what``
+    and the value otherwise: no string, ``None``, bool, ragged list, complex number)."""
+    bad = isinstance(v, str | bytes | bool | np.bool_) or v is None
+    if not bad:
+        try:
+            bad = np.asarray(v).dtype.kind not in "iuf"
+        except (TypeError, ValueError):
+            bad = True
+    if bad:
+        raise ValueError(f"{what} must be a real number; got {v!r}")
 
 
 class WithDtype(eqx.Module):
@@ -140,6 +160,11 @@ def trajectory(sim: AbstractSimulator, key, params: dict[str, Any] | None = None
         raise ValueError(f"num_steps = {num_steps} must be a multiple of stride = {stride}")
     full = {**sim.default_params(), **(params or {})}
     sim.check_params(full)
+    for k, v in full.items():  # one run: one value per parameter (traced ones too)
+        if np.ndim(v) != 0:
+            raise ValueError(f"{sim.name or type(sim).__name__}: {k} must be a scalar (one value "
+                             f"per run; a grid of values goes to simplexlab.sweep.run); got "
+                             f"shape {np.shape(v)}")
     state = sim.init(key, full)
 
     def inner(s, _):

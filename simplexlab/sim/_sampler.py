@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from .._checks import check, check_number, is_int, xp
 
-__all__ = ["counts_from_weights", "sample_counts", "uniforms", "unnormalized"]
+__all__ = ["counts_from_weights", "sample_counts", "uniforms", "unnormalized", "weighted_counts"]
 
 
 
@@ -57,7 +57,7 @@ def sample_counts(key, logits, n: int):
                    "logits must not be NaN or +inf (−inf marks a zero-probability action)")
     logits = check(logits, lambda a: xp.all(a == -xp.inf),
                    "logits: at least one action needs a finite logit (all are −inf)")
-    return counts_from_weights(key, unnormalized(logits), n)
+    return weighted_counts(key, unnormalized(logits), n)
 
 
 def unnormalized(z):
@@ -185,11 +185,34 @@ def _tree_draws(key, e, n: int):
 
 
 def counts_from_weights(key, e, n: int, method: str = "tree", return_total: bool = False):
-    """:func:`sample_counts` from unnormalized weights ``e >= 0`` (the simulator step computes
+    """:func:`sample_counts` from unnormalized weights ``e`` (the simulator step computes
     them once and shares them with the gradient). ``method``: ``"tree"`` (the block tree, used
     by the simulator) or ``"cdf"`` (a global ``cumsum`` + ``searchsorted``, a slower reference
     with the same uniforms); both are exact inverse-CDF samplers. ``return_total``: also return
-    ``Σe`` as the sampler summed it (the step normalizes with it: no extra pass over ``e``)."""
+    ``Σe`` as the sampler summed it (the step normalizes with it: no extra pass over ``e``).
+
+    ``e`` has shape ``(A,)``, every weight finite and ``>= 0``, at least one ``> 0``: a
+    ``ValueError`` eagerly, a run-time error (``eqx.error_if``) under ``jit``."""
+    if not is_int(n) or n < 1:
+        raise ValueError(f"number of draws n must be an integer >= 1; got {n!r}")
+    if method not in ("tree", "cdf"):
+        raise ValueError(f"method must be 'tree' or 'cdf'; got {method!r}")
+    if not isinstance(key, jax.Array):
+        raise ValueError(f"key must be a JAX PRNG key (jax.random.key(seed)); got {key!r}")
+    check_number(e, "weights e")
+    e = jnp.asarray(e)
+    if e.ndim != 1 or e.shape[0] < 1:
+        raise ValueError(f"weights e must have shape (A,); got {e.shape}")
+    if not jnp.issubdtype(e.dtype, jnp.floating):
+        e = e.astype(jnp.result_type(float))
+    e = check(e, lambda a: ~(xp.isfinite(a) & (a >= 0)), "weights e must be finite and >= 0")
+    e = check(e, lambda a: ~xp.any(a > 0), "weights e: at least one weight must be > 0")
+    return weighted_counts(key, e, n, method, return_total)
+
+
+def weighted_counts(key, e, n: int, method: str = "tree", return_total: bool = False):
+    """:func:`counts_from_weights` without its checks, for weights valid by construction (the
+    categorical step's ``exp(z − max z)``, :func:`sample_counts` after checking its logits)."""
     a = e.shape[0]
     if method == "tree":
         idx, total = _tree_draws(key, e, n)

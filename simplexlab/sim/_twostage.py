@@ -230,22 +230,19 @@ class TwoStage(AbstractSimulator, WithDtype):
         serves :meth:`check_params` (NumPy, ``ValueError``) and :meth:`init` (``error_if``)."""
         Gmin, Gmax = TWO_STAGE_METHODS[self.method], self.max_group_size
         rules = [
-            ("eta", lambda a: ~xp.isfinite(a) | (a <= 0), "finite and > 0 (the step size η)"),
-            ("group_size", lambda a: ~xp.isfinite(a) | (a < Gmin) | (a != xp.round(a)),
+            ("eta", lambda a: ~(xp.isfinite(a) & (a > 0)), "finite and > 0 (the step size η)"),
+            ("group_size", lambda a: ~(xp.isfinite(a) & (a >= Gmin) & (a == xp.round(a))),
              f"a whole number >= {Gmin} (the group size G{' of rloo' if Gmin > 1 else ''})"),
-            ("group_size", lambda a: a > Gmax,
+            ("group_size", lambda a: ~(a <= Gmax),
              f"<= max_group_size = {Gmax} (a static setting: the rollout arrays are padded to "
              "it; raise it for larger groups)"),
-            ("temperature", lambda a: ~xp.isfinite(a) | (a <= 0),
+            ("temperature", lambda a: ~(xp.isfinite(a) & (a > 0)),
              "finite and > 0 (π = softmax(z / temperature))"),
         ]
         for i in range(self.num_actions):
             rules.append((reward_name(i), lambda a: ~xp.isfinite(a), "finite"))
             rules.append((logit0_name(i), lambda a: ~xp.isfinite(a), "finite"))
         return rules
-
-    #: rules :meth:`init` checks per parameter (the per-action ones are checked together)
-    _SCALAR_RULES = 4
 
     def check_params(self, params: dict[str, Any]) -> None:
         """Unknown names and bad concrete values raise ``ValueError`` naming the value; traced
@@ -284,12 +281,10 @@ class TwoStage(AbstractSimulator, WithDtype):
         dt = self.float_dtype()
         z = self.initial_logits(params)
         r = self.rewards_of(params)
-        # run-time checks of traced parameters (one for all per-action values)
-        for name, bad, what in self._param_rules()[:self._SCALAR_RULES]:
+        # run-time checks of traced parameters (each rule by itself, so the error names it)
+        for name, bad, what in self._param_rules():
             z = eqx.error_if(z, jnp.any(bad(jnp.asarray(params[name]))),
                              f"two_stage {name} must be {what}")
-        z = eqx.error_if(z, ~jnp.all(jnp.isfinite(z)) | ~jnp.all(jnp.isfinite(r)),
-                         "two_stage reward_a* and logit0_a* must be finite")
         opt = () if self.optimizer == "plain" else optimizer_init(self._optimizer(params), z)
         G = self.max_group_size
         return TwoStageState(logits=z, opt_state=opt,

@@ -137,8 +137,9 @@ def solve(
     ``n_save``, ``max_steps`` integers ``>= 1``; ``dt0 > 0``; ``time="inner"`` needs
     ``η J > 0``.
     """
-    *args, max_steps = _prepare(dynamics, state0, t0, t1, time, saveat, n_save, solver, adaptive,
-                                dt0, p_floor, adjoint, rtol, atol, max_steps)
+    *args, rtol, atol, max_steps = _prepare(dynamics, state0, t0, t1, time, saveat, n_save,
+                                            solver, adaptive, dt0, p_floor, adjoint, rtol, atol,
+                                            max_steps)
     return _solve(*args, rtol=rtol, atol=atol, adaptive=adaptive, max_steps=max_steps,
                   p_floor=float(p_floor), time=time)
 
@@ -175,17 +176,22 @@ def _prepare(dynamics, state0, t0, t1, time, saveat, n_save, solver, adaptive, d
     check_number(p_floor, "p_floor")
     if not is_concrete(p_floor) or not 0.0 < float(p_floor) < 0.5:
         raise ValueError(f"p_floor must be a number in (0, 0.5); got {p_floor!r}")
-    for name, v in (("rtol", rtol), ("atol", atol)):
-        check(v, lambda a: ~xp.isfinite(a) | (a < 0),
+    # every check's result is used below (under jit an unused eqx.error_if is dead code)
+    rtol, atol = (
+        check(v, lambda a: ~(xp.isfinite(a) & (a >= 0)),
               f"{name} (tolerance of the adaptive step-size controller) must be finite and >= 0")
+        for name, v in (("rtol", rtol), ("atol", atol)))
     if is_concrete(rtol) and is_concrete(atol) and float(rtol) == 0 and float(atol) == 0:
         raise ValueError("rtol and atol cannot both be 0")
+    rtol = check_pair(rtol, atol, lambda r, a: ~((r > 0) | (a > 0)),
+                      "rtol and atol cannot both be 0: (rtol, atol)")
     n_save = as_int(n_save, "n_save (number of save points)", lower=1)
     max_steps = as_int(max_steps, "max_steps", lower=1)
-    for name, v in (("t0", t0), ("t1", t1)):
-        check_finite(v, name)
+    t0, t1 = check_finite(t0, "t0"), check_finite(t1, "t1")
     if is_concrete(t0) and is_concrete(t1) and not float(t1) > float(t0):
         raise ValueError(f"need t1 > t0; got t0={t0}, t1={t1}")
+    t1 = check_pair(t1, t0, lambda b, a: ~(b > a), "need t1 > t0 (a traced t1 <= t0 would "
+                    "integrate backwards): (t1, t0)")
     # shapes: one trajectory (solve) or one batch axis shared by states and parameters
     batch = np.shape(state0.p)
     if not ensemble and batch != ():
@@ -220,7 +226,9 @@ def _prepare(dynamics, state0, t0, t1, time, saveat, n_save, solver, adaptive, d
             raise ValueError(f"saveat must be a non-empty 1-D array; got shape {saveat.shape}")
         if is_concrete(saveat):
             s = np.asarray(saveat)
-            if np.any(np.diff(s) < 0) or s[0] < float(t0) or s[-1] > float(t1):
+            lo = float(t0) if is_concrete(t0) else -np.inf  # a traced end: no static bound
+            hi = float(t1) if is_concrete(t1) else np.inf
+            if np.any(np.diff(s) < 0) or s[0] < lo or s[-1] > hi:
                 raise ValueError(f"saveat must be non-decreasing and inside [t0, t1] = "
                                  f"[{t0}, {t1}]; got {s}")
     if dt0 is not None:
@@ -234,7 +242,7 @@ def _prepare(dynamics, state0, t0, t1, time, saveat, n_save, solver, adaptive, d
         dynamics = eqx.tree_at(lambda d: d.eta, dynamics, eta)
     adjoint = diffrax.ForwardMode() if adjoint is None else adjoint
     return (dynamics, state0, jnp.asarray(t0, dtype=float), jnp.asarray(t1, dtype=float), saveat,
-            solver, dt0, adjoint, max_steps)
+            solver, dt0, adjoint, rtol, atol, max_steps)
 
 
 @eqx.filter_jit
@@ -323,7 +331,7 @@ def solve_ensemble(
     if np.ndim(states.p) != 1:
         raise ValueError(f"states must have exactly one batch axis; got p of shape "
                          f"{np.shape(states.p)} (use solve for a single trajectory)")
-    dynamics, states, t0, t1, saveat, solver, dt0, adjoint, max_steps = _prepare(
+    dynamics, states, t0, t1, saveat, solver, dt0, adjoint, rtol, atol, max_steps = _prepare(
         dynamics, states, t0, t1, time, saveat, n_save, solver, True, dt0, p_floor, None, rtol,
         atol, max_steps, ensemble=True)
     return _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, rtol=rtol,
