@@ -239,3 +239,18 @@ def test_every_file_is_written_with_the_umask(tmp_path, umask):
     modes = {p.relative_to(tmp_path).as_posix(): oct(stat.S_IMODE(p.stat().st_mode))
              for p in files}
     assert set(modes.values()) == {oct(0o666 & ~umask)}, modes
+
+
+def test_train_config_name_and_out_are_checked_before_training(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    cfg = tmp_path / "t.toml"
+    for text, what in ((f'name = "../evil"\nout = "{tmp_path / "runs"}"\n', "name"),
+                       (f'out = "{blocker}"\n', "out")):
+        cfg.write_text(text + "[train]\nsteps = 1\n")
+        assert main(["train", str(cfg)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and what in err and "\n" not in err, err
+    assert _tree(tmp_path) == ["file", "t.toml"]

@@ -125,9 +125,9 @@ def _plan(path: Path, args) -> dict:
         train["schedule"] = load_schedule(sched, force=args.force)
     cfg = TrainConfig.from_dict({**train, **({"seed": args.seed} if "seed" not in train
                                               else {})})
+    name = check_file_name(raw.get("name", path.stem), f"{path}: name")
     out = writable_folder(args.out or raw.get("out", "runs"),
                           "--out" if args.out else f"{path}: out")
-    name = check_file_name(raw.get("name", path.stem), f"{path}: name")
     return {"name": name, "out": out, "model": model, "task": task,
             "warm": warm, "cfg": cfg}
 

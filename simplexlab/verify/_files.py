@@ -63,16 +63,16 @@ def load_schedule(path: str | os.PathLike, *, force: bool = False) -> GainSchedu
     for key in ("schedule", "verification"):
         if not isinstance(data.get(key), dict):
             raise ValueError(f"{path}: malformed schedule file: no {key!r} table")
+    try:
+        schedule = GainSchedule.from_dict(data["schedule"])
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path}: bad schedule: {err}") from None
     # save_schedule writes every field: a missing one is a damaged file, not a default
     missing = [k for k in GainSchedule.FIELDS if k not in data["schedule"]]
     if missing:
         raise ValueError(f"{path}: malformed schedule file: the schedule lacks the required "
                          f"field(s) {missing} (a saved schedule has all of "
                          f"{list(GainSchedule.FIELDS)})")
-    try:
-        schedule = GainSchedule.from_dict(data["schedule"])
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{path}: bad schedule: {err}") from None
     ver = data["verification"]
     passed, reasons = ver.get("passed"), ver.get("reasons")
     if not isinstance(passed, bool) or not isinstance(reasons, list):
