@@ -4,7 +4,12 @@ the package reads (the one place below ``lab`` that touches files).
 Every file is written to a temporary sibling and then renamed (``os.replace``), so a reader never
 sees a half-written result and an interrupted run leaves the previous file intact. The readers
 (:func:`read_json`, :func:`read_toml`) raise ``ValueError`` naming the file when its text does not
-parse (``OSError`` as usual when it cannot be read).
+parse or it is a folder (``OSError`` as usual when it cannot be read).
+
+Every file is written with the user's normal permissions (``0o666`` less the process umask, as
+``open`` would give), whichever writer made it. Names that become files (a sweep's ``name``, an
+experiment's figure stem) pass :func:`check_file_name` -- a file name, never a path -- and
+output folders pass :func:`writable_folder` (created and checked writable before any compute).
 """
 
 from __future__ import annotations
@@ -22,8 +27,84 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["atomic_write_bytes", "atomic_write_json", "provenance", "read_json", "read_npz",
-           "read_toml", "remove_temporaries", "to_jsonable", "write_dataset", "write_npz"]
+__all__ = ["atomic_write_bytes", "atomic_write_json", "check_file_name", "file_mode",
+           "provenance", "read_json", "read_npz", "read_toml", "remove_temporaries",
+           "set_aside", "to_jsonable", "writable_file", "writable_folder", "write_dataset",
+           "write_npz"]
+
+
+def check_file_name(name: Any, what: str = "name") -> str:
+    """``name`` if it is a plain file name (a non-empty string with no folder separator, not
+    ``.``/``..``, not starting with ``.`` -- a hidden file); ``ValueError`` naming ``what`` and
+    the value otherwise, so that a name can never put a file outside its folder."""
+    seps = {"/", "\\", os.sep, os.altsep} - {None}
+    if (not isinstance(name, str) or not name.strip() or name.startswith(".")
+            or any(c in name for c in seps) or "\0" in name):
+        raise ValueError(f"{what} must be a file name (not empty, no folder separator, not "
+                         f"starting with '.'); got {name!r}")
+    return name
+
+
+def _folder_problem(folder: Path) -> str | None:
+    """Why files cannot be written in ``folder`` (created if missing), or ``None``."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        return "it is a file, not a folder"
+    except OSError as err:
+        return f"cannot create it ({err.strerror or err})"
+    if not folder.is_dir():
+        return "it is not a folder"
+    try:  # the only sure test of writability (access() ignores read-only mounts, ACLs)
+        fd, tmp = tempfile.mkstemp(prefix=".write-test.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as err:
+        return f"cannot write in it ({err.strerror or err})"
+    return None
+
+
+def writable_folder(folder: str | os.PathLike, what: str = "out") -> Path:
+    """Create ``folder`` if missing and check that files can be written in it, before any
+    compute; ``ValueError`` naming ``what``, the folder and why not."""
+    folder = Path(folder)
+    problem = _folder_problem(folder)
+    if problem:
+        raise ValueError(f"{what}: the output folder {str(folder)!r} cannot be used: {problem}")
+    return folder
+
+
+def writable_file(path: str | os.PathLike, what: str = "out") -> Path:
+    """Check, before any compute, that ``path`` can be written (atomically: its folder is
+    created if missing and must be writable; ``path`` must not be a folder); ``ValueError``
+    naming ``what``, the path and why not."""
+    path = Path(path)
+    problem = ("it is a folder, not a file" if path.is_dir() else
+               "it names no file" if not path.name or path.name in (".", "..") else
+               _folder_problem(path.parent))
+    if problem:
+        raise ValueError(f"{what}: cannot write {str(path)!r}: {problem}")
+    return path
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the system allows (Linux
+    ``/proc/self/status``); elsewhere set and restored at once."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The permissions of a new file: ``0o666`` less the umask (what ``open`` gives)."""
+    return 0o666 & ~_umask()
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -31,6 +112,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0o600: give the file the user's normal permissions, like open()
+        os.chmod(tmp, file_mode())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -41,6 +124,15 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def set_aside(path: str | os.PathLike, suffix: str = ".corrupt") -> Path:
+    """Rename ``path`` to ``<path><suffix>`` (replacing an earlier one), so that it is kept for
+    inspection but never read again; returns the new path."""
+    path = Path(path)
+    aside = path.with_name(path.name + suffix)
+    os.replace(path, aside)
+    return aside
 
 
 def remove_temporaries(folder: str | os.PathLike) -> int:
@@ -86,6 +178,8 @@ def read_json(path: str | os.PathLike) -> Any:
     """The JSON value of the text file ``path``; ``ValueError`` naming the file when it is not
     JSON text."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a JSON file")
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as err:
@@ -136,6 +230,8 @@ def read_toml(path: str | os.PathLike) -> dict[str, Any]:
     """The tables of the TOML file ``path``; ``ValueError`` naming the file when it is not TOML
     text."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a TOML file")
     try:
         return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as err:

@@ -190,7 +190,7 @@ def test_train_config_end_to_end_with_a_verified_schedule(tmp_path):
     assert (tmp_path / "runs" / "tiny.ckpt").exists() and (tmp_path / "runs" / "tiny.png").exists()
 
 
-def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, capsys):
+def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, capsys, tmp_path):
     exps = lab.load_experiments()
     assert exps["llm-train"].requires == ("torch", "transformers")
     monkeypatch.setattr(type(exps["llm-train"]), "missing", lambda self: list(self.requires))
@@ -201,7 +201,7 @@ def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, cap
     ran = []
     monkeypatch.setattr(reg, "run_experiment", lambda name, **kw: ran.append(name) or
                         {"figures": [], "wall_seconds": 0.0})
-    assert main(["reproduce", "--out", "unused"]) == 0
+    assert main(["reproduce", "--out", str(tmp_path / "unused")]) == 0
     out = capsys.readouterr().out
     assert "[llm-train] skipped: needs torch, transformers" in out
     assert "llm-train" not in ran and "phase-portraits" in ran

@@ -63,6 +63,7 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_reproduce(args) -> int:
+    from .._results import writable_folder
     from ._registry import default_out_dir, load_experiments, run_experiment
 
     exps = load_experiments(args.experiments_dir)
@@ -74,6 +75,11 @@ def _cmd_reproduce(args) -> int:
         return 2
     quick = not args.full
     out = Path(args.out) if args.out else default_out_dir(quick)
+    try:
+        writable_folder(out, "--out")  # before any compute
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     failed = []
     for name in list(names):
         missing = exps[name].missing()
@@ -168,11 +174,14 @@ def _cmd_schedule_verify(args) -> int:
     verify_schedule keyword arguments) and save it with its verification. Exit status 0 when
     it passed, 1 when it failed (the file is still written, marked failed: ``load_schedule``
     refuses it), 2 on bad input."""
-    from .._results import atomic_write_json, provenance
+    from .._results import atomic_write_json, provenance, writable_file
     from ..verify import load_schedule_config, save_schedule, verify_schedule
 
     try:
         schedule, options = load_schedule_config(args.config)
+        writable_file(args.out, "--out")  # before the verification's compute
+        if args.report:
+            writable_file(args.report, "--report")
         report = verify_schedule(schedule, **options, progress=progress_enabled())
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

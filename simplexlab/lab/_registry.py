@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._env import experiments_dir, progress_enabled
-from .._results import atomic_write_bytes, atomic_write_json, provenance
+from .._results import (
+    atomic_write_bytes,
+    atomic_write_json,
+    check_file_name,
+    provenance,
+    writable_folder,
+)
 from ._progress import progress as _progress
 
 T = TypeVar("T")
@@ -89,7 +95,8 @@ class Context:
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight",
                     metadata={"Software": f"simplexlab experiment {self.name} ({self.mode})"})
         plt.close(fig)
-        path = atomic_write_bytes(self.out / f"{stem}.png", buf.getvalue())
+        path = atomic_write_bytes(self.out / f"{check_file_name(stem, 'stem')}.png",
+                                  buf.getvalue())
         self.figures.append(path.name)
         return path
 
@@ -109,6 +116,7 @@ def experiment(
     (``("torch", "transformers")``: the ``llm`` extra); ``simplexlab reproduce`` without names
     skips it, saying so, where they are missing.
     """
+    check_file_name(name, "experiment name")  # its result file is <out>/<name>.json
     if set(cost) != {"quick", "full"}:
         raise ValueError(f"cost must have exactly the keys 'quick' and 'full'; got {sorted(cost)}")
 
@@ -193,8 +201,7 @@ def run_experiment(
     if name not in exps:
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(exps) or '(none)'}")
     exp = exps[name]
-    out_dir = Path(out) if out is not None else default_out_dir(quick)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = writable_folder(out if out is not None else default_out_dir(quick), "out")
     ctx = Context(name=name, quick=quick, out=out_dir, seed=seed)
     t0 = time.perf_counter()
     payload = exp.func(ctx)

@@ -69,10 +69,16 @@ def cmd_train(args) -> int:
               "'simplexlab[llm]'", file=sys.stderr)
         return 2
     if args.config is None:
+        from .._results import writable_folder
         from ._registry import default_out_dir, run_experiment
 
         quick = not args.full
         out = Path(args.out) if args.out else default_out_dir(quick)
+        try:
+            writable_folder(out, "--out")
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         rec = run_experiment("llm-train", quick=quick, out=out, seed=args.seed)
         print(f"[llm-train] done in {rec['wall_seconds']:.0f}s: {', '.join(rec['figures'])}, "
               f"llm-train.json in {out}")
@@ -87,6 +93,7 @@ def cmd_train(args) -> int:
 
 def _plan(path: Path, args) -> dict:
     from .._checks import renamed_keys
+    from .._results import check_file_name, writable_folder
     from ..llm import ArithmeticTask, TrainConfig
     from ..verify import load_schedule
 
@@ -118,8 +125,10 @@ def _plan(path: Path, args) -> dict:
         train["schedule"] = load_schedule(sched, force=args.force)
     cfg = TrainConfig.from_dict({**train, **({"seed": args.seed} if "seed" not in train
                                               else {})})
-    out = Path(args.out or raw.get("out", "runs"))
-    return {"name": str(raw.get("name", path.stem)), "out": out, "model": model, "task": task,
+    name = check_file_name(raw.get("name", path.stem), f"{path}: name")
+    out = writable_folder(args.out or raw.get("out", "runs"),
+                          "--out" if args.out else f"{path}: out")
+    return {"name": name, "out": out, "model": model, "task": task,
             "warm": warm, "cfg": cfg}
 
 

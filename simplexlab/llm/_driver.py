@@ -37,7 +37,13 @@ from typing import Any
 import numpy as np
 
 from .._checks import is_int, renamed_keys, renamed_kwargs, user_stacklevel
-from .._results import atomic_write_bytes, atomic_write_json, provenance
+from .._results import (
+    atomic_write_bytes,
+    atomic_write_json,
+    check_file_name,
+    provenance,
+    writable_folder,
+)
 from ..shaping import GainSchedule
 from ..theory import Verifier, concentration
 from ._bridge import advantages as bridge_advantages
@@ -310,7 +316,9 @@ def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None
 
     if not isinstance(cfg, TrainConfig):
         raise ValueError(f"cfg must be a TrainConfig; got {cfg!r}")
-    out = None if out is None else Path(out)
+    if out is not None:  # <out>/<name>.json and .ckpt: checked before the first step
+        out = writable_folder(out, "out")
+        check_file_name(name, "name")
     probe = mode_probabilities or getattr(task, "mode_probabilities", None)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.eta, betas=cfg.betas,
                             weight_decay=cfg.weight_decay)

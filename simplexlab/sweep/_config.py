@@ -3,7 +3,8 @@
 ::
 
     simulator = "categorical"        # or "meanfield"
-    name = "fig4-small"              # result file <out>/<name>.nc (default: the file's stem)
+    name = "fig4-small"              # result file <out>/<name>.nc (default: the file's stem);
+                                     # a file name, not a path
     out = "sweeps"                   # output folder (relative to the config file)
     seeds = 2                        # number of seeds
     seed = 0                         # base seed
@@ -27,7 +28,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._results import read_toml
+from .._results import check_file_name, read_toml
 from ._targets import make_target
 
 __all__ = ["load_config", "run_config"]
@@ -40,6 +41,9 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
     """Read and check a sweep TOML file; returns the keyword arguments of
     :func:`simplexlab.sweep.run` (plus ``target``). Paths are relative to the file."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"sweep config {str(path)!r} is a folder, not a TOML file (e.g. "
+                         f"{str(path / 'my-sweep.toml')!r})")
     if not path.is_file():
         raise ValueError(f"sweep config {str(path)!r} does not exist")
     cfg = read_toml(path)
@@ -73,7 +77,7 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
         "seeds": cfg.get("seeds", 1),
         "seed": cfg.get("seed", 0),
         "out": out,
-        "name": cfg.get("name", path.stem),
+        "name": check_file_name(cfg.get("name", path.stem), f"{path}: name"),
         "batching": cfg.get("batching", "auto"),
         "format": cfg.get("format", "nc"),
     }

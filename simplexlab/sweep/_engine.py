@@ -39,7 +39,7 @@ import numpy as np
 
 from .._checks import is_int
 from .._env import progress_enabled
-from .._results import provenance, write_dataset
+from .._results import check_file_name, provenance, writable_folder, write_dataset
 from ._store import ChunkStore, chunk_digest
 from ._targets import BATCHINGS, Batch, SweepTarget, make_target
 
@@ -60,15 +60,19 @@ _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb
           "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "tb": 1e12, "tib": 2 ** 40}
 
 
+#: a size: a decimal number (``2``, ``1.5``, ``.5``, ``2e9``) and an optional unit
+_SIZE = r"\s*((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*"
+
+
 def parse_bytes(v) -> int:
     """``2e9``, ``"2GB"``, ``"1.5 GiB"``, ``"512MiB"`` -> bytes."""
     if isinstance(v, int | float) and not isinstance(v, bool):
         b = float(v)
     else:
-        m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([a-zA-Z]*)\s*", str(v))
+        m = re.fullmatch(_SIZE, str(v))
         if not m or m.group(2).lower() not in _UNITS:
-            raise ValueError(f"memory_budget must be a number of bytes or a size like '2GB'; "
-                             f"got {v!r}")
+            raise ValueError(f"memory_budget must be a number of bytes or a size like '2GB' "
+                             f"or '1.5 GiB'; got {v!r}")
         b = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if not math.isfinite(b) or b <= 0:
         raise ValueError(f"memory_budget must be > 0; got {v!r}")
@@ -144,7 +148,9 @@ def run(
             ``jax.random.split(jax.random.key(seed), seeds)`` (the same keys at every point:
             paired comparisons). ``keys``: explicit ``(seeds,)`` PRNG keys instead.
         out: folder for the result file ``<name>.<format>`` (netCDF ``"nc"`` or ``"zarr"``) and
-            the chunk store ``<name>.chunks/``; ``None`` keeps everything in memory.
+            the chunk store ``<name>.chunks/``; ``None`` keeps everything in memory. The folder is
+            created and checked writable before any compute; ``name`` must be a file name (no
+            folder separator, not empty, not starting with ``.``).
         memory_budget: bytes (or ``"2GB"``) the chunks may use; the chunk size is the largest
             that fits. ``chunk_size``: runs per chunk instead (a multiple of the device count).
             A target whose runs share work in blocks (the mean-field ODE's ``block``) gets
@@ -154,15 +160,20 @@ def run(
             per-run states, ``vmap`` for small ones; ``vmap`` elsewhere), ``"vmap"`` or ``"map"``.
         devices: ``None`` (every device of every process), a number of local devices, or a list.
         resume: reuse chunks already in the store (their digest says they are the same work).
+            A stored chunk that cannot be read or does not hold this program's outputs is
+            reported in one line, renamed ``<digest>.npz.corrupt`` and recomputed.
 
     Returns an :class:`xarray.Dataset` with dims ``(*grid, "seed", ...)`` and the provenance in
     its attributes (on process 0; other processes of a multi-process run return ``None``).
     Every bad name or value raises ``ValueError`` before any compute starts.
     """
     t_start = time.perf_counter()
+    check_file_name(name, "name")  # <out>/<name>.<format>: never a path out of the folder
     plan = _plan(target, grid, fixed, seeds=seeds, seed=seed, keys=keys, format=format,
                  memory_budget=memory_budget, chunk_size=chunk_size, batching=batching,
                  devices=devices)
+    if out is not None and jax.process_index() == 0:
+        writable_folder(out, "out")  # before any compute, not after the first chunk
     results, computed, loaded = _execute(plan, out=out, name=name, resume=resume,
                                          progress=progress)
     if jax.process_index() != 0:
@@ -375,7 +386,8 @@ def _execute(plan: _Plan, *, out, name: str, resume: bool, progress: bool):
                 arr = {k: v[sel] for k, v in prog.arrays.items()}
                 digest = chunk_digest({**describe, "static": prog.static, "arrays": arr,
                                        "key_data": kd, "batching": plan.batching})
-                part = _load(store, digest) if resume else None
+                part = _load(store, digest, prog.batch, size,
+                             results, plan.shape) if resume else None
                 if part is not None:
                     loaded += 1
                 else:
@@ -395,18 +407,64 @@ def _execute(plan: _Plan, *, out, name: str, resume: bool, progress: bool):
     return results, computed, loaded
 
 
-def _load(store: ChunkStore | None, digest: str):
+def _load(store: ChunkStore | None, digest: str, batch: Batch, size: int, results: dict,
+          shape: tuple):
     """The stored chunk ``digest`` (on process 0; ``{}`` on the others), or ``None`` if it has
-    to be computed (every process agrees)."""
+    to be computed (every process agrees). A stored file that cannot be read, or does not hold
+    the ``size`` runs of ``batch``'s outputs, is reported in one line, moved aside
+    (``<digest>.npz.corrupt``) and computed again."""
     lead = jax.process_index() == 0
-    have = bool(store is not None and lead and store.has(digest))
+    part = None
+    if store is not None and lead and store.has(digest):
+        path = store.path(digest)
+        try:
+            part = store.load(digest)
+            problem = _chunk_problem(part, batch, size, results, shape)
+        except Exception as err:  # a truncated or foreign file: BadZipFile, EOFError, ...
+            problem = f"unreadable ({type(err).__name__}: {err})"
+        if problem is not None:
+            part = None
+            aside = store.set_aside(digest)
+            _say(f"sweep: stored chunk {path.name} is corrupt or foreign ({problem}); moved to "
+                 f"{aside.name}, computing it again")
+    have = part is not None
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 
         have = bool(multihost_utils.broadcast_one_to_all(np.asarray(have)))
     if not have:
         return None
-    return store.load(digest) if lead else {}
+    return part if lead else {}
+
+
+def _chunk_problem(part: dict, batch: Batch, size: int, results: dict,
+                   shape: tuple) -> str | None:
+    """What is wrong with a loaded chunk ``part`` as the ``size`` runs of ``batch``'s outputs
+    (names, dimensions, coordinate lengths, number dtype, the trailing shape of the outputs
+    gathered so far), or ``None``."""
+    if set(part) != set(batch.dims):
+        return f"outputs {sorted(part)}, expected {sorted(batch.dims)}"
+    for k, v in part.items():
+        dims = batch.dims[k]
+        if v.dtype.kind not in "biufc":
+            return f"{k} has dtype {v.dtype}"
+        if v.ndim != 1 + len(dims) or v.shape[0] != size:
+            return f"{k} has shape {v.shape}, expected ({size}, <{', '.join(dims)}>)"
+        for d, n in zip(dims, v.shape[1:], strict=True):
+            if d in batch.coords and len(batch.coords[d]) != n:
+                return f"{k} has {n} {d!r} entries, expected {len(batch.coords[d])}"
+        if k in results and results[k].shape[len(shape):] != v.shape[1:]:
+            return f"{k} has shape {v.shape[1:]} per run, expected {results[k].shape[len(shape):]}"
+    return None
+
+
+def _say(line: str) -> None:
+    """One line on stderr, clear of the progress bar."""
+    import sys
+
+    from tqdm.auto import tqdm
+
+    tqdm.write(line, file=sys.stderr)
 
 
 def _compute(fn, mesh, kd: np.ndarray, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._results import read_npz, remove_temporaries, write_npz
+from .._results import read_npz, remove_temporaries, set_aside, write_npz
 
 __all__ = ["ChunkStore", "chunk_digest"]
 
@@ -66,6 +66,11 @@ class ChunkStore:
 
     def save(self, digest: str, arrays: dict[str, np.ndarray]) -> Path:
         return write_npz(self.path(digest), arrays)
+
+    def set_aside(self, digest: str) -> Path:
+        """Rename a corrupt chunk file to ``<digest>.npz.corrupt`` (kept for inspection, never
+        read again); returns the new path."""
+        return set_aside(self.path(digest), ".corrupt")
 
     def clean(self) -> int:
         """Remove leftover temporary files; returns how many."""

@@ -51,7 +51,8 @@ def load_schedule(path: str | os.PathLike, *, force: bool = False) -> GainSchedu
     Refuses (``ValueError`` naming the file and the failed checks) a schedule whose
     verification failed, or whose ``schedule`` differs from the one its verification ran on,
     unless ``force=True`` (then a ``UserWarning`` says so). A file that is not JSON, has another
-    ``format``, or lacks the schedule or its verification raises ``ValueError`` naming it."""
+    ``format``, or lacks the schedule, one of its fields or its verification raises
+    ``ValueError`` naming it (and the missing field)."""
     path = Path(path)
     data = read_json(path)
     if not isinstance(data, dict) or "format" not in data:
@@ -66,6 +67,12 @@ def load_schedule(path: str | os.PathLike, *, force: bool = False) -> GainSchedu
         schedule = GainSchedule.from_dict(data["schedule"])
     except (ValueError, TypeError) as err:
         raise ValueError(f"{path}: bad schedule: {err}") from None
+    # save_schedule writes every field: a missing one is a damaged file, not a default
+    missing = [k for k in GainSchedule.FIELDS if k not in data["schedule"]]
+    if missing:
+        raise ValueError(f"{path}: malformed schedule file: the schedule lacks the required "
+                         f"field(s) {missing} (a saved schedule has all of "
+                         f"{list(GainSchedule.FIELDS)})")
     ver = data["verification"]
     passed, reasons = ver.get("passed"), ver.get("reasons")
     if not isinstance(passed, bool) or not isinstance(reasons, list):
