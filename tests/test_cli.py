@@ -156,6 +156,59 @@ def test_ctrl_c_prints_one_line_and_how_to_resume(tmp_path):
     assert len(lines) == 1 and "chunks saved" in lines[0] and "--resume" in lines[0]
 
 
+@pytest.mark.parametrize("delay", [0.2, 1.2])
+def test_ctrl_c_in_the_first_instant_is_one_line_and_exit_130(tmp_path, delay):
+    """SIGINT while the package and JAX load (0.2 s: NumPy's import; ~1 s: JAX's, whose gc
+    callback swallowed the KeyboardInterrupt and let the sweep run to the end with exit 0): one
+    line with the command to run again, exit status 130, no traceback."""
+    import signal
+    import time
+
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(SWEEP_TOML.replace("num_steps = 4", "num_steps = 3000"))
+    env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "simplexlab", "sweep", str(cfg), "--out",
+                             str(tmp_path / "o")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130, (out, err)
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert f"simplexlab sweep {cfg}" in lines[0], err
+
+
+def test_deferred_interrupt_waits_for_the_block_and_a_swallowed_one_is_checked():
+    """Inside ``deferred`` a SIGINT is raised when the block ends; a KeyboardInterrupt swallowed
+    (as JAX's gc callback does) is raised again by ``check``."""
+    import signal
+
+    from simplexlab import _interrupt
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT is not Python's default here")
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with _interrupt.deferred():
+            signal.raise_signal(signal.SIGINT)
+            steps.append("after the signal")
+    assert steps == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    _interrupt.install()
+    try:
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass  # swallowed
+        with pytest.raises(KeyboardInterrupt):
+            _interrupt.check()
+        _interrupt.check()  # acted on once
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def test_train_config_end_to_end_with_a_verified_schedule(tmp_path):
     """``simplexlab train CONFIG`` on a model saved with save_pretrained, loaded by path, with a
     schedule JSON: a failed verification is refused without --force; results, checkpoint and

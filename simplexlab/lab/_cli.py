@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from .._env import progress_enabled, use_every_cpu_core
+from .._interrupt import check, install
 
 
 def _setup_jax() -> None:
@@ -135,6 +136,7 @@ def _cmd_sweep(args) -> int:
                                             process_id=args.process_id)
         jax.distributed.initialize(**kw)
 
+    check()  # a Ctrl-C while the sweep engine was imported
     try:
         kwargs = load_config(args.config)
     except ValueError as err:
@@ -151,8 +153,9 @@ def _cmd_sweep(args) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except SweepInterrupted as err:
-        print(f"\n{err}; resume with: simplexlab sweep {args.config} --resume"
+    except KeyboardInterrupt as err:  # SweepInterrupted, or a Ctrl-C while the sweep is planned
+        what = err if isinstance(err, SweepInterrupted) else "sweep interrupted before any chunk"
+        print(f"\n{what}; resume with: simplexlab sweep {args.config} --resume"
               f"{'' if args.out is None else f' --out {args.out}'}", file=sys.stderr)
         return 130
     if ds is not None:
@@ -188,6 +191,8 @@ def _cmd_schedule_verify(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the command itself (not a call from Python): SIGINT also sets a flag
+        install()
     parser = argparse.ArgumentParser(
         prog="simplexlab",
         description="Reproduce the figures of the mean-field RLVR papers (see `simplexlab list`).",
@@ -249,11 +254,14 @@ def main(argv: list[str] | None = None) -> int:
 
     add_train_parser(sub)
     args = parser.parse_args(argv)
-    _setup_jax()
     try:
+        _setup_jax()
+        check()  # a Ctrl-C while JAX loaded (its gc callback swallows the KeyboardInterrupt)
         return int(args.func(args))
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # outside the commands' own handlers: nothing was saved
+        again = " ".join(sys.argv[1:] if argv is None else argv)
+        print(f"\ninterrupted; nothing saved; run again with: simplexlab {again}",
+              file=sys.stderr)
         return 130
 
 
