@@ -12,8 +12,9 @@ __set_name__``, from a class body).
 So SIGINT also sets a flag: :func:`check` raises ``KeyboardInterrupt`` when one arrived (and was
 swallowed or held back), and the command line and the sweep engine call it once JAX has loaded
 and before each chunk. During an import, and inside a :func:`deferred` block, the first SIGINT
-only sets the flag (the block raises when it ends); a second SIGINT raises at once. The engine computes each chunk inside one, so Ctrl-C stops a sweep after the chunk in
-flight, which is saved. The ``simplexlab`` command installs the handler first thing
+only sets the flag (the block raises when it ends); a second SIGINT raises at once. The engine
+computes each chunk inside one, so Ctrl-C stops a sweep after the chunk in flight, which is
+saved. The ``simplexlab`` command installs the handler first thing
 (:func:`install`); library code gets it for the duration of each :func:`deferred` block.
 """
 
