@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from simplexlab import lab
+from simplexlab.lab import _registry as lab_registry
 from simplexlab.lab._cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -258,6 +259,26 @@ def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, cap
     out = capsys.readouterr().out
     assert "[llm-train] skipped: needs torch, transformers" in out
     assert "llm-train" not in ran and "phase-portraits" in ran
+    # the hint is the README's install command, quoted (no bare brackets for zsh)
+    assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in out
+    assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in (ROOT / "README.md").read_text()
+    # an overall estimate from the registry's costs, then progress across the experiments
+    n = len(ran)
+    total = sum(exps[name].seconds("quick") for name in ran)
+    assert f"reproducing {n} experiments (quick), {lab_registry.format_seconds(total)} in all" \
+        in out
+    i = ran.index("phase-portraits") + 1
+    assert f"[{i}/{n}] phase-portraits ({exps['phase-portraits'].cost['quick']}) running" in out
+    assert f"[{n}/{n}] {ran[-1]} done" in out
+
+
+def test_costs_are_times_that_add_up():
+    from simplexlab.lab._registry import cost_seconds, format_seconds
+
+    assert cost_seconds("~25 s") == 25 and cost_seconds("~1.5 min") == 90
+    assert format_seconds(25) == "~25 s" and format_seconds(420) == "~7 min"
+    with pytest.raises(ValueError, match="cost.*'a while'"):
+        lab.experiment("x", reproduces="nothing", cost={"quick": "a while", "full": "~1 min"})
 
 
 def test_cli_asks_for_one_device_per_core_with_one_thread_each_unless_told():

@@ -21,6 +21,10 @@ from pathlib import Path
 
 from .._env import progress_enabled, use_every_cpu_core
 from .._interrupt import check, install
+from .._version import install_command
+
+#: How to install the ``llm`` extra: the README's command
+INSTALL_LLM = install_command("llm")
 
 
 def _setup_jax() -> None:
@@ -52,7 +56,7 @@ def _cmd_list(args) -> int:
         if e.requires:
             missing = e.missing()
             text += (f" [needs {', '.join(e.requires)}: "
-                     f"{'missing, pip install simplexlab[llm]' if missing else 'installed'}]")
+                     f"{f'missing; install: {INSTALL_LLM}' if missing else 'installed'}]")
         lines = textwrap.wrap(text, width - len(indent)) or [""]
         print(f"{name:<{w}}  {e.cost['quick']:>8}  {e.cost['full']:>8}  {lines[0]}")
         for line in lines[1:]:
@@ -64,7 +68,7 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_reproduce(args) -> int:
-    from ._registry import default_out_dir, load_experiments, run_experiment
+    from ._registry import default_out_dir, format_seconds, load_experiments, run_experiment
 
     exps = load_experiments(args.experiments_dir)
     names = args.names or list(exps)
@@ -76,26 +80,33 @@ def _cmd_reproduce(args) -> int:
     quick = not args.full
     out = Path(args.out) if args.out else default_out_dir(quick)
     failed = []
+    mode_name = "quick" if quick else "full"
     for name in list(names):
         missing = exps[name].missing()
         if missing and not args.names:  # all experiments: skip the ones an extra is missing for
-            print(f"[{name}] skipped: needs {', '.join(missing)} (pip install "
-                  "'simplexlab[llm]')")
+            print(f"[{name}] skipped: needs {', '.join(missing)} (install the extra: "
+                  f"{INSTALL_LLM})")
             names.remove(name)
-    for name in names:
+    total = sum(exps[n].seconds(mode_name) for n in names)
+    print(f"reproducing {len(names)} experiment{'s' * (len(names) != 1)} ({mode_name}), "
+          f"{format_seconds(total)} in all on a 2-core CPU -> {out}", flush=True)
+    for i, name in enumerate(names, 1):
+        step = f"[{i}/{len(names)}] {name}"
         result_file = out / f"{name}.json"
         if args.resume and result_file.exists():
             try:
                 rec = json.loads(result_file.read_text())
                 same_mode = rec.get("mode") == ("quick" if quick else "full")
                 if same_mode and rec.get("seed") == args.seed:
-                    print(f"[{name}] already done ({result_file}); skipping (--resume)")
+                    print(f"{step} already done ({result_file}); skipping (--resume)")
                     continue
             except (OSError, json.JSONDecodeError):
                 pass
-        print(f"[{name}] running ({'quick' if quick else 'full'}) -> {out}", flush=True)
+        print(f"{step} ({exps[name].cost[mode_name]}) running ({mode_name}) -> {out}",
+              flush=True)
         t0 = time.perf_counter()
         try:
+            check()  # a Ctrl-C swallowed during the previous experiment
             rec = run_experiment(name, quick=quick, out=out, seed=args.seed)
         except KeyboardInterrupt:
             done = [n for n in names[: names.index(name)] if n not in failed]
@@ -113,7 +124,7 @@ def _cmd_reproduce(args) -> int:
             failed.append(name)
             continue
         figs = ", ".join(rec["figures"]) or "no figures"
-        print(f"[{name}] done in {time.perf_counter() - t0:.1f}s: {figs}, {name}.json", flush=True)
+        print(f"{step} done in {time.perf_counter() - t0:.1f}s: {figs}, {name}.json", flush=True)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
