@@ -41,7 +41,7 @@ def _env():
 def test_every_block_runs_or_says_why():
     blocks = _blocks()
     assert len(blocks) >= 10  # the regex still finds the blocks
-    for line, lang, code, why in blocks:
+    for line, lang, _code, why in blocks:
         if why:
             assert len(why) > 10, f"README line {line}: say why the block is not run"
         else:
