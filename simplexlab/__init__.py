@@ -32,8 +32,6 @@ imported on first access, so ``simplexlab --help`` answers at once and the comma
 import importlib as _importlib
 from typing import TYPE_CHECKING
 
-from ._version import __version__
-
 _SUBMODULES = ("categorical", "geometry", "lab", "meanfield", "metrics", "plotting", "sampling",
                "shaping", "sim", "sweep", "theory", "verify")
 _FROM_MEANFIELD = ("GRPO", "ConstantGain", "GoodBonus", "Neutralized", "ScheduleA", "ScheduleB",
@@ -69,6 +67,10 @@ __all__ = [
 
 
 def __getattr__(name):
+    if name == "__version__":  # read on first use: the command line starts in milliseconds,
+        from ._version import __version__  # so an early Ctrl-C meets its handler
+
+        return __version__
     if name in _SUBMODULES:
         return _importlib.import_module(f".{name}", __name__)
     if name in _FROM_MEANFIELD:
@@ -95,6 +97,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above loa
         theory,
         verify,
     )
+    from ._version import __version__
     from .meanfield import (
         GRPO,
         ConstantGain,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from simplexlab import lab
+from simplexlab.lab import _registry as lab_registry
 from simplexlab.lab._cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,6 +157,59 @@ def test_ctrl_c_prints_one_line_and_how_to_resume(tmp_path):
     assert len(lines) == 1 and "chunks saved" in lines[0] and "--resume" in lines[0]
 
 
+@pytest.mark.parametrize("delay", [0.2, 1.2])
+def test_ctrl_c_in_the_first_instant_is_one_line_and_exit_130(tmp_path, delay):
+    """SIGINT while the package and JAX load (0.2 s: NumPy's import; ~1 s: JAX's, whose gc
+    callback swallowed the KeyboardInterrupt and let the sweep run to the end with exit 0): one
+    line with the command to run again, exit status 130, no traceback."""
+    import signal
+    import time
+
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(SWEEP_TOML.replace("num_steps = 4", "num_steps = 3000"))
+    env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "simplexlab", "sweep", str(cfg), "--out",
+                             str(tmp_path / "o")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130, (out, err)
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert f"simplexlab sweep {cfg}" in lines[0], err
+
+
+def test_deferred_interrupt_waits_for_the_block_and_a_swallowed_one_is_checked():
+    """Inside ``deferred`` a SIGINT is raised when the block ends; a KeyboardInterrupt swallowed
+    (as JAX's gc callback does) is raised again by ``check``."""
+    import signal
+
+    from simplexlab import _interrupt
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT is not Python's default here")
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with _interrupt.deferred():
+            signal.raise_signal(signal.SIGINT)
+            steps.append("after the signal")
+    assert steps == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    _interrupt.install()
+    try:
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass  # swallowed
+        with pytest.raises(KeyboardInterrupt):
+            _interrupt.check()
+        _interrupt.check()  # acted on once
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def test_train_config_end_to_end_with_a_verified_schedule(tmp_path):
     """``simplexlab train CONFIG`` on a model saved with save_pretrained, loaded by path, with a
     schedule JSON: a failed verification is refused without --force; results, checkpoint and
@@ -205,6 +259,26 @@ def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, cap
     out = capsys.readouterr().out
     assert "[llm-train] skipped: needs torch, transformers" in out
     assert "llm-train" not in ran and "phase-portraits" in ran
+    # the hint is the README's install command, quoted (no bare brackets for zsh)
+    assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in out
+    assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in (ROOT / "README.md").read_text()
+    # an overall estimate from the registry's costs, then progress across the experiments
+    n = len(ran)
+    total = sum(exps[name].seconds("quick") for name in ran)
+    assert f"reproducing {n} experiments (quick), {lab_registry.format_seconds(total)} in all" \
+        in out
+    i = ran.index("phase-portraits") + 1
+    assert f"[{i}/{n}] phase-portraits ({exps['phase-portraits'].cost['quick']}) running" in out
+    assert f"[{n}/{n}] {ran[-1]} done" in out
+
+
+def test_costs_are_times_that_add_up():
+    from simplexlab.lab._registry import cost_seconds, format_seconds
+
+    assert cost_seconds("~25 s") == 25 and cost_seconds("~1.5 min") == 90
+    assert format_seconds(25) == "~25 s" and format_seconds(420) == "~7 min"
+    with pytest.raises(ValueError, match="cost.*'a while'"):
+        lab.experiment("x", reproduces="nothing", cost={"quick": "a while", "full": "~1 min"})
 
 
 def test_cli_asks_for_one_device_per_core_with_one_thread_each_unless_told():

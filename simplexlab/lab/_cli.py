@@ -20,6 +20,11 @@ import time
 from pathlib import Path
 
 from .._env import progress_enabled, use_every_cpu_core
+from .._interrupt import check, install
+from .._version import install_command
+
+#: How to install the ``llm`` extra: the README's command
+INSTALL_LLM = install_command("llm")
 
 
 def _setup_jax() -> None:
@@ -51,7 +56,7 @@ def _cmd_list(args) -> int:
         if e.requires:
             missing = e.missing()
             text += (f" [needs {', '.join(e.requires)}: "
-                     f"{'missing, pip install simplexlab[llm]' if missing else 'installed'}]")
+                     f"{f'missing; install: {INSTALL_LLM}' if missing else 'installed'}]")
         lines = textwrap.wrap(text, width - len(indent)) or [""]
         print(f"{name:<{w}}  {e.cost['quick']:>8}  {e.cost['full']:>8}  {lines[0]}")
         for line in lines[1:]:
@@ -64,7 +69,7 @@ def _cmd_list(args) -> int:
 
 def _cmd_reproduce(args) -> int:
     from .._results import writable_folder
-    from ._registry import default_out_dir, load_experiments, run_experiment
+    from ._registry import default_out_dir, format_seconds, load_experiments, run_experiment
 
     exps = load_experiments(args.experiments_dir)
     names = args.names or list(exps)
@@ -81,26 +86,33 @@ def _cmd_reproduce(args) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     failed = []
+    mode_name = "quick" if quick else "full"
     for name in list(names):
         missing = exps[name].missing()
         if missing and not args.names:  # all experiments: skip the ones an extra is missing for
-            print(f"[{name}] skipped: needs {', '.join(missing)} (pip install "
-                  "'simplexlab[llm]')")
+            print(f"[{name}] skipped: needs {', '.join(missing)} (install the extra: "
+                  f"{INSTALL_LLM})")
             names.remove(name)
-    for name in names:
+    total = sum(exps[n].seconds(mode_name) for n in names)
+    print(f"reproducing {len(names)} experiment{'s' * (len(names) != 1)} ({mode_name}), "
+          f"{format_seconds(total)} in all on a 2-core CPU -> {out}", flush=True)
+    for i, name in enumerate(names, 1):
+        step = f"[{i}/{len(names)}] {name}"
         result_file = out / f"{name}.json"
         if args.resume and result_file.exists():
             try:
                 rec = json.loads(result_file.read_text())
                 same_mode = rec.get("mode") == ("quick" if quick else "full")
                 if same_mode and rec.get("seed") == args.seed:
-                    print(f"[{name}] already done ({result_file}); skipping (--resume)")
+                    print(f"{step} already done ({result_file}); skipping (--resume)")
                     continue
             except (OSError, json.JSONDecodeError):
                 pass
-        print(f"[{name}] running ({'quick' if quick else 'full'}) -> {out}", flush=True)
+        print(f"{step} ({exps[name].cost[mode_name]}) running ({mode_name}) -> {out}",
+              flush=True)
         t0 = time.perf_counter()
         try:
+            check()  # a Ctrl-C swallowed during the previous experiment
             rec = run_experiment(name, quick=quick, out=out, seed=args.seed)
         except KeyboardInterrupt:
             done = [n for n in names[: names.index(name)] if n not in failed]
@@ -118,7 +130,7 @@ def _cmd_reproduce(args) -> int:
             failed.append(name)
             continue
         figs = ", ".join(rec["figures"]) or "no figures"
-        print(f"[{name}] done in {time.perf_counter() - t0:.1f}s: {figs}, {name}.json", flush=True)
+        print(f"{step} done in {time.perf_counter() - t0:.1f}s: {figs}, {name}.json", flush=True)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -141,6 +153,7 @@ def _cmd_sweep(args) -> int:
                                             process_id=args.process_id)
         jax.distributed.initialize(**kw)
 
+    check()  # a Ctrl-C while the sweep engine was imported
     try:
         kwargs = load_config(args.config)
     except ValueError as err:
@@ -157,8 +170,9 @@ def _cmd_sweep(args) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except SweepInterrupted as err:
-        print(f"\n{err}; resume with: simplexlab sweep {args.config} --resume"
+    except KeyboardInterrupt as err:  # SweepInterrupted, or a Ctrl-C while the sweep is planned
+        what = err if isinstance(err, SweepInterrupted) else "sweep interrupted before any chunk"
+        print(f"\n{what}; resume with: simplexlab sweep {args.config} --resume"
               f"{'' if args.out is None else f' --out {args.out}'}", file=sys.stderr)
         return 130
     if ds is not None:
@@ -197,6 +211,8 @@ def _cmd_schedule_verify(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the command itself (not a call from Python): SIGINT also sets a flag
+        install()
     parser = argparse.ArgumentParser(
         prog="simplexlab",
         description="Reproduce the figures of the mean-field RLVR papers (see `simplexlab list`).",
@@ -258,11 +274,14 @@ def main(argv: list[str] | None = None) -> int:
 
     add_train_parser(sub)
     args = parser.parse_args(argv)
-    _setup_jax()
     try:
+        _setup_jax()
+        check()  # a Ctrl-C while JAX loaded (its gc callback swallows the KeyboardInterrupt)
         return int(args.func(args))
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # outside the commands' own handlers: nothing was saved
+        again = " ".join(sys.argv[1:] if argv is None else argv)
+        print(f"\ninterrupted; nothing saved; run again with: simplexlab {again}",
+              file=sys.stderr)
         return 130
 
 

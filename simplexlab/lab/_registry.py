@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -45,6 +46,27 @@ __all__ = [
 _REGISTRY: dict[str, Experiment] = {}
 
 
+_COST = re.compile(r"~?\s*([0-9]+(?:\.[0-9]+)?)\s*(s|min|h)")
+_COST_UNITS = {"s": 1, "min": 60, "h": 3600}
+
+
+def cost_seconds(cost: str) -> float:
+    """``"~25 s"``, ``"~1.5 min"``, ``"~2 h"`` -> seconds."""
+    m = _COST.fullmatch(cost.strip()) if isinstance(cost, str) else None
+    if m is None:
+        raise ValueError(f"cost must be a time like '~25 s', '~1.5 min' or '~2 h'; got {cost!r}")
+    return float(m.group(1)) * _COST_UNITS[m.group(2)]
+
+
+def format_seconds(seconds: float) -> str:
+    """An estimate for people: ``"~25 s"``, ``"~7 min"``, ``"~1.3 h"``."""
+    if seconds < 90:
+        return f"~{seconds:.0f} s"
+    if seconds < 5400:
+        return f"~{seconds / 60:.0f} min"
+    return f"~{seconds / 3600:.1f} h"
+
+
 @dataclasses.dataclass(frozen=True)
 class Experiment:
     name: str
@@ -54,6 +76,10 @@ class Experiment:
     description: str
     source: str
     requires: tuple[str, ...] = ()  #: modules it needs beyond the core (an optional extra)
+
+    def seconds(self, mode: str) -> float:
+        """The estimated wall time of ``mode`` (``"quick"`` or ``"full"``) in seconds."""
+        return cost_seconds(self.cost[mode])
 
     def missing(self) -> list[str]:
         """The modules of :attr:`requires` that cannot be imported here."""
@@ -119,6 +145,8 @@ def experiment(
     check_file_name(name, "experiment name")  # its result file is <out>/<name>.json
     if set(cost) != {"quick", "full"}:
         raise ValueError(f"cost must have exactly the keys 'quick' and 'full'; got {sorted(cost)}")
+    for value in cost.values():
+        cost_seconds(value)  # a time `simplexlab reproduce` can add up
 
     def register(func: Callable[[Context], dict[str, Any]]):
         src = getattr(sys.modules.get(func.__module__), "__file__", None) or func.__module__

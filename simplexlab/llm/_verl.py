@@ -65,6 +65,7 @@ import numpy as np
 import torch
 
 from .. import shaping
+from .._version import install_command
 from ..shaping import GainSchedule
 from ._bridge import advantages as bridge_advantages
 from ._driver import resolve_schedule
@@ -72,8 +73,9 @@ from ._driver import resolve_schedule
 __all__ = ["VerlEstimator", "compute_advantage", "rarity_bonus", "register", "unregister",
            "with_rarity_bonus"]
 
-_NO_VERL = ("verl cannot be imported (the verl extra: pip install verl==0.9.1); the simplexlab "
-            "verl adapter registers its estimator in verl's own registry")
+_NO_VERL = (f"verl cannot be imported (the verl extra, in its own environment: "
+            f"{install_command('llm', 'verl')}); the simplexlab verl adapter registers its "
+            "estimator in verl's own registry")
 
 
 def _g2(method) -> bool:

@@ -17,7 +17,8 @@ resumes where it stopped and a changed setting never reuses a stale chunk.
 
 :func:`run` is three steps: :func:`_plan` (every name and value checked, the grid cut into
 programs and chunks, before any compute), :func:`_execute` (chunk by chunk: load from the store or
-compute, save, gather, report progress, turn an interrupt into :class:`SweepInterrupted`) and
+compute, save, gather, report progress; a Ctrl-C waits for the chunk in flight
+(:func:`simplexlab._interrupt.deferred`) and becomes :class:`SweepInterrupted`) and
 :func:`_assemble` (the Dataset with its provenance), which ``run`` then writes.
 """
 
@@ -39,6 +40,7 @@ import numpy as np
 
 from .._checks import is_int
 from .._env import progress_enabled
+from .._interrupt import check, deferred
 from .._results import check_file_name, provenance, writable_folder, write_dataset
 from ._store import ChunkStore, chunk_digest
 from ._targets import BATCHINGS, Batch, SweepTarget, make_target
@@ -386,16 +388,20 @@ def _execute(plan: _Plan, *, out, name: str, resume: bool, progress: bool):
                 arr = {k: v[sel] for k, v in prog.arrays.items()}
                 digest = chunk_digest({**describe, "static": prog.static, "arrays": arr,
                                        "key_data": kd, "batching": plan.batching})
+                check()  # a Ctrl-C that arrived (and was swallowed) since the last chunk
                 part = _load(store, digest, prog.batch, size,
                              results, plan.shape) if resume else None
                 if part is not None:
                     loaded += 1
                 else:
-                    fn = fn or _program(prog.batch, mesh)
-                    part = _compute(fn, mesh, kd, arr)
-                    if store is not None and lead:
-                        store.save(digest, part)
-                    computed += 1
+                    # Ctrl-C waits for the chunk (compiled, computed, saved): raised inside the
+                    # program it would land in a host callback or under XLA's running threads
+                    with deferred():
+                        fn = fn or _program(prog.batch, mesh)
+                        part = _compute(fn, mesh, kd, arr)
+                        if store is not None and lead:
+                            store.save(digest, part)
+                        computed += 1
                 if lead:
                     _scatter(results, part, prog.idx[lo:hi], plan.shape)
                 bar.update(1)
