@@ -174,20 +174,6 @@ def atomic_write_json(path: str | os.PathLike, payload: Any) -> Path:
     return atomic_write_bytes(path, (text + "\n").encode())
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """The JSON value of the text file ``path``; ``ValueError`` naming the file when it is not
-    JSON text."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path}: is a folder, not a JSON file")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not a JSON file ({err})") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a JSON text file") from None
-
-
 def write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
     """Write ``arrays`` as one ``.npz`` file, atomically."""
     import io
@@ -226,18 +212,29 @@ def write_dataset(ds, path: str | os.PathLike) -> Path:
     return path
 
 
-def read_toml(path: str | os.PathLike) -> dict[str, Any]:
-    """The tables of the TOML file ``path``; ``ValueError`` naming the file when it is not TOML
-    text."""
+def _read_text(path: str | os.PathLike, kind: str, loads, errors) -> Any:
+    """Parse the text file ``path`` with ``loads``; ``ValueError`` naming the file when it is a
+    folder, not text, or ``loads`` raises one of ``errors`` (``OSError`` as usual when it cannot
+    be read)."""
     path = Path(path)
     if path.is_dir():
-        raise ValueError(f"{path}: is a folder, not a TOML file")
+        raise ValueError(f"{path}: is a folder, not a {kind} file")
     try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{path}: not valid TOML: {err}") from None
+        return loads(path.read_text())
+    except errors as err:
+        raise ValueError(f"{path}: not a {kind} file ({err})") from None
     except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a TOML text file") from None
+        raise ValueError(f"{path}: not a {kind} text file") from None
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON value of the text file ``path`` (:func:`_read_text`'s errors)."""
+    return _read_text(path, "JSON", json.loads, json.JSONDecodeError)
+
+
+def read_toml(path: str | os.PathLike) -> dict[str, Any]:
+    """The tables of the TOML file ``path`` (:func:`_read_text`'s errors)."""
+    return _read_text(path, "TOML", tomllib.loads, tomllib.TOMLDecodeError)
 
 
 def _git_revision() -> str | None:

@@ -260,8 +260,10 @@ CONSTRUCTORS = {
                       st.one_of(NOT_NUM, st.just((0.5, np.nan)), st.just((1.5, -0.5)))),
     "Product.length": (lambda v: sim.Product(length=v), ("length",),
                        st.one_of(NON_FINITE, NOT_NUM, st.integers(-2, 0))),
+    # None is valid there: the default group size (max_group_size, or 10)
     "Product.group_size": (lambda v: sim.Product(group_size=v), ("group_size",),
-                           st.one_of(NON_FINITE, NOT_NUM, st.integers(-2, 1), FRACTIONS)),
+                           st.one_of(NON_FINITE, NOT_NUM.filter(lambda v: v is not None),
+                                     st.integers(-2, 1), FRACTIONS)),
     "CategoricalPolicy.anchor_logit": (
         lambda v: sim.CategoricalPolicy(num_actions=8, num_correct=2, anchor_logit=v),
         ("anchor_logit",), st.one_of(NON_FINITE, NOT_NUM)),

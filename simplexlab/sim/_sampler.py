@@ -43,16 +43,7 @@ def sample_counts(key, logits, n: int):
     float64); enable x64 for quantitative runs. ``method="cdf"`` of the private
     ``counts_from_weights`` is a plain global ``cumsum`` + ``searchsorted`` reference.
     """
-    if not is_int(n) or n < 1:
-        raise ValueError(f"number of draws n must be an integer >= 1; got {n!r}")
-    if not isinstance(key, jax.Array):
-        raise ValueError(f"key must be a JAX PRNG key (jax.random.key(seed)); got {key!r}")
-    check_number(logits, "logits")
-    logits = jnp.asarray(logits)
-    if logits.ndim != 1 or logits.shape[0] < 1:
-        raise ValueError(f"logits must have shape (A,); got {logits.shape}")
-    if not jnp.issubdtype(logits.dtype, jnp.floating):
-        logits = logits.astype(jnp.result_type(float))
+    logits = _draw_arguments(key, logits, n, "logits")
     logits = check(logits, lambda a: xp.isnan(a) | (a == xp.inf),
                    "logits must not be NaN or +inf (−inf marks a zero-probability action)")
     logits = check(logits, lambda a: xp.all(a == -xp.inf),
@@ -193,21 +184,28 @@ def counts_from_weights(key, e, n: int, method: str = "tree", return_total: bool
 
     ``e`` has shape ``(A,)``, every weight finite and ``>= 0``, at least one ``> 0``: a
     ``ValueError`` eagerly, a run-time error (``eqx.error_if``) under ``jit``."""
-    if not is_int(n) or n < 1:
-        raise ValueError(f"number of draws n must be an integer >= 1; got {n!r}")
     if method not in ("tree", "cdf"):
         raise ValueError(f"method must be 'tree' or 'cdf'; got {method!r}")
-    if not isinstance(key, jax.Array):
-        raise ValueError(f"key must be a JAX PRNG key (jax.random.key(seed)); got {key!r}")
-    check_number(e, "weights e")
-    e = jnp.asarray(e)
-    if e.ndim != 1 or e.shape[0] < 1:
-        raise ValueError(f"weights e must have shape (A,); got {e.shape}")
-    if not jnp.issubdtype(e.dtype, jnp.floating):
-        e = e.astype(jnp.result_type(float))
+    e = _draw_arguments(key, e, n, "weights e")
     e = check(e, lambda a: ~(xp.isfinite(a) & (a >= 0)), "weights e must be finite and >= 0")
     e = check(e, lambda a: ~xp.any(a > 0), "weights e: at least one weight must be > 0")
     return weighted_counts(key, e, n, method, return_total)
+
+
+def _draw_arguments(key, x, n, name: str):
+    """The checks every sampler entry point shares: ``n`` a static integer ``>= 1``, ``key`` a
+    JAX PRNG key, ``x`` (``name``) a real ``(A,)`` array, returned as a floating array."""
+    if not is_int(n) or n < 1:
+        raise ValueError(f"number of draws n must be an integer >= 1; got {n!r}")
+    if not isinstance(key, jax.Array):
+        raise ValueError(f"key must be a JAX PRNG key (jax.random.key(seed)); got {key!r}")
+    check_number(x, name)
+    x = jnp.asarray(x)
+    if x.ndim != 1 or x.shape[0] < 1:
+        raise ValueError(f"{name} must have shape (A,); got {x.shape}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.result_type(float))
+    return x
 
 
 def weighted_counts(key, e, n: int, method: str = "tree", return_total: bool = False):
