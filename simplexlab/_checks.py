@@ -315,15 +315,17 @@ def deprecated_alias(kwargs: dict, old: str, new: str, where: str, value, defaul
     return value
 
 
-def renamed_keys(values: dict, renames: dict[str, str], where: str) -> dict:
+def renamed_keys(values: dict, renames: dict[str, str], where: str, *, both=None) -> dict:
     """``values`` (a dict of settings, e.g. from a TOML file or ``make(**settings)``) with each
     deprecated old key of ``renames`` (old -> new) replaced by its new one, with a
-    ``DeprecationWarning`` naming the new one; both given is a ``ValueError``."""
+    ``DeprecationWarning`` naming the new one; both given raises ``both(old, new)`` (default a
+    ``ValueError`` naming ``where``)."""
     out = dict(values)
     for old, new in renames.items():
         if old in out:
             if new in out:
-                raise ValueError(f"{where}: got both {new!r} and its deprecated alias {old!r}")
+                raise (both(old, new) if both is not None else ValueError(
+                    f"{where}: got both {new!r} and its deprecated alias {old!r}"))
             _warn_renamed(old, new, where)
             out[new] = out.pop(old)
     return out
@@ -337,13 +339,8 @@ def renamed_kwargs(**renames: str):
     def deco(f):
         @functools.wraps(f)
         def wrapper(*args, **kwargs):
-            for old, new in renames.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise TypeError(f"{f.__name__}() got both {new!r} and its deprecated "
-                                        f"alias {old!r}")
-                    _warn_renamed(old, new, f"{f.__name__}()")
-                    kwargs[new] = kwargs.pop(old)
+            kwargs = renamed_keys(kwargs, renames, f"{f.__name__}()", both=lambda old, new: (
+                TypeError(f"{f.__name__}() got both {new!r} and its deprecated alias {old!r}")))
             return f(*args, **kwargs)
 
         wrapper.__signature__ = inspect.signature(f)
