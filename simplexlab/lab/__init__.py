@@ -24,14 +24,14 @@ _LAZY = {
     "registry": "_registry",
     "run_experiment": "_registry",
     "main": "_cli",
-    "FIXED_POINT_STYLE": "_plotting",
-    "mark_fixed_points": "_plotting",
-    "plot_training": "_plotting",
-    "simplex_grid": "_plotting",
-    "stream_on_simplex": "_plotting",
-    "ternary_axes": "_plotting",
-    "to_barycentric": "_plotting",
-    "to_cartesian": "_plotting",
+    "FIXED_POINT_STYLE": "plotting",
+    "mark_fixed_points": "plotting",
+    "plot_training": "plotting",
+    "simplex_grid": "plotting",
+    "stream_on_simplex": "plotting",
+    "ternary_axes": "plotting",
+    "to_barycentric": "plotting",
+    "to_cartesian": "plotting",
 }
 
 __all__ = [
@@ -73,16 +73,6 @@ def __dir__():
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above load lazily
     from ._cli import main
-    from ._plotting import (
-        FIXED_POINT_STYLE,
-        mark_fixed_points,
-        plot_training,
-        simplex_grid,
-        stream_on_simplex,
-        ternary_axes,
-        to_barycentric,
-        to_cartesian,
-    )
     from ._registry import (
         Context,
         Experiment,
@@ -91,4 +81,14 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above loa
         load_experiments,
         registry,
         run_experiment,
+    )
+    from .plotting import (
+        FIXED_POINT_STYLE,
+        mark_fixed_points,
+        plot_training,
+        simplex_grid,
+        stream_on_simplex,
+        ternary_axes,
+        to_barycentric,
+        to_cartesian,
     )
