@@ -37,6 +37,7 @@ __all__ = [
     "check_number",
     "check_pair",
     "check_parameter",
+    "check_real",
     "check_simplex",
     "deprecated_alias",
     "is_concrete",
@@ -126,6 +127,15 @@ def check_number(x, name: str):
     return x
 
 
+def check_real(x, name: str):
+    """A parameter: a real number or array of real numbers, and not a bool (``True`` would pass
+    as 1; rewards and masks, which may be bools, use :func:`check_number`)."""
+    check_number(x, name)
+    if is_concrete(x) and np.asarray(x).dtype == np.bool_:
+        raise ValueError(f"{name} must be a real number, not a bool; got {x!r}")
+    return x
+
+
 _TRUSTED = contextvars.ContextVar("simplexlab_trusted_inputs", default=False)
 
 
@@ -207,6 +217,7 @@ def check_finite(x, name: str):
 def check_parameter(x, name: str, *, lower: float | None = None, strict: bool = False):
     """A hyperparameter (gain, rate, exponent): finite and, with ``lower``, ``>= lower``
     (``> lower`` when ``strict``). Used in ``__check_init__`` of configuration modules."""
+    check_real(x, name)
     if lower is None:
         return check(x, lambda a: ~xp.isfinite(a), f"{name} must be finite")
     op = ">" if strict else ">="

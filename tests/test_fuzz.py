@@ -231,11 +231,10 @@ def test_simulator_defaults_run(which):
 
 # --------------------------------------------------------------------------- constructors
 
-#: constructors take bools as the numbers 0 / 1 (as NumPy does); the simulators' array
-#: parameters refuse them (NOT_NUMBERS above); no flat list here either: the mean-field
+#: a bool is not a number anywhere (True would pass as 1); no flat list here: the mean-field
 #: parameters may be arrays (one value per trajectory of an ensemble)
-NOT_NUM = st.one_of(st.sampled_from(["0.1", "fast", "", None, 1j, [[1.0], [1.0, 2.0]],
-                                     {"a": 1}]), st.text(max_size=4))
+NOT_NUM = st.one_of(st.sampled_from(["0.1", "fast", "", None, True, False, 1j,
+                                     [[1.0], [1.0, 2.0]], {"a": 1}]), st.text(max_size=4))
 CONSTRUCTORS = {
     # name -> (build(value), names the message may use, bad values)
     "Bandit.K": (lambda v: sim.Bandit(K=v), ("K",), st.one_of(NON_FINITE, NOT_NUM,
@@ -352,3 +351,12 @@ def test_nan_fails_every_check_eager_and_traced(name, call):
     with pytest.raises(eqx.EquinoxRuntimeError, match=name):
         jax.block_until_ready(eqx.filter_jit(call)(jnp.asarray(float("nan"))))
     assert np.all(np.isfinite(np.asarray(eqx.filter_jit(call)(jnp.asarray(0.3)))))
+
+
+@pytest.mark.parametrize("name", ["B_max", "p_min", "p_damp", "rho", "Lz_min", "eps"])
+@pytest.mark.parametrize("value", [[5.0], (0.1, 0.2), np.array([0.5]), True])
+def test_schedule_safeguards_are_one_number(name, value):
+    """A gain schedule's safeguards are static settings, one number each: a list (which used to
+    pass the bounds check unread) or a bool is refused, naming the field."""
+    with pytest.raises(ValueError, match=name):
+        sh.GainSchedule(kind="B", **{name: value})

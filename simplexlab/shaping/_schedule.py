@@ -139,6 +139,8 @@ class GainSchedule(eqx.Module):
         for name, (bad, what) in _BOUNDS.items():
             v = getattr(self, name)
             check_number(v, f"{who}.{name}")
+            if isinstance(v, bool | np.bool_) or np.ndim(v) != 0:  # a static setting: one number
+                raise ValueError(f"{who}.{name} must be one real number; got {v!r}")
             if is_concrete(v) and np.ndim(v) == 0 and bad(float(v)):
                 raise ValueError(f"{who}.{name} must be {what}; got {v!r}")
 

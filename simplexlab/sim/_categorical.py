@@ -58,6 +58,7 @@ from .._checks import (
     check_finite,
     check_number,
     check_parameter,
+    check_real,
     deprecated_alias,
     is_concrete,
     is_int,
@@ -103,7 +104,7 @@ _MISSING = object()
 
 
 def _check_finite_scalar(value, name: str):
-    check_number(value, name)
+    check_real(value, name)
     if is_concrete(value) and not np.all(np.isfinite(np.asarray(value, dtype=float))):
         raise ValueError(f"{name} must be finite; got {value!r}")
 

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check, check_finite, check_number, is_concrete
+from .._checks import check, check_finite, check_real, is_concrete
 
 __all__ = ["Verifier"]
 
@@ -36,7 +36,7 @@ class Verifier(eqx.Module):
         for name in ("delta_fn", "delta_fp"):
             v = getattr(self, name)
             if is_concrete(v):
-                check_number(v, f"Verifier.{name}")
+                check_real(v, f"Verifier.{name}")
                 arr = np.asarray(v)
                 if not np.all(np.isfinite(arr)):
                     raise ValueError(f"Verifier.{name} must be finite; got {arr}")
