@@ -255,10 +255,15 @@ def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, cap
     ran = []
     monkeypatch.setattr(reg, "run_experiment", lambda name, **kw: ran.append(name) or
                         {"figures": [], "wall_seconds": 0.0})
+    import simplexlab.lab._cli as cli
+
+    claimed = []  # the claims of the experiments that run are evaluated first (stubbed here)
+    monkeypatch.setattr(cli, "_run_claims", lambda claims, **kw: claimed.extend(claims) or 0)
     assert main(["reproduce", "--out", str(tmp_path / "unused")]) == 0
     out = capsys.readouterr().out
     assert "[llm-train] skipped: needs torch, transformers" in out
     assert "llm-train" not in ran and "phase-portraits" in ran
+    assert claimed and {c.experiment for c in claimed} <= set(ran)
     # the hint is the README's install command, quoted (no bare brackets for zsh)
     assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in out
     assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in (ROOT / "README.md").read_text()

@@ -153,6 +153,7 @@ def boundary_text(axes: dict[str, Sequence], holds, *, along: str | None = None)
     vals = list(axes[along])
     others = [n for n in names if n != along]
     clauses = []
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
     for idx in np.ndindex(*h.shape[:-1]):
         row = h[idx]
         where = ", ".join(f"{n} = {_fmt(axes[n][i])}" for n, i in zip(others, idx, strict=True))
@@ -160,7 +161,11 @@ def boundary_text(axes: dict[str, Sequence], holds, *, along: str | None = None)
         if row.all():
             txt = "always"
         elif not row.any():
-            txt = f"never for {along} in [{_fmt(vals[0])}, {_fmt(vals[-1])}]"
+            txt = (f"never for {along} in [{_fmt(vals[0])}, {_fmt(vals[-1])}]" if numeric
+                   else "never")
+        elif not numeric:
+            at_ok = ", ".join(_fmt(v) for v, ok in zip(vals, row, strict=True) if ok)
+            txt = f"only for {along} ∈ {{{at_ok}}}"
         elif row[-1] and not row[: int(np.argmax(row))].any() and row[int(np.argmax(row)):].all():
             txt = f"needs {along} ≥ {_fmt(vals[int(np.argmax(row))])}"
         elif row[0] and row[: int(np.argmin(row))].all() and not row[int(np.argmin(row)):].any():
