@@ -264,7 +264,7 @@ def _neutrality(ctx):
         ode = np.zeros((2, len(st["gains"]), len(st["G"])))
         for a, flag in enumerate(neus):
             for i, g in enumerate(st["gains"]):
-                for j, G in enumerate(st["G"][:1]):  # the ODE is the G → ∞ limit
+                for G in st["G"][:1]:  # the ODE is the G → ∞ limit
                     f = {**fixed, "neutralize": flag, "gain": g, "group_size": G,
                          "num_prompts": 1}
                     f.pop("num_steps"), f.pop("stride")

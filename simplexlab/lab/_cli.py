@@ -1,5 +1,6 @@
 """The ``simplexlab`` command line: ``list``, ``reproduce``, ``claims``, ``sweep``,
-``schedule verify`` and ``train`` (:mod:`simplexlab.lab._train_cli`; the torch side is imported only when it runs).
+``schedule verify`` and ``train`` (:mod:`simplexlab.lab._train_cli`; the torch side is imported
+only when it runs).
 
 Arguments are parsed before JAX is imported (``simplexlab --help`` answers at once). Before the
 first JAX import the CLI asks XLA for one host device per CPU core
