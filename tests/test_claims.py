@@ -125,3 +125,15 @@ def test_a_broken_setting_flips_the_status(claims, name, broken):
     assert good.holds_at_paper == "yes"
     assert bad.holds_at_paper == "no"
     assert bad.robustness_fraction < good.robustness_fraction
+
+
+def test_claims_command_writes_the_report(tmp_path, capsys):
+    names = ["fg-fig3-focal-downweights", "fg-fig5-threshold"]  # closed forms and Monte Carlo
+    assert main(["claims", *names, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "[claim 1/2] fg-fig3-focal-downweights: yes at the paper's setting" in out
+    rep = json.loads((tmp_path / "claims" / "claims.json").read_text())
+    assert [e["name"] for e in rep["claims"]] == names
+    assert rep["claims"][0]["grid"]["axes"] == {"gamma": [0.5, 1.0, 2.0],
+                                                "group_size": [8, 64, 256]}
+    assert (tmp_path / "claims" / "claims.md").read_text().count("| `fg-") == 2

@@ -522,12 +522,12 @@ def app_e_tables(ctx):
 def llm_keeps_modes(ctx):
     """Reads the committed ``figures/llm-train.json`` (training takes minutes per seed on the
     CPU; ``simplexlab reproduce llm-train`` regenerates it)."""
-    from simplexlab._results import read_json
+    import json
 
     if ctx.root is None or not (ctx.root / "figures" / "llm-train.json").is_file():
         raise FileNotFoundError("figures/llm-train.json (run: simplexlab reproduce llm-train "
                                 "--full)")
-    rec = read_json(ctx.root / "figures" / "llm-train.json")
+    rec = json.loads((ctx.root / "figures" / "llm-train.json").read_text())
     fin = rec["final"]
     kg, k2 = np.asarray(fin["grpo"]["K_hat"], float), np.asarray(fin["g2rpo"]["K_hat"], float)
     ag = np.asarray(fin["grpo"]["accuracy"], float)
