@@ -53,9 +53,10 @@ def tail_miss_peak(ctx):
             m, lo, hi = mean_ci(at)
             agree.append(bool(lo <= exact <= hi))
             if first is None:
-                first = (combine([s1, s2]), min(m1, m2), m1, m2)
-    status, m, m1, m2 = first
-    return Verdict(status, m, (m, m),
+                worse = _side(at, lo_n) if m1 <= m2 else _side(at, hi_n)
+                first = (combine([s1, s2]), worse[1], m1, m2)
+    status, (m, lo, hi), m1, m2 = first
+    return Verdict(status, m, (lo, hi),
                    "Monte Carlo Pr(B_τ) at N* minus at N = 2 and at N = 16 N* (both > 0; "
                    "effect: the smaller; μ = 0.8, ρ = 0.1)",
                    {"mu_pos": list(MUS), "rho": list(RHOS)}, h, grid_effect=eff,

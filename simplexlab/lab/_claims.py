@@ -286,7 +286,9 @@ def load_claims(directory: str | os.PathLike | None = None) -> dict[str, Claim]:
 
 
 def claims_registry() -> dict[str, Claim]:
-    return dict(_CLAIMS)
+    """The registered claims, paper by paper (:data:`PAPERS` order), then in definition order."""
+    order = list(PAPERS)
+    return dict(sorted(_CLAIMS.items(), key=lambda kv: order.index(kv[1].paper)))
 
 
 def select_claims(names: Sequence[str] | None = None, *, experiments: Sequence[str] | None = None,
