@@ -1,7 +1,10 @@
 """The lab layer's face, the public API for experiment scripts in ``experiments/``: register with
 :func:`experiment`, receive a :class:`Context` (mode, output folder, seed, ``progress``,
 ``savefig``); the command line (:func:`main`); result files (:func:`atomic_write_json`,
-:func:`provenance`, ...); plotting helpers for simplex figures (:func:`ternary_axes`,
+:func:`provenance`, ...); claims as code (:func:`claim`, :class:`Verdict`, the statistics
+:func:`mean_ci`, :func:`restricted_mean`, ...; :func:`evaluate_claims`, :func:`write_report`, and
+the report's readers :func:`claim_status`, :func:`experiment_status`); plotting helpers for
+simplex figures (:func:`ternary_axes`,
 :func:`stream_on_simplex`, :func:`plot_training`, ...; re-exported by :mod:`simplexlab.plotting`).
 
 The registry and the plotting helpers load on first access, so that importing this package (or
