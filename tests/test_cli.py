@@ -52,6 +52,9 @@ def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path):
     assert anti[(0,)] == "source" and anti[(0, 1, 2)] == "sink"
     assert rec["results"]["envelope_max_relative_violation"] <= 1e-9
     assert not list(tmp_path.glob("*.tmp"))  # atomic writes leave no temp files
+    # the experiment's claims were evaluated first, into the same folder
+    report = json.loads((tmp_path / "claims" / "claims.json").read_text())
+    assert {c["experiment"] for c in report["claims"]} == {"phase-portraits"}
     # --resume skips a finished experiment
     proc = subprocess.run(
         [sys.executable, "-m", "simplexlab", "reproduce", "phase-portraits", "--quick",
