@@ -52,6 +52,9 @@ def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path):
     assert anti[(0,)] == "source" and anti[(0, 1, 2)] == "sink"
     assert rec["results"]["envelope_max_relative_violation"] <= 1e-9
     assert not list(tmp_path.glob("*.tmp"))  # atomic writes leave no temp files
+    # the experiment's claims were evaluated first, into the same folder
+    report = json.loads((tmp_path / "claims" / "claims.json").read_text())
+    assert {c["experiment"] for c in report["claims"]} == {"phase-portraits"}
     # --resume skips a finished experiment
     proc = subprocess.run(
         [sys.executable, "-m", "simplexlab", "reproduce", "phase-portraits", "--quick",
@@ -255,10 +258,15 @@ def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, cap
     ran = []
     monkeypatch.setattr(reg, "run_experiment", lambda name, **kw: ran.append(name) or
                         {"figures": [], "wall_seconds": 0.0})
+    import simplexlab.lab._cli as cli
+
+    claimed = []  # the claims of the experiments that run are evaluated first (stubbed here)
+    monkeypatch.setattr(cli, "_run_claims", lambda claims, **kw: claimed.extend(claims) or 0)
     assert main(["reproduce", "--out", str(tmp_path / "unused")]) == 0
     out = capsys.readouterr().out
     assert "[llm-train] skipped: needs torch, transformers" in out
     assert "llm-train" not in ran and "phase-portraits" in ran
+    assert claimed and {c.experiment for c in claimed} <= set(ran)
     # the hint is the README's install command, quoted (no bare brackets for zsh)
     assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in out
     assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in (ROOT / "README.md").read_text()

@@ -1,7 +1,10 @@
 """The lab layer's face, the public API for experiment scripts in ``experiments/``: register with
 :func:`experiment`, receive a :class:`Context` (mode, output folder, seed, ``progress``,
 ``savefig``); the command line (:func:`main`); result files (:func:`atomic_write_json`,
-:func:`provenance`, ...); plotting helpers for simplex figures (:func:`ternary_axes`,
+:func:`provenance`, ...); claims as code (:func:`claim`, :class:`Verdict`, the statistics
+:func:`mean_ci`, :func:`restricted_mean`, ...; :func:`evaluate_claims`, :func:`write_report`, and
+the report's readers :func:`claim_status`, :func:`experiment_status`); plotting helpers for
+simplex figures (:func:`ternary_axes`,
 :func:`stream_on_simplex`, :func:`plot_training`, ...; re-exported by :mod:`simplexlab.plotting`).
 
 The registry and the plotting helpers load on first access, so that importing this package (or
@@ -24,6 +27,23 @@ _LAZY = {
     "registry": "_registry",
     "run_experiment": "_registry",
     "main": "_cli",
+    "Claim": "_claims",
+    "ClaimContext": "_claims",
+    "Verdict": "_claims",
+    "boundary_text": "_claims",
+    "claim": "_claims",
+    "combine": "_claims",
+    "crossing": "_claims",
+    "evaluate_claims": "_claims",
+    "first_event": "_claims",
+    "load_claims": "_claims",
+    "mean_ci": "_claims",
+    "paired_ci": "_claims",
+    "restricted_mean": "_claims",
+    "side": "_claims",
+    "write_report": "_claims",
+    "claim_status": "_status",
+    "experiment_status": "_status",
     "FIXED_POINT_STYLE": "plotting",
     "mark_fixed_points": "plotting",
     "plot_training": "plotting",
@@ -35,27 +55,44 @@ _LAZY = {
 }
 
 __all__ = [
+    "Claim",
+    "ClaimContext",
     "FIXED_POINT_STYLE",
     "Context",
     "Experiment",
+    "Verdict",
     "atomic_write_bytes",
     "atomic_write_json",
+    "boundary_text",
+    "claim",
+    "claim_status",
+    "combine",
+    "crossing",
+    "evaluate_claims",
     "experiment",
+    "experiment_status",
+    "first_event",
+    "load_claims",
     "load_experiment_module",
     "load_experiments",
     "main",
     "mark_fixed_points",
+    "mean_ci",
+    "paired_ci",
     "plot_training",
     "progress",
     "provenance",
     "registry",
+    "restricted_mean",
     "run_experiment",
+    "side",
     "simplex_grid",
     "stream_on_simplex",
     "ternary_axes",
     "to_barycentric",
     "to_cartesian",
     "to_jsonable",
+    "write_report",
 ]
 
 
@@ -72,6 +109,23 @@ def __dir__():
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above load lazily
+    from ._claims import (
+        Claim,
+        ClaimContext,
+        Verdict,
+        boundary_text,
+        claim,
+        combine,
+        crossing,
+        evaluate_claims,
+        first_event,
+        load_claims,
+        mean_ci,
+        paired_ci,
+        restricted_mean,
+        side,
+        write_report,
+    )
     from ._cli import main
     from ._registry import (
         Context,
@@ -82,6 +136,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above loa
         registry,
         run_experiment,
     )
+    from ._status import claim_status, experiment_status
     from .plotting import (
         FIXED_POINT_STYLE,
         mark_fixed_points,

@@ -1,5 +1,6 @@
-"""The ``simplexlab`` command line: ``list``, ``reproduce``, ``sweep``, ``schedule verify`` and
-``train`` (:mod:`simplexlab.lab._train_cli`; the torch side is imported only when it runs).
+"""The ``simplexlab`` command line: ``list``, ``reproduce``, ``claims``, ``sweep``,
+``schedule verify`` and ``train`` (:mod:`simplexlab.lab._train_cli`; the torch side is imported
+only when it runs).
 
 Arguments are parsed before JAX is imported (``simplexlab --help`` answers at once). Before the
 first JAX import the CLI asks XLA for one host device per CPU core
@@ -93,6 +94,12 @@ def _cmd_reproduce(args) -> int:
             print(f"[{name}] skipped: needs {', '.join(missing)} (install the extra: "
                   f"{INSTALL_LLM})")
             names.remove(name)
+    from ._claims import select_claims
+
+    claims = [] if args.no_claims else select_claims(experiments=names,
+                                                      directory=args.experiments_dir)
+    if claims:  # before the experiments, so that their figures can show the claims' status
+        _run_claims(claims, quick=quick, out=out, seed=args.seed)
     total = sum(exps[n].seconds(mode_name) for n in names)
     print(f"reproducing {len(names)} experiment{'s' * (len(names) != 1)} ({mode_name}), "
           f"{format_seconds(total)} in all on a 2-core CPU -> {out}", flush=True)
@@ -135,6 +142,52 @@ def _cmd_reproduce(args) -> int:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _run_claims(claims, *, quick: bool, out: Path, seed: int) -> int:
+    """Evaluate ``claims`` and write the report under ``out/claims/``; 1 if one failed."""
+    from ._claims import evaluate_claims, write_report
+
+    mode = "quick" if quick else "full"
+    print(f"evaluating {len(claims)} claim{'s' * (len(claims) != 1)} ({mode}) -> "
+          f"{out / 'claims'}", flush=True)
+    t0 = time.perf_counter()
+    entries = evaluate_claims(claims, quick=quick, seed=seed,
+                              log=lambda line: print(line, flush=True))
+    path = write_report(entries, out, quick=quick)
+    failed = [e["name"] for e in entries if e.get("error")]
+    counts = {s: sum(e["holds_at_paper"] == s for e in entries) for s in ("yes", "partly", "no")}
+    print(f"claims: {counts['yes']} hold, {counts['partly']} partly, {counts['no']} do not "
+          f"hold at the paper's setting ({time.perf_counter() - t0:.1f}s) -> {path}, "
+          f"{path.with_suffix('.md').name}", flush=True)
+    if failed:
+        print(f"claims whose evaluation failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_claims(args) -> int:
+    from .._results import writable_folder
+    from ._claims import select_claims
+    from ._registry import default_out_dir
+
+    if args.names == ["list"]:
+        claims = select_claims(None, directory=args.experiments_dir)
+        w = max(len(c.name) for c in claims)
+        print(f"{'name':<{w}}  {'paper':<5}  {'source':<26}  experiment")
+        for c in claims:
+            print(f"{c.name:<{w}}  {c.paper:<5}  {c.source[:26]:<26}  {c.experiment or '-'}")
+        print(f"{len(claims)} claims")
+        return 0
+    try:
+        claims = select_claims(args.names or None, directory=args.experiments_dir)
+        quick = not args.full
+        out = Path(args.out) if args.out else default_out_dir(quick)
+        writable_folder(out / "claims", "--out")  # before any compute
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return _run_claims(claims, quick=quick, out=out, seed=args.seed)
 
 
 def _cmd_sweep(args) -> int:
@@ -234,7 +287,25 @@ def main(argv: list[str] | None = None) -> int:
     p_rep.add_argument("--seed", type=int, default=0)
     p_rep.add_argument("--resume", action="store_true",
                        help="skip experiments whose result file for this mode and seed exists")
+    p_rep.add_argument("--no-claims", action="store_true",
+                       help="do not evaluate the experiments' claims first (simplexlab claims)")
     p_rep.set_defaults(func=_cmd_reproduce)
+    p_cl = sub.add_parser(
+        "claims", help="evaluate the papers' claims (all by default); `claims list` lists them",
+        description="Evaluate each claim at the paper's setting and over its robustness grid "
+        "and write OUT/claims/claims.json, claims.md and the robustness maps "
+        "(robustness_*.png). `simplexlab claims list` lists the claims.")
+    p_cl.add_argument("names", nargs="*", metavar="NAME",
+                      help="claims to evaluate (default all), or `list`")
+    cmode = p_cl.add_mutually_exclusive_group()
+    cmode.add_argument("--quick", action="store_true", default=True,
+                       help="small, fast settings (default); writes to figures/quick/claims/")
+    cmode.add_argument("--full", action="store_true",
+                       help="paper-scale settings; writes figures/claims/")
+    p_cl.add_argument("--out", default=None, help="output folder (default figures/ or "
+                      "figures/quick/); the report goes to OUT/claims/")
+    p_cl.add_argument("--seed", type=int, default=0)
+    p_cl.set_defaults(func=_cmd_claims)
     p_sw = sub.add_parser("sweep", help="run a sweep from a TOML file (see experiments/sweeps/)",
                           description="Run the sweep a TOML file describes; the Dataset is "
                           "written to <out>/<name>.nc, finished chunks to <out>/<name>.chunks/.")

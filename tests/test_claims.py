@@ -1,0 +1,139 @@
+"""Claims as code (``simplexlab.lab._claims``, ``experiments/claims/``): the registry, the
+statistics, the report files and their reader, bad names, and for a few claims a deliberately
+broken setting that flips the status (each criterion can fail)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from simplexlab import lab
+from simplexlab.lab import ClaimContext, main
+from simplexlab.lab._claims import (
+    SCHEMA,
+    boundary_text,
+    combine,
+    first_event,
+    load_claims,
+    mean_ci,
+    restricted_mean,
+    select_claims,
+    side,
+    write_report,
+)
+
+PAPERS = {"TS", "SC", "FG", "G2", "LLM"}
+
+
+@pytest.fixture(scope="module")
+def claims():
+    return load_claims()
+
+
+def test_registry_has_every_field_and_unique_kebab_names(claims):
+    assert len(claims) >= 25
+    names = list(claims)
+    assert len(set(names)) == len(names)
+    experiments = set(lab.load_experiments())
+    for name, c in claims.items():
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name)
+        assert c.paper in PAPERS and c.source and len(c.sentence) > 20
+        assert c.experiment in experiments, (name, c.experiment)
+        assert isinstance(c.paper_setting, dict) and c.paper_setting
+        assert isinstance(c.grid, dict) and c.grid
+        assert callable(c.evaluate)
+    assert {c.paper for c in claims.values()} == PAPERS
+
+
+def test_statistics_against_independent_computations():
+    x = np.array([1.0, 2.0, 4.0, 7.0])
+    m, lo, hi = mean_ci(x)
+    half = stats.t.ppf(0.975, 3) * x.std(ddof=1) / 2.0
+    assert m == pytest.approx(3.5) and (lo, hi) == pytest.approx((3.5 - half, 3.5 + half))
+    series = np.array([[0.1, 0.5, 0.96, 0.99], [0.1, 0.2, 0.3, 0.4]])
+    t = first_event(series, [0, 10, 20, 30], 0.95)
+    assert t[0] == 20 and np.isinf(t[1])  # the second run is censored, not an event
+    rm, _, _ = restricted_mean(t, 30.0)
+    assert rm == pytest.approx((20 + 30) / 2)  # a censored run counts its full horizon
+    assert side(0.1, 0.2, 0.3) == "yes" and side(-0.1, 0.2, 0.3) == "partly"
+    assert side(-0.3, -0.2, -0.1) == "no" and side(-0.3, -0.2, -0.1, -1) == "yes"
+    assert combine(["yes", "yes"]) == "yes" and combine(["no"]) == "no"
+    assert combine(["yes", "no"]) == "partly"
+    b = boundary_text({"gain": [1, 2, 3], "G": [4, 16]}, [[False, False], [False, True],
+                                                         [False, True]], along="gain")
+    assert b == "never for gain in [1, 3] at G = 4; needs gain ≥ 2 at G = 16"
+
+
+def _entry(name, status, frac, experiment="collision"):
+    return {"name": name, "paper": "G2", "source": "Fig. 3", "sentence": "s",
+            "experiment": experiment, "holds_at_paper": status, "effect": 0.1,
+            "ci": [0.0, 0.2], "robustness_fraction": frac, "boundary": "b",
+            "paper_setting": {"G": 16},
+            "grid": {"axes": {"G": [4, 16]}, "holds": [False, True], "effect": None}}
+
+
+def test_report_files_parse_and_the_status_reader_reads_them(tmp_path, claims):
+    a, b = list(claims)[:2]
+    write_report([_entry(a, "yes", 0.64), _entry(b, "partly", 0.2, "neutrality")], tmp_path,
+                 quick=True)
+    rep = json.loads((tmp_path / "claims" / "claims.json").read_text())
+    assert rep["mode"] == "quick" and "git_revision" in rep["provenance"]
+    assert all(k in e for e in rep["claims"] for k in SCHEMA)
+    md = (tmp_path / "claims" / "claims.md").read_text()
+    assert f"`{a}`" in md and f"`{b}`" in md
+    assert (tmp_path / "claims" / "robustness_G2.png").stat().st_size > 1000
+    assert lab.claim_status(a, tmp_path) == "holds at the paper's setting; in 64% of its grid"
+    assert lab.claim_status(b, tmp_path).startswith("partly holds at the paper's setting")
+    assert lab.claim_status("nope", tmp_path).startswith("claim not evaluated")
+    assert [n for n, _ in lab.experiment_status("neutrality", tmp_path)] == [b]
+    assert lab.experiment_status("collision", tmp_path / "missing") == []
+    # a later evaluation of one claim keeps the other's entry (same mode)
+    write_report([_entry(a, "no", 0.0)], tmp_path, quick=True, maps=False)
+    rep = json.loads((tmp_path / "claims" / "claims.json").read_text())
+    assert [e["holds_at_paper"] for e in rep["claims"]] == ["no", "partly"]
+    assert not list((tmp_path / "claims").glob("*.tmp"))
+
+
+def test_bad_names_are_rejected_listing_the_valid_ones(capsys, claims):
+    with pytest.raises(ValueError, match="unknown claim.*'no-such-claim'.*valid names"):
+        select_claims(["no-such-claim"])
+    assert main(["claims", "no-such-claim"]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-claim" in err and next(iter(claims)) in err
+    assert main(["claims", "list"]) == 0
+    assert f"{len(claims)} claims" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="kebab-case"):
+        lab.claim("Not_Kebab", paper="G2", source="s", sentence="s", experiment=None,
+                  paper_setting={}, grid={})
+
+
+def _status(claims, name, **overrides):
+    ctx = ClaimContext(quick=True, tiny=True, overrides=overrides)
+    return claims[name].evaluate(ctx)
+
+
+@pytest.mark.parametrize(("name", "broken"), [
+    ("g2-fig1-portraits-ode", {"gain_scale": -1.0}),  # the wrong sign of the gain
+    ("fg-fig3-focal-downweights", {"gamma_sign": -1.0}),  # focal weight inverted
+    ("ts-stage1-a1-rises-then-falls", {"eta": 1e-6}),  # a vanishing step size (η > 0)
+])
+def test_a_broken_setting_flips_the_status(claims, name, broken):
+    good = _status(claims, name)
+    bad = _status(claims, name, **broken)
+    assert good.holds_at_paper == "yes"
+    assert bad.holds_at_paper == "no"
+    assert bad.robustness_fraction < good.robustness_fraction
+
+
+def test_claims_command_writes_the_report(tmp_path, capsys):
+    names = ["fg-fig3-focal-downweights", "fg-fig5-threshold"]  # closed forms and Monte Carlo
+    assert main(["claims", *names, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "[claim 1/2] fg-fig3-focal-downweights: yes at the paper's setting" in out
+    rep = json.loads((tmp_path / "claims" / "claims.json").read_text())
+    assert [e["name"] for e in rep["claims"]] == names
+    assert rep["claims"][0]["grid"]["axes"] == {"gamma": [0.5, 1.0, 2.0],
+                                                "group_size": [8, 64, 256]}
+    assert (tmp_path / "claims" / "claims.md").read_text().count("| `fg-") == 2
