@@ -70,12 +70,15 @@ def compilation_cache_dir() -> Path | None:
     return (Path(base) if base else Path.home() / ".cache") / "simplexlab" / "jax"
 
 
-def use_compilation_cache() -> Path | None:
+def use_compilation_cache(min_compile_time: float = 0.0) -> Path | None:
     """Turn on JAX's persistent compilation cache in :func:`compilation_cache_dir` (call it before
     the first compilation: a second process running the same programs then loads them from disk
-    instead of compiling them). Every program is stored, however fast it compiled. The folder is
-    created readable by its user only (a compiled program is code JAX will run: never share the
-    folder with users you do not trust). Returns the folder, or ``None`` when the cache is off,
+    instead of compiling them). Every program that took at least ``min_compile_time`` seconds to
+    compile is stored (default: all; JAX never stores a program with host callbacks, e.g. an
+    ``eqx.error_if`` left under ``jit``). Each write scans the folder (JAX's size bound), so a
+    caller compiling thousands of tiny programs (the test suite) keeps only the slow ones. The
+    folder is created readable by its user only (a compiled program is code JAX will run: never
+    share the folder with users you do not trust). Returns the folder, or ``None`` when the cache is off,
     the folder cannot be written, ``filelock`` (JAX's lock between processes) is missing, or
     the process already set a cache folder of its own (that one is kept)."""
     folder = compilation_cache_dir()
@@ -97,6 +100,6 @@ def use_compilation_cache() -> Path | None:
         return None
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return folder
