@@ -21,6 +21,9 @@ Benchmarks (``--only`` names):
 - ``modes`` (:mod:`benchmarks.modes`): mode discovery for free text, all-MiniLM-L6-v2 embeddings
   + DBSCAN of 256 prompts × 16 completions in ≤ 30 s, against embedding one text at a time and
   sentence-transformers' ``encode`` (needs the modes extra).
+- ``compile-cache`` (:mod:`benchmarks.compile_cache`): ``simplexlab reproduce neutrality`` twice in
+  fresh processes sharing a persistent compilation cache that starts empty: the first and the
+  second run's compile times side by side (the second should compile nothing).
 
 Each measurement runs in a worker process of its own (``python -m benchmarks --worker
 MODULE.FUNCTION``), with the JAX configuration it needs set before JAX is imported: the sweep
@@ -34,12 +37,15 @@ On a shared machine other jobs inflate wall times unevenly: ``--repeats N`` time
 sweep N times in each worker (default 2; the engine's first call compiles, the later ones reuse
 its programs) and the table also gives the CPU time of both paths; ``--rounds R`` runs every
 worker R times, alternating the order of a benchmark's workers; the best of each is reported and
-every run is listed. The load average at start and end is printed with the table.
+every run is listed. The load average at start and end is printed with the table. The workers
+run with the persistent compilation cache off (``SIMPLEXLAB_JAX_CACHE=0``): their first calls
+compile, as on a first run; ``compile-cache`` measures the cache.
 """
 
-from . import bandit, bridge, categorical, ensemble, meanfield, modes
+from . import bandit, bridge, categorical, compile_cache, ensemble, meanfield, modes
 
 #: benchmarks by ``--only`` name, in the order they run
-BENCHMARKS = {m.NAME: m for m in (categorical, meanfield, ensemble, bandit, bridge, modes)}
+BENCHMARKS = {m.NAME: m for m in (categorical, meanfield, ensemble, bandit, bridge, modes,
+                                    compile_cache)}
 
 __all__ = ["BENCHMARKS"]

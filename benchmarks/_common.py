@@ -103,6 +103,7 @@ def worker_env(host_devices: int | None) -> dict[str, str]:
         env.pop("XLA_FLAGS", None)
     env.setdefault("SIMPLEXLAB_PROGRESS", "0")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env["SIMPLEXLAB_JAX_CACHE"] = "0"  # first calls compile, as on a first run
     return env
 
 

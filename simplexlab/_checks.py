@@ -7,6 +7,15 @@ at run time under ``jit`` and ``vmap`` (never a silent NaN).
 Every check returns the (possibly error-wrapped) array, which callers must use in place of the
 input so that the runtime check is not dead-code eliminated under ``jit``.
 
+On an asynchronous backend (a GPU; on a CPU, a program over several devices) a traced check's
+error travels with the result: the call that dispatched the program returns, and the error is
+raised where the result is first waited for (``jax.block_until_ready``, ``np.asarray``), or at the
+call under ``eqx.filter_jit``, which waits for its error marker. The package's own compiled entry
+points wait before returning (the torch bridge checks one flag vector on the host, ``verify`` and
+``solve`` run under ``eqx.filter_jit``, the sweep engine converts every chunk to NumPy); a user's
+own ``jax.jit`` around a public function gets the error where it uses the result
+(``tests/test_bad_input.py`` shows both on a two-device CPU program).
+
 Also here: :func:`renamed_kwargs`, the one mechanism for keeping an old public keyword name working
 as a deprecated alias of its new name.
 """

@@ -7,6 +7,9 @@
                              ``./experiments``)
 ``XLA_FLAGS``                the ``simplexlab`` CLI adds one CPU device per core (one thread each)
                              unless it already sets the device count
+``SIMPLEXLAB_JAX_CACHE``     the folder of JAX's persistent compilation cache that the CLI and the
+                             sweep engine use (default ``$XDG_CACHE_HOME/simplexlab/jax``, else
+                             ``~/.cache/simplexlab/jax``); ``0`` or ``off`` switches it off
 ===========================  ======================================================================
 
 (``SIMPLEXLAB_QUICK=1``, read by the notebooks, runs them at a smaller size; ``EQX_ON_ERROR`` is
@@ -18,7 +21,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["experiments_dir", "progress_enabled", "use_every_cpu_core"]
+__all__ = ["compilation_cache_dir", "experiments_dir", "progress_enabled", "use_compilation_cache",
+           "use_every_cpu_core"]
 
 DEVICE_FLAG = "--xla_force_host_platform_device_count"
 THREAD_FLAG = "--xla_cpu_multi_thread_eigen"
@@ -44,3 +48,58 @@ def use_every_cpu_core() -> None:
         if THREAD_FLAG not in flags:
             flags = f"{flags} {THREAD_FLAG}=false"
         os.environ["XLA_FLAGS"] = flags.strip()
+
+
+CACHE_VAR = "SIMPLEXLAB_JAX_CACHE"
+#: Size bound of the compilation cache. A bounded cache makes JAX take a file lock around every
+#: read and write of an entry (an unbounded one writes entries in place, unlocked): several
+#: processes sharing the folder never read a half-written executable.
+CACHE_MAX_BYTES = 4 * 2**30
+
+
+def compilation_cache_dir() -> Path | None:
+    """The persistent compilation cache's folder: ``SIMPLEXLAB_JAX_CACHE`` when set (``0``, ``off``,
+    ``false`` or ``no``: ``None``, no cache), else ``$XDG_CACHE_HOME/simplexlab/jax``, else
+    ``~/.cache/simplexlab/jax``."""
+    value = os.environ.get(CACHE_VAR, "").strip()
+    if value.lower() in ("0", "off", "false", "no"):
+        return None
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(base) if base else Path.home() / ".cache") / "simplexlab" / "jax"
+
+
+def use_compilation_cache(min_compile_time: float = 0.0) -> Path | None:
+    """Turn on JAX's persistent compilation cache in :func:`compilation_cache_dir` (call it before
+    the first compilation: a second process running the same programs then loads them from disk
+    instead of compiling them). Every program that took at least ``min_compile_time`` seconds to
+    compile is stored (default: all; JAX never stores a program with host callbacks, e.g. an
+    ``eqx.error_if`` left under ``jit``). Each write scans the folder (JAX's size bound), so a
+    caller compiling thousands of tiny programs (the test suite) keeps only the slow ones. The
+    folder is created readable by its user only (a compiled program is code JAX will run: never
+    share the folder with users you do not trust). Returns the folder, or ``None`` when the cache is off,
+    the folder cannot be written, ``filelock`` (JAX's lock between processes) is missing, or
+    the process already set a cache folder of its own (that one is kept)."""
+    folder = compilation_cache_dir()
+    if folder is None:
+        return None
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:
+        return None
+    try:
+        import filelock  # noqa: F401  (JAX locks a bounded cache with it)
+    except ImportError:
+        return None
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time))
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    return folder

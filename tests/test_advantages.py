@@ -122,4 +122,6 @@ def test_bad_input(fn):
 
 def test_bad_input_under_jit():
     with pytest.raises(Exception, match="rewards must be finite"):
-        _JIT[sh.grpo_advantages](jnp.array([[1.0, jnp.nan]]))
+        # the error travels with the result: it is raised where the result is waited for (at once
+        # on a 1-device CPU, later on an asynchronous backend: a GPU, a multi-device program)
+        jax.block_until_ready(_JIT[sh.grpo_advantages](jnp.array([[1.0, jnp.nan]])))

@@ -49,7 +49,8 @@ def test_torch_to_jax_round_trip_is_exact_and_zero_copy(dtype):
 
 @pytest.mark.parametrize("dtype", SUPPORTED, ids=str)
 def test_jax_to_torch_round_trip_is_exact_and_zero_copy(dtype):
-    a = jnp.asarray(_tensor(dtype).numpy())
+    # a CPU array on every backend (to_torch of a GPU array is a CUDA tensor, tested nowhere here)
+    a = jax.device_put(_tensor(dtype).numpy(), jax.devices("cpu")[0])
     t = llm.to_torch(a)
     assert t.dtype == dtype and t.device.type == "cpu"
     assert t.data_ptr() == a.unsafe_buffer_pointer()

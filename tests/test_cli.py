@@ -294,7 +294,8 @@ def test_cli_asks_for_one_device_per_core_with_one_thread_each_unless_told():
     device count is kept as given (and then no thread flag is added)."""
     code = ("import os\nfrom simplexlab.lab._cli import _setup_jax\n_setup_jax()\n"
             "print(os.environ['XLA_FLAGS'])\nimport jax\nprint(jax.device_count())")
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    # about host devices: the CPU platform on every host (a GPU's count is not the flag's)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"JAX_PLATFORMS": "cpu"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr

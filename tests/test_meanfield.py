@@ -433,3 +433,32 @@ def test_solve_ensemble_matches_vmapped_solve_and_freezes_at_the_boundary():
     assert_close(np.asarray(ens.y).sum(-1), 1.0, atol=1e-12)
     with pytest.raises(ValueError, match="one batch axis"):
         sl.solve_ensemble(sl.GRPO(), sl.make_state(0.5, Y, Z), t1=1.0)
+
+
+def test_solve_ensemble_in_blocks_is_each_block_solved_alone():
+    """``block``: 6 trajectories in blocks of 4 are bit for bit the solve of the first 4 and the
+    solve of the last 2 padded with copies of the last one (per-trajectory gains split with
+    them, the shared verifier not), with each block's step count; a bad block is named."""
+    rng = np.random.default_rng(12)
+    n, block = 6, 4
+    states = sl.State(jnp.asarray(rng.uniform(0.2, 0.9, n)),
+                      jnp.asarray(rng.dirichlet(np.ones(3), n)),
+                      jnp.asarray(rng.dirichlet(np.ones(2), n)))
+    lam = jnp.asarray(rng.uniform(0.0, 3.0, n))
+    ver = sl.Verifier(0.05, 0.1)
+
+    def solve(idx, **kw):
+        sub = jax.tree_util.tree_map(lambda x: x[np.asarray(idx)], states)
+        return sl.solve_ensemble(sl.Neutralized(sl.ScheduleB(lam[np.asarray(idx)]),
+                                                verifier=ver), sub, t1=5.0, n_save=4, **kw)
+
+    ens = solve(range(n), block=block)
+    parts = [solve([0, 1, 2, 3]), solve([4, 5, 5, 5])]
+    for leaf in ("p", "y", "z", "t", "tau", "stopped", "t_end", "num_steps"):
+        whole = np.asarray(getattr(ens, leaf))
+        alone = np.concatenate([np.asarray(getattr(parts[0], leaf)),
+                                np.asarray(getattr(parts[1], leaf))[:2]])
+        assert whole.shape == alone.shape and np.array_equal(whole, alone), leaf
+    np.testing.assert_array_equal(np.asarray(ens.ts), np.asarray(parts[0].ts))
+    with pytest.raises(ValueError, match="block"):
+        solve(range(n), block=0)

@@ -249,4 +249,5 @@ def test_bad_input():
         with pytest.raises(ValueError):
             sh.G2RPOConfig(**bad_cfg)
     with pytest.raises(Exception, match="must be -1 for incorrect"):
-        jax.jit(lambda r, g: sh.g2rpo_bonus(r, g))(jnp.asarray(r), jnp.asarray(wrong))
+        jax.block_until_ready(  # raised where the result is waited for (asynchronous backends)
+            jax.jit(lambda r, g: sh.g2rpo_bonus(r, g))(jnp.asarray(r), jnp.asarray(wrong)))

@@ -24,7 +24,9 @@ from simplexlab import categorical as C
 from simplexlab import sweep
 
 WORKER = Path(__file__).with_name("sweep_worker.py")
-ENV = {**os.environ, "SIMPLEXLAB_PROGRESS": "0", "PYTHONUNBUFFERED": "1"}
+# the subprocess tests are about host (CPU) devices: ``--xla_force_host_platform_device_count``
+# does not change a GPU's device count, so they force the CPU platform on every host
+ENV = {**os.environ, "SIMPLEXLAB_PROGRESS": "0", "PYTHONUNBUFFERED": "1", "JAX_PLATFORMS": "cpu"}
 VARS = ("q_pos", "m_ret", "entropy", "anchor", "num_above", "batch_correct")
 
 
@@ -64,7 +66,7 @@ def test_every_target_is_bit_identical_whatever_the_devices_and_chunks(tmp_path)
     ``p``; the one-device program rounded differently: 1e-14; the classifier's batched
     matrix-vector products: 6e-17)."""
     outs = {n: tmp_path / f"dev{n}" for n in (1, 4)}
-    env = {**ENV, "JAX_PLATFORMS": "cpu"}
+    env = ENV
     procs = {}
     for n, out in outs.items():
         out.mkdir()

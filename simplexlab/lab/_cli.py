@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from .._env import progress_enabled, use_every_cpu_core
+from .._env import progress_enabled, use_compilation_cache, use_every_cpu_core
 from .._interrupt import check, install
 from .._version import install_command
 
@@ -30,12 +30,14 @@ INSTALL_LLM = install_command("llm")
 
 def _setup_jax() -> None:
     """One CPU device per core, one thread per device (unless ``XLA_FLAGS`` says otherwise),
-    float64."""
+    float64, and JAX's persistent compilation cache (``SIMPLEXLAB_JAX_CACHE``): a second run of
+    the same experiment loads its programs instead of compiling them."""
     if "jax" not in sys.modules:
         use_every_cpu_core()
     import jax
 
     jax.config.update("jax_enable_x64", True)  # experiments compare against exact closed forms
+    use_compilation_cache()
 
 
 def _cmd_list(args) -> int:

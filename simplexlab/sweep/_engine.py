@@ -39,7 +39,7 @@ import jax
 import numpy as np
 
 from .._checks import is_int
-from .._env import progress_enabled
+from .._env import progress_enabled, use_compilation_cache
 from .._interrupt import check, deferred
 from .._results import check_file_name, provenance, writable_folder, write_dataset
 from ._store import ChunkStore, chunk_digest
@@ -168,8 +168,13 @@ def run(
     Returns an :class:`xarray.Dataset` with dims ``(*grid, "seed", ...)`` and the provenance in
     its attributes (on process 0; other processes of a multi-process run return ``None``).
     Every bad name or value raises ``ValueError`` before any compute starts.
+
+    The compiled programs go to JAX's persistent compilation cache (``SIMPLEXLAB_JAX_CACHE``,
+    see :func:`simplexlab._env.use_compilation_cache`; a process that set a cache folder of its
+    own keeps it), so a second process running the same sweep compiles nothing.
     """
     t_start = time.perf_counter()
+    use_compilation_cache()
     check_file_name(name, "name")  # <out>/<name>.<format>: never a path out of the folder
     plan = _plan(target, grid, fixed, seeds=seeds, seed=seed, keys=keys, format=format,
                  memory_budget=memory_budget, chunk_size=chunk_size, batching=batching,

@@ -308,7 +308,7 @@ class MeanFieldTarget(SweepTarget):
 
     def batch(self, static, batching):
         from ..theory import State, Verifier
-        from ..theory.internal import solve_block
+        from ..theory.internal import map_blocks, solve_block
 
         K, M, block = static["K"], static["M"], static["block"]
         n_save = static["n_save"]
@@ -335,22 +335,8 @@ class MeanFieldTarget(SweepTarget):
                               time=static["time"], rtol=static["rtol"], atol=static["atol"])
             return {k: getattr(sol, k) for k in outputs}
 
-        def fn(kd, arrays):
-            b = kd.shape[0]
-            if b <= block:
-                return solve_one_block(kd, arrays)
-            nb = -(-b // block)
-            pad = nb * block - b
-
-            def split(x):  # pad by repeating the last run, then (nb, block, ...)
-                if pad:
-                    x = jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)])
-                return x.reshape((nb, block) + x.shape[1:])
-
-            out = jax.lax.map(lambda args: solve_one_block(*args),
-                              (split(kd), jax.tree_util.tree_map(split, arrays)))
-            return jax.tree_util.tree_map(lambda x: x.reshape((nb * block,) + x.shape[2:])[:b],
-                                          out)
+        def fn(kd, arrays):  # blocks padded by repeating the last run, one after another
+            return map_blocks(solve_one_block, block, kd, arrays)
 
         all_dims = {"p": ("time",), "L_y": ("time",), "L_z": ("time",), "y": ("time", "k"),
                     "z": ("time", "m"), "t": ("time",), "tau": ("time",), "stopped": (),

@@ -309,6 +309,7 @@ def solve_ensemble(
     dt0=None,
     max_steps: int = 1_000_000,
     p_floor: float = 1e-12,
+    block: int | None = None,
 ) -> Solution:
     r"""Solve a batch of trajectories as one ODE system with a shared adaptive step.
 
@@ -324,7 +325,17 @@ def solve_ensemble(
     derivative, and its clocks', set to zero) while the others go on; ``stopped`` and ``t_end``
     are per trajectory. Returns a :class:`Solution` laid out like ``vmap(solve)``: leading axis
     = trajectory, then save points.
+
+    ``block``: trajectories per shared-step system (``None``: one system of all of them). A large
+    batch in blocks runs them one after another, each with the steps of its own hardest
+    trajectory and a state that stays in the CPU's caches (10^5 trajectories of the ensemble
+    benchmark: 12× less time per trajectory in blocks of 2,048 than as one system); a
+    trajectory's numbers then depend on its block (``[j·block, (j+1)·block)``, the last one
+    padded with copies of the last trajectory, dropped from the result), as in the sweep
+    engine's mean-field target. ``num_steps`` is that of the trajectory's block.
     """
+    if block is not None:
+        block = as_int(block, "block", lower=1)
     if not isinstance(states, State):
         raise ValueError(f"states must be a State with one batch axis (make_state(p, y, z) with p "
                          f"of shape (n,)); got {type(states).__name__}")
@@ -334,8 +345,46 @@ def solve_ensemble(
     dynamics, states, t0, t1, saveat, solver, dt0, adjoint, rtol, atol, max_steps = _prepare(
         dynamics, states, t0, t1, time, saveat, n_save, solver, True, dt0, p_floor, None, rtol,
         atol, max_steps, ensemble=True)
-    return _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, rtol=rtol,
-                           atol=atol, max_steps=max_steps, p_floor=float(p_floor), time=time)
+    kw = dict(rtol=rtol, atol=atol, max_steps=max_steps, p_floor=float(p_floor), time=time)
+    if block is None or block >= states.p.shape[0]:
+        return _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, **kw)
+    return _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoint,
+                                  block=block, **kw)
+
+
+def map_blocks(fn, block: int, *trees):
+    """``fn`` on blocks of ``block`` rows of every leaf of ``trees`` (leading axis ``n``), one
+    block after another (``lax.map``); the last block is padded by repeating the last row, and
+    the padding is dropped from the result (leading axis ``n`` again). ``n <= block``: ``fn``
+    on everything at once."""
+    n = jax.tree_util.tree_leaves(trees)[0].shape[0]
+    if n <= block:
+        return fn(*trees)
+    nb = -(-n // block)
+    pad = nb * block - n
+
+    def split(x):  # pad by repeating the last row, then (nb, block, ...)
+        if pad:
+            x = jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)])
+        return x.reshape((nb, block) + x.shape[1:])
+
+    out = jax.lax.map(lambda args: fn(*args), jax.tree_util.tree_map(split, trees))
+    return jax.tree_util.tree_map(lambda x: x.reshape((nb * block,) + x.shape[2:])[:n], out)
+
+
+@eqx.filter_jit
+def _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, block,
+                           **kw):
+    # the array leaves of ``dynamics`` are scalars (shared) or (n,) (one per trajectory)
+    per, shared = eqx.partition(dynamics, lambda x: eqx.is_array(x) and jnp.ndim(x) >= 1)
+
+    def one(per_block, s):
+        sol = _solve_ensemble(eqx.combine(per_block, shared), s, t0, t1, saveat, solver, dt0,
+                              adjoint, **kw)
+        return eqx.tree_at(lambda x: x.ts, sol, s.p)  # every leaf per trajectory; ts set below
+
+    sol = map_blocks(one, block, per, states)
+    return eqx.tree_at(lambda s: s.ts, sol, saveat)
 
 
 class _EnsAug(eqx.Module):

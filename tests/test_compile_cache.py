@@ -1,0 +1,83 @@
+"""JAX's persistent compilation cache as the CLI and the sweep engine turn it on
+(``simplexlab._env.use_compilation_cache``, ``SIMPLEXLAB_JAX_CACHE``): the folder, the switch,
+several processes at once. Each case runs in fresh processes (JAX reads its cache folder once)."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import jax
+
+from simplexlab import _env
+
+#: a child: turn the cache on as the CLI does, compile three small programs, print what happened
+CHILD = r"""
+import json
+import jax, jax.numpy as jnp
+import jax.monitoring as mon
+from simplexlab._env import use_compilation_cache
+seen = {"hits": 0, "misses": 0}
+def on_event(event, **kw):
+    if event.endswith("/cache_hits"):
+        seen["hits"] += 1
+    elif event.endswith("/cache_misses"):
+        seen["misses"] += 1
+mon.register_event_listener(on_event)
+folder = use_compilation_cache()
+x = jnp.arange(6.0)
+out = [float(jax.jit(lambda v: jnp.sum(jnp.sin(v) * k))(x)) for k in (1.0, 2.0)]
+out.append(float(jax.jit(lambda v: jnp.cumsum(v)[-1] ** 2)(x)))
+print(json.dumps({"folder": None if folder is None else str(folder), "out": out, **seen}))
+"""
+
+
+def _env_with(value):
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS",)}
+    env.update({"JAX_PLATFORMS": "cpu", _env.CACHE_VAR: str(value)})
+    return env
+
+
+def _child(value):
+    return subprocess.Popen([sys.executable, "-c", CHILD], env=_env_with(value),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc):
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_cache_folder_rule_and_switch(monkeypatch, tmp_path):
+    monkeypatch.delenv(_env.CACHE_VAR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _env.compilation_cache_dir() == tmp_path / "xdg" / "simplexlab" / "jax"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert _env.compilation_cache_dir() == tmp_path / "home" / ".cache" / "simplexlab" / "jax"
+    monkeypatch.setenv(_env.CACHE_VAR, str(tmp_path / "mine"))
+    assert _env.compilation_cache_dir() == tmp_path / "mine"
+    before = jax.config.jax_compilation_cache_dir
+    for off in ("0", "off", "OFF", "false", "no"):
+        monkeypatch.setenv(_env.CACHE_VAR, off)
+        assert _env.compilation_cache_dir() is None
+        assert _env.use_compilation_cache() is None
+        assert jax.config.jax_compilation_cache_dir == before  # nothing turned on
+
+
+def test_two_processes_at_once_share_one_cache_then_a_third_compiles_nothing(tmp_path):
+    """Two processes compile the same programs into one empty folder at the same time: both
+    finish with the same numbers; the folder is the user's alone (no group or other access);
+    a third process loads every program (hits, no misses) and gets the same numbers."""
+    cache = tmp_path / "a" / "jax"
+    first = [_child(cache), _child(cache)]
+    a, b = (_result(p) for p in first)
+    assert a["folder"] == b["folder"] == str(cache)
+    assert a["out"] == b["out"]
+    assert a["misses"] + b["misses"] >= 3  # both looked, neither found everything
+    assert stat.S_IMODE(cache.stat().st_mode) & 0o077 == 0
+    assert len(list(cache.glob("*-cache"))) >= 3
+    c = _result(_child(cache))
+    assert c["out"] == a["out"] and c["misses"] == 0 and c["hits"] >= 3
