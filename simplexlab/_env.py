@@ -78,9 +78,9 @@ def use_compilation_cache(min_compile_time: float = 0.0) -> Path | None:
     ``eqx.error_if`` left under ``jit``). Each write scans the folder (JAX's size bound), so a
     caller compiling thousands of tiny programs (the test suite) keeps only the slow ones. The
     folder is created readable by its user only (a compiled program is code JAX will run: never
-    share the folder with users you do not trust). Returns the folder, or ``None`` when the cache is off,
-    the folder cannot be written, ``filelock`` (JAX's lock between processes) is missing, or
-    the process already set a cache folder of its own (that one is kept)."""
+    share the folder with users you do not trust). Returns the folder, or ``None`` when the
+    cache is off, the folder cannot be written, ``filelock`` (JAX's lock between processes) is
+    missing, or the process already set a cache folder of its own (that one is kept)."""
     folder = compilation_cache_dir()
     if folder is None:
         return None

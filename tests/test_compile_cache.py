@@ -81,3 +81,47 @@ def test_two_processes_at_once_share_one_cache_then_a_third_compiles_nothing(tmp
     assert len(list(cache.glob("*-cache"))) >= 3
     c = _result(_child(cache))
     assert c["out"] == a["out"] and c["misses"] == 0 and c["hits"] >= 3
+
+
+#: a child: a small sweep of each simulator the engine traces with run-time checks in their
+#: steps' reach (bandit, classifier, two-stage, product), with the cache on (every program kept)
+SWEEP_CHILD = r"""
+import json, sys
+import jax
+import jax.monitoring as mon
+from simplexlab._env import use_compilation_cache
+seen = {"hits": 0, "misses": 0}
+def on_event(event, **kw):
+    if event.endswith("/cache_hits"):
+        seen["hits"] += 1
+    elif event.endswith("/cache_misses"):
+        seen["misses"] += 1
+mon.register_event_listener(on_event)
+use_compilation_cache(min_compile_time=0.0)
+from simplexlab import sweep
+out = sys.argv[1]
+for target, grid, fixed in [
+        ("bandit", {"gain": [0.5, 1.5]}, {"method": "g2rpo", "num_steps": 4, "stride": 2,
+                                           "group_size": 4, "max_group_size": 4}),
+        ("classifier", {"eta": [0.1, 0.2]}, {"num_steps": 4, "stride": 2}),
+        ("two_stage", {"eta": [0.1, 0.2]}, {"num_steps": 4, "stride": 2}),
+        ("product", {"group_size": [2, 3]}, {"num_steps": 4, "stride": 2})]:
+    sweep.run(target, grid=grid, fixed=fixed, seeds=2, out=out, name=target, resume=False,
+              progress=False)
+print(json.dumps(seen))
+"""
+
+
+def test_a_second_sweep_compiles_nothing(tmp_path):
+    """The sweep engine checks every run's parameters on the host and traces the simulators
+    without run-time checks (no ``eqx.error_if``, so no host callback, which JAX's persistent
+    cache refuses to store): a second process running the same sweeps loads every program."""
+    runs = []
+    for i in range(2):
+        proc = subprocess.run([sys.executable, "-c", SWEEP_CHILD, str(tmp_path / f"out{i}")],
+                              env=_env_with(tmp_path / "cache"), capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert runs[0]["misses"] > 0
+    assert runs[1]["misses"] == 0 and runs[1]["hits"] > 0, runs

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import is_concrete, is_int, trusted_inputs, xp
+from .._checks import error_if, is_concrete, is_int, trusted_inputs, xp
 from ..shaping import (
     METHOD_PARAMS,
     GainSchedule,
@@ -389,7 +389,7 @@ class Bandit(AbstractSimulator, WithDtype):
         for names, bad, what in self._param_rules():
             if all(n in params for n in names):
                 pred = jnp.any(bad(*(jnp.asarray(params[n]) for n in names)))
-                theta = eqx.error_if(theta, pred, f"bandit {' + '.join(names)} must be {what}")
+                theta = error_if(theta, pred, f"bandit {' + '.join(names)} must be {what}")
         return theta
 
     def init(self, key, params) -> BanditState:

@@ -65,7 +65,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import is_concrete, is_int, trusted_inputs, xp
+from .._checks import error_if, is_concrete, is_int, trusted_inputs, xp
 from ..shaping import METHODS as _RULES
 from ..shaping import Groups, advantages, iac_advantages
 from ..theory import TOY_LABELS, TOY_SIMILARITIES, toy_embeddings
@@ -306,7 +306,7 @@ class SoftmaxClassifier(AbstractSimulator, WithDtype):
         W = jnp.asarray(params["init_scale"], dt) * E
         for name, bad, what in self._param_rules():
             if name in params:
-                W = eqx.error_if(W, jnp.any(bad(jnp.asarray(params[name]))),
+                W = error_if(W, jnp.any(bad(jnp.asarray(params[name]))),
                                  f"classifier {name} must be {what}")
         zeros = jnp.zeros((len(TOY_LABELS),), dt)
         return ClassifierState(W=W, memory=jnp.zeros_like(W),

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import is_concrete, is_int, trusted_inputs, xp
+from .._checks import error_if, is_concrete, is_int, trusted_inputs, xp
 from ..theory import product_log10_prob
 from ._protocol import AbstractSimulator, WithDtype, trajectory
 from ._sampler import uniforms
@@ -181,7 +181,7 @@ class Product(AbstractSimulator, WithDtype):
     def init(self, key, params) -> ProductState:
         G = jnp.asarray(params["group_size"])
         if not is_concrete(G):
-            G = eqx.error_if(G, jnp.any(self._bad_group_size(G)), self._what())
+            G = error_if(G, jnp.any(self._bad_group_size(G)), self._what())
         step = jnp.zeros((), jnp.int32)
         return ProductState(key=key, step=step, counts=self.draw(key, step, G),
                             group_size=G.astype(jnp.int32))

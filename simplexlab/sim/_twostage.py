@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import is_concrete, is_int, trusted_inputs, xp
+from .._checks import error_if, is_concrete, is_int, trusted_inputs, xp
 from ..shaping import METHODS as _RULES
 from ..shaping import Groups, advantages
 from ._policy import (
@@ -283,7 +283,7 @@ class TwoStage(AbstractSimulator, WithDtype):
         r = self.rewards_of(params)
         # run-time checks of traced parameters (each rule by itself, so the error names it)
         for name, bad, what in self._param_rules():
-            z = eqx.error_if(z, jnp.any(bad(jnp.asarray(params[name]))),
+            z = error_if(z, jnp.any(bad(jnp.asarray(params[name]))),
                              f"two_stage {name} must be {what}")
         opt = () if self.optimizer == "plain" else optimizer_init(self._optimizer(params), z)
         G = self.max_group_size
