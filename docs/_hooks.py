@@ -8,8 +8,8 @@ Everything the site says about the code comes from the repository, never from a 
 - **Gallery** (``gallery/<experiment>.md``): one page per registered experiment, from the
   registry (``experiments/``), the committed result files and figures of ``figures/``, and the
   claims report ``figures/claims/claims.json`` when there is one.
-- **Tutorials** (``tutorials/<notebook>.py``): the jupytext notebooks of ``notebooks/``, executed
-  at build time in quick mode by mkdocs-jupyter (a failing cell fails the build).
+- **Tutorials** (the pages ``notebooks/<notebook>/``): the jupytext notebooks of ``notebooks/``,
+  executed at build time in quick mode by mkdocs-jupyter (a failing cell fails the build).
 - **Includes**: a line ``<!-- include FILE -->`` or ``<!-- include FILE#Heading -->`` in a page is
   replaced by that file (or that section of it, without its heading), e.g. NOTES.md,
   BENCHMARKS.md and the README's tables.
@@ -55,24 +55,25 @@ def _own_docstring(node) -> str:
     return (node.docstring.value if node.docstring else "").strip()
 
 
-def _static_docstring(layer: str, name: str) -> str | None:
+def _static_docstring(folder: Path, name: str) -> str | None:
     """The docstring of a class or function ``name`` defined anywhere in the layer's modules,
     nested ones included (for names built at run time, e.g. ``llm.G2RPOTrainer``)."""
-    for path in sorted((ROOT / "simplexlab" / layer).glob("*.py")):
+    for path in sorted(folder.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == name:
                 return ast.get_docstring(node)
     return None
 
 
-def face_names() -> dict[str, list[tuple[str, str | None, str]]]:
+def face_names(root: Path = ROOT) -> dict[str, list[tuple[str, str | None, str]]]:
     """For each layer face: ``(name, docstring or None, how)`` for every name of its ``__all__``,
     read statically with griffe (what mkdocstrings renders); ``how`` is ``"griffe"`` or, for a
-    name the face builds at run time, ``"built"`` (docstring read from the source)."""
+    name the face builds at run time, ``"built"`` (docstring read from the source). ``root``:
+    the folder holding the package ``simplexlab/``."""
     import griffe
 
-    loader = griffe.GriffeLoader(search_paths=[str(ROOT)])
-    package = loader.load("simplexlab")
+    loader = griffe.GriffeLoader(search_paths=[str(root)])
+    package = loader.load("simplexlab", try_relative_path=False)
     loader.resolve_aliases(implicit=False, external=False)
     faces = {}
     for layer in LAYERS:
@@ -87,7 +88,7 @@ def face_names() -> dict[str, list[tuple[str, str | None, str]]]:
                     obj = obj.final_target
                 rows.append((name, _own_docstring(obj) or None, "griffe"))
             except (KeyError, griffe.AliasResolutionError, griffe.CyclicAliasError):
-                doc = _static_docstring(layer, name)
+                doc = _static_docstring(root / "simplexlab" / layer, name)
                 rows.append((name, (doc or "").strip() or None, "built"))
         faces[layer] = rows
     return faces
@@ -108,7 +109,7 @@ def _api_page(layer: str, rows) -> str:
              "      show_root_heading: false", "      show_root_toc_entry: false", ""]
     for name, doc, how in rows:
         if how == "built":  # not visible to static analysis: its docstring, read from the source
-            lines += [f"## `{name}`", "",
+            lines += [f"## `{name}` {{ #simplexlab.{layer}.{name} }}", "",
                       f"*Built on first access of `simplexlab.{layer}.{name}` (needs its extra).*",
                       "", doc or "", ""]
         else:
@@ -227,7 +228,7 @@ def _set_nav(config):
     """The gallery and the tutorials in the navigation: every experiment, every notebook."""
     gallery = ["gallery/index.md"] + [{src.split("/")[1][:-3]: src}
                                       for src in _GALLERY["pages"] if src != "gallery/index.md"]
-    tutorials = [{_title(nb): f"tutorials/{nb.name}"}
+    tutorials = [{_title(nb): f"notebooks/{nb.name}"}
                  for nb in sorted((ROOT / "notebooks").glob("*.py"))]
     for item in config["nav"]:
         if isinstance(item, dict) and "Gallery" in item:
@@ -246,7 +247,7 @@ def on_config(config):
     if str(ROOT) not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
     _GALLERY.clear()
-    _GALLERY.update(zip(("pages", "shown"), _gallery()))
+    _GALLERY.update(zip(("pages", "shown"), _gallery(), strict=True))
     _set_nav(config)
     faces = face_names()
     missing = undocumented(faces)
@@ -275,8 +276,10 @@ def on_files(files, config):
         _add(files, config, src, content=text)
     for png in _GALLERY["shown"]:
         _add(files, config, f"gallery/figures/{png}", path=ROOT / "figures" / png)
-    for notebook in sorted((ROOT / "notebooks").glob("*.py")):
-        _add(files, config, f"tutorials/{notebook.name}", path=notebook)
+    for notebook in sorted((ROOT / "notebooks").glob("*.py")):  # the page notebooks/NAME/
+        files.append(File(f"notebooks/{notebook.name}", src_dir=str(ROOT),
+                          dest_dir=config["site_dir"],
+                          use_directory_urls=config["use_directory_urls"]))
     return files
 
 
