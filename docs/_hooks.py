@@ -7,7 +7,8 @@ Everything the site says about the code comes from the repository, never from a 
   name has no docstring of its own (:func:`undocumented`).
 - **Gallery** (``gallery/<experiment>.md``): one page per registered experiment, from the
   registry (``experiments/``), the committed result files and figures of ``figures/``, and the
-  claims report ``figures/claims/claims.json`` when there is one.
+  claims report ``figures/claims/claims.json`` when there is one, and the experiment's notes in
+  ``docs/_gallery/<experiment>.md`` when it has some.
 - **Tutorials** (the pages ``notebooks/<notebook>/``): the jupytext notebooks of ``notebooks/``,
   executed at build time in quick mode by mkdocs-jupyter (a failing cell fails the build).
 - **Includes**: a line ``<!-- include FILE -->`` or ``<!-- include FILE#Heading -->`` in a page is
@@ -188,6 +189,9 @@ def _gallery() -> tuple[dict[str, str], list[str]]:
                    f"{prov.get('created_utc', '?')}); estimates: {cost}.", ""]
         else:
             md += [f"**Run time:** no committed result file; estimates: {cost}.", ""]
+        notes = ROOT / "docs" / "_gallery" / f"{name}.md"
+        if notes.is_file():  # more about this experiment's results, written by hand
+            md += [notes.read_text().strip(), ""]
         if exp.requires:
             md += [f"Needs: {', '.join(exp.requires)} (an optional extra).", ""]
         md += [f"Source: `experiments/{Path(exp.source).name}`; result file: "
