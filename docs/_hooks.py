@@ -171,11 +171,10 @@ def _gallery() -> tuple[dict[str, str], list[str]]:
             md += [f"![{name}: {png}](figures/{png})", ""]
         if not pngs:
             md += ["*No committed figure yet: run the command below.*", ""]
-        md += ["**Claims:**"]
         if claims:
-            md += [""] + [f"- `{claim}`: {status}" for claim, status in claims]
+            md += ["**Claims:**", ""] + [f"- `{claim}`: {status}" for claim, status in claims]
         else:
-            md += [" not evaluated (run: `simplexlab claims`)."]
+            md += ["**Claims:** not evaluated (run: `simplexlab claims`)."]
         md += ["", "**Regenerate:**", "", "```bash", f"simplexlab reproduce {name} --full",
                f"simplexlab reproduce {name}          # quick mode, figures/quick/", "```", ""]
         cost = ", ".join(f"{mode} {c}" for mode, c in exp.cost.items())
@@ -199,7 +198,8 @@ def _gallery() -> tuple[dict[str, str], list[str]]:
         pages[f"gallery/{name}.md"] = "\n".join(md)
         took = (f"{result['wall_seconds']:.0f} s" if result and
                 isinstance(result.get("wall_seconds"), int | float) else "—")
-        index.append(f"| [{name}]({name}.md) | {exp.reproduces} | {took} |")
+        short = exp.reproduces.split(". What differs")[0]  # as `simplexlab list` shows it
+        index.append(f"| [{name}]({name}.md) | {short} | {took} |")
     others = sorted(p.name for p in figures.glob("*.png") if p.name not in shown)
     if others:  # committed figures no result file names: shown, never dropped
         index += ["", "## Other committed figures", ""]
@@ -242,11 +242,12 @@ def _set_nav(config):
 
 
 def on_config(config):
-    # the tutorials' kernels inherit this environment: quick mode, no progress bars, no display,
-    # and this checkout's package first
+    # the tutorials' kernels inherit this environment: quick mode, no progress bars, figures
+    # inline in the page (whatever MPLBACKEND the caller had, e.g. the tests' Agg), and this
+    # checkout's package first
     os.environ["SIMPLEXLAB_QUICK"] = "1"
     os.environ["SIMPLEXLAB_PROGRESS"] = "0"
-    os.environ["MPLBACKEND"] = "Agg"
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     path = os.environ.get("PYTHONPATH", "")
     if str(ROOT) not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
