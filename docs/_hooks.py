@@ -46,7 +46,7 @@ LAYERS = {
 
 _INCLUDE = re.compile(r"^<!--\s*include\s+(?P<file>[^#\s]+)(?:#(?P<section>[^>]+?))?\s*-->\s*$",
                       re.M)
-_ROLE = re.compile(r":(?:py:)?(?:func|class|mod|data|meth|attr|exc|obj|const):(?=<code>)")
+_ROLE = re.compile(r":(?:py:)?(?:func|class|mod|data|meth|attr|exc|obj|const):<code>~?")
 
 
 # ---------------------------------------------------------------------------- the docstring check
@@ -317,4 +317,4 @@ def on_page_markdown(markdown, page, config, files):
 
 def on_page_content(html, page, config, files):
     # docstrings use Sphinx roles (:func:`name`); on the site the code span alone reads better
-    return _ROLE.sub("", html)
+    return _ROLE.sub("<code>", html)
