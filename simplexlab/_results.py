@@ -108,6 +108,9 @@ def file_mode() -> int:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder (the user's
+    usual permissions), flushed to disk, then renamed over ``path``; parent folders are
+    created. A reader sees the old file or the new one, never a part. Returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -170,6 +173,8 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def atomic_write_json(path: str | os.PathLike, payload: Any) -> Path:
+    """Write ``payload`` as indented JSON (through :func:`to_jsonable`: NumPy and JAX arrays
+    and scalars, paths) atomically with :func:`atomic_write_bytes`. Returns the path."""
     text = json.dumps(to_jsonable(payload), indent=2, sort_keys=False, allow_nan=True)
     return atomic_write_bytes(path, (text + "\n").encode())
 

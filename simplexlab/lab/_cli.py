@@ -1,6 +1,6 @@
 """The ``simplexlab`` command line: ``list``, ``reproduce``, ``claims``, ``sweep``,
-``schedule verify`` and ``train`` (:mod:`simplexlab.lab._train_cli`; the torch side is imported
-only when it runs).
+``schedule verify``, ``train`` (:mod:`simplexlab.lab._train_cli`; the torch side is imported only
+when it runs) and ``docs`` (the documentation site, with MkDocs: the ``docs`` extra).
 
 Arguments are parsed before JAX is imported (``simplexlab --help`` answers at once). Before the
 first JAX import the CLI asks XLA for one host device per CPU core
@@ -265,7 +265,34 @@ def _cmd_schedule_verify(args) -> int:
     return 0 if report.passed else 1
 
 
+def _cmd_docs(args) -> int:
+    import importlib.util
+    import subprocess
+
+    config = Path(__file__).resolve().parents[2] / "mkdocs.yml"
+    if not config.is_file():
+        print(f"simplexlab docs: no {config.name} next to the package ({config.parent}); the "
+              "site builds from a source checkout", file=sys.stderr)
+        return 2
+    if importlib.util.find_spec("mkdocs") is None:
+        print('simplexlab docs: MkDocs is not installed; install the docs extra: '
+              'python -m pip install -e ".[docs]"', file=sys.stderr)
+        return 2
+    if args.serve:
+        command = ["serve", "--strict", "--dev-addr", args.dev_addr]
+    else:
+        command = ["build", "--strict", "--site-dir", str(Path(args.out).resolve())]
+    # MkDocs runs the tutorials (quick mode) and reads the faces; its own process, its own flags
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", *command, "-f", str(config)],
+                          cwd=config.parent)
+    if proc.returncode == 0 and not args.serve:
+        print(f"wrote {Path(args.out) / 'index.html'}")
+    return proc.returncode
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The ``simplexlab`` command line (``argv`` defaults to the process's arguments); returns
+    the exit status: 0 done, 1 failed, 2 bad input, 130 interrupted."""
     if argv is None:  # the command itself (not a call from Python): SIGINT also sets a flag
         install()
     parser = argparse.ArgumentParser(
@@ -346,9 +373,21 @@ def main(argv: list[str] | None = None) -> int:
     from ._train_cli import add_parser as add_train_parser
 
     add_train_parser(sub)
+    p_docs = sub.add_parser(
+        "docs", help="build the documentation site (strict) or preview it (the docs extra)",
+        description="Build the documentation site with MkDocs in strict mode (the API reference "
+        "from the layer faces, the gallery from figures/, the notebooks executed in quick mode), "
+        "or serve a live preview.")
+    p_docs.add_argument("--serve", action="store_true",
+                        help="preview on --dev-addr, rebuilt on every change")
+    p_docs.add_argument("--out", default="site", help="output folder of the build (default site/)")
+    p_docs.add_argument("--dev-addr", default="127.0.0.1:8000", metavar="HOST:PORT",
+                        help="address of the preview (default 127.0.0.1:8000)")
+    p_docs.set_defaults(func=_cmd_docs)
     args = parser.parse_args(argv)
     try:
-        _setup_jax()
+        if args.command != "docs":  # the docs build runs in its own process
+            _setup_jax()
         check()  # a Ctrl-C while JAX loaded (its gc callback swallows the KeyboardInterrupt)
         return int(args.func(args))
     except KeyboardInterrupt:  # outside the commands' own handlers: nothing was saved

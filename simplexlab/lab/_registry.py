@@ -69,6 +69,11 @@ def format_seconds(seconds: float) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
+    """A registered experiment (made by :func:`experiment`): its ``name``, the function ``func``
+    that runs it, the paper figure it ``reproduces``, its ``cost`` estimate per mode
+    (``{"quick": "~25 s", "full": "~3 min"}``), a one-line ``description``, the ``source`` file
+    and the modules it ``requires`` beyond the core."""
+
     name: str
     func: Callable[[Context], dict[str, Any]]
     reproduces: str
@@ -162,6 +167,7 @@ def experiment(
 
 
 def registry() -> dict[str, Experiment]:
+    """The registered experiments by name, sorted (see :func:`load_experiments`)."""
     return dict(sorted(_REGISTRY.items()))
 
 

@@ -29,6 +29,8 @@ FIXED_POINT_STYLE = {
     "non-hyperbolic": dict(marker="D", facecolor="0.7", edgecolor="black",
                            label="non-hyperbolic"),
 }
+"""Matplotlib marker style of a fixed point by stability label (the labels of
+:func:`simplexlab.geometry.fixed_points`), as :func:`mark_fixed_points` draws them."""
 
 
 def to_cartesian(y) -> np.ndarray:

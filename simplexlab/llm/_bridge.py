@@ -80,15 +80,15 @@ from ..theory import Verifier
 
 __all__ = ["DTYPES", "STATS", "advantages", "group_stats", "to_jax", "to_torch"]
 
-#: torch dtypes the bridge exchanges (float64 / int64 only with JAX's 64-bit mode on)
 DTYPES = (torch.float32, torch.float64, torch.int32, torch.int64, torch.bool)
+"""Torch dtypes the bridge exchanges (float64 / int64 only with JAX's 64-bit mode on)."""
 _WIDE = (torch.float64, torch.int64)
 _JAX_NAMES = {"float32": torch.float32, "float64": torch.float64, "int32": torch.int32,
               "int64": torch.int64, "bool": torch.bool}
 _GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 
-#: the keys of :func:`group_stats`' dict (G² Alg. 1 lines 2–4, Listing 1 (a)–(f))
 STATS = ("p_hat", "y_hat", "K", "K_above", "L_y", "L_z", "gain", "good_bonus", "bad_bonus")
+"""The keys of :func:`group_stats`' dict (G² Alg. 1 lines 2–4, Listing 1 (a)–(f))."""
 
 #: largest reward magnitude the group statistics take without overflow (as in
 #: ``shaping.prepare_group``: 1e-3 sqrt(max), at most 1e100)

@@ -50,8 +50,8 @@ from ._bridge import advantages as bridge_advantages
 
 __all__ = ["DEFAULT_SCHEDULE", "TrainConfig", "clipped_token_loss", "train", "warm_start"]
 
-#: The driver's default G²RPO schedule (that of ``experiments/schedules/g2rpo-b.toml``).
 DEFAULT_SCHEDULE = GainSchedule(kind="B", gain=1.5, neutralize=True, B_max=5.0)
+"""The driver's default G²RPO schedule (that of ``experiments/schedules/g2rpo-b.toml``)."""
 
 
 def resolve_schedule(schedule, force: bool = False) -> GainSchedule:

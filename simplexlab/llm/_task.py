@@ -38,6 +38,8 @@ PAD, BOS, EOS, EQ, PLUS, MINUS, TIMES = range(7)
 DIGIT0 = 7
 VOCAB = ("<pad>", "<bos>", "<eos>", "=", "+", "-", "*") + tuple("0123456789")
 FAMILIES = ("literal", "sum", "difference", "product")
+"""The four correct answer families of :class:`ArithmeticTask` (good modes 0–3): ``6``,
+``2+4``, ``9-3``, ``2*3``."""
 OPS = {PLUS: 1, MINUS: 2, TIMES: 3}
 _APPLY = {1: lambda a, b: a + b, 2: lambda a, b: a - b, 3: lambda a, b: a * b}
 MALFORMED = 8

@@ -120,7 +120,6 @@ def _g2rpo_system(schedule, verifier, eta, step_time):
 
 _G2 = {"binary": True, "modes": True, "schedule": True}
 
-#: Every advantage rule by name and what it needs (:class:`Method`).
 METHODS: dict[str, Method] = {
     "raw": _of_rewards(raw_advantages),
     "mean_shifted": _of_rewards(mean_shifted_advantages),
@@ -140,9 +139,10 @@ METHODS: dict[str, Method] = {
     "g2rpo_bonus": Method(("gain",), _g2rpo_bonus, **_G2),
     "progrpo": Method(("progrpo_alpha",), _progrpo, logp=True),
 }
+"""Every advantage rule by name and what it needs (:class:`Method`)."""
 
-#: Defaults of the methods' own parameters.
 METHOD_PARAMS = {"gain": 1.5, "focal_gamma": 1.0, "iac_alpha": 1.0, "progrpo_alpha": 0.3}
+"""Defaults of the methods' own parameters."""
 
 
 def lookup_method(name, who: str = "") -> Method:

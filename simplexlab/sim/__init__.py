@@ -55,10 +55,10 @@ from ._protocol import AbstractSimulator, WithDtype, trajectory
 from ._sampler import counts_from_weights, sample_counts
 from ._twostage import TwoStage, TwoStageMetrics, TwoStageState
 
-#: Simulators by name, for sweep configuration files.
 SIMULATORS = {Categorical.name: Categorical, Bandit.name: Bandit,
               SoftmaxClassifier.name: SoftmaxClassifier, Product.name: Product,
               TwoStage.name: TwoStage}
+"""Simulators by name, for sweep configuration files."""
 
 __all__ = [
     "CATEGORICAL_ADVANTAGES",

@@ -64,9 +64,9 @@ from ._sampler import uniforms
 __all__ = ["METHODS", "Bandit", "BanditMetrics", "BanditState"]
 
 
-#: Advantage rules by name: the array parameters each uses (the rules themselves are those of
-#: :func:`simplexlab.shaping.advantages`, shared with the torch bridge).
 METHODS: dict[str, tuple[str, ...]] = {name: m.params for name, m in _RULES.items()}
+"""Advantage rules by name: the array parameters each uses (the rules themselves are those of
+:func:`simplexlab.shaping.advantages`, shared with the torch bridge)."""
 
 #: Array parameters (swept inside one compiled program) and their defaults.
 PARAMS = {"eta": 0.05, "group_size": 16.0, "p0": 0.5, "instance": 0.0, "delta_fn": 0.0,

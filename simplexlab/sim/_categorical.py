@@ -483,10 +483,10 @@ def run(config: CategoricalConfig, key, num_steps: int, stride: int = 1):
     return trajectory(sim, key, sim.default_params(), num_steps=num_steps, stride=stride)
 
 
-#: Group-level advantage functions by name (``Categorical.make(advantage=...)``): the rules of
-#: :data:`simplexlab.shaping.METHODS` that map one group's real-valued rewards alone.
 ADVANTAGES = {name: m.group_function for name, m in _RULES.items()
               if m.group_function is not None}
+"""Group-level advantage functions by name (``Categorical.make(advantage=...)``): the rules of
+:data:`simplexlab.shaping.METHODS` that map one group's real-valued rewards alone."""
 _POLICY_FIELDS = ("num_actions", "num_correct", "anchor_logit", "correct_logit",
                   "incorrect_logit", "r_correct", "r_wrong")
 _CONFIG_FIELDS = ("group_size", "advantage", "surrogate", "reduction", "optimizer", "dtype")

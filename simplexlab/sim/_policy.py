@@ -29,10 +29,10 @@ __all__ = ["OPTIMIZERS", "REDUCTIONS", "SURROGATES", "default_float", "gradient_
 SURROGATES = ("probability", "log_likelihood")
 REDUCTIONS = ("mean", "sum")
 
-#: Optimizers by name (``make(optimizer=...)`` of the simulators, sweep configs).
 OPTIMIZERS: dict[str, Callable[[Any], optax.GradientTransformation]] = {
     "sgd": optax.sgd, "adam": optax.adam, "adamw": optax.adamw,
     "momentum": lambda lr: optax.sgd(lr, momentum=0.9)}
+"""Optimizers by name (``make(optimizer=...)`` of the simulators, sweep configs)."""
 
 
 def default_float():

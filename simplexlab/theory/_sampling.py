@@ -446,7 +446,7 @@ def _categorical(core):
 
 @_categorical
 @jax.jit
-def _logit_update(pi, correct, sampled, n, eta, rc, rw):
+def logit_update(pi, correct, sampled, n, eta, rc, rw):
     r"""One-step logit update, F-GRPO eq. (7): :math:`\Delta z_i = \frac{\eta}{N} p_i (R_i - S_R)`,
     with :math:`R_i = R_c` on sampled correct, :math:`R_w` on sampled incorrect and 0 on unsampled
     actions. Arguments: ``(pi, correct, sampled, group_size, eta=1, r_correct=1, r_wrong=-1)``."""
@@ -457,7 +457,7 @@ def _logit_update(pi, correct, sampled, n, eta, rc, rw):
 
 @_categorical
 @jax.jit
-def _mass_balance(pi, correct, sampled, n, eta, rc, rw):
+def mass_balance(pi, correct, sampled, n, eta, rc, rw):
     r"""First-order change of the correct mass, F-GRPO eq. (8) (Hu et al. 2025):
 
     .. math:: \Delta Q_{pos} = \frac{\eta}{N}\Big[(R_c - S_R) Q_{neg} A_2 + (S_R - R_w) Q_{pos} B_2
@@ -473,7 +473,7 @@ def _mass_balance(pi, correct, sampled, n, eta, rc, rw):
 
 @_categorical
 @jax.jit
-def _unsampled_correct_change(pi, correct, sampled, n, eta, rc, rw):
+def unsampled_correct_change(pi, correct, sampled, n, eta, rc, rw):
     r"""First-order change of the unsampled-correct mass, F-GRPO Proposition 3.2, eq. (13):
 
     .. math:: \Delta Q_{u,pos} = \frac{\eta}{N}\Big[-S_R U_{pos,2} - Q_{u,pos}\big((R_c - S_R) A_2
@@ -485,11 +485,6 @@ def _unsampled_correct_change(pi, correct, sampled, n, eta, rc, rw):
     u2 = st.u_pos2 + st.u_neg2
     return eta / n * (-st.s_r * st.u_pos2 - st.q_u_pos * (
         (rc - st.s_r) * st.a2 + (rw - st.s_r) * st.b2 - st.s_r * u2))
-
-
-logit_update = _logit_update
-mass_balance = _mass_balance
-unsampled_correct_change = _unsampled_correct_change
 
 
 # --------------------------------------------------------------------------------------------

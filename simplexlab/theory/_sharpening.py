@@ -289,10 +289,10 @@ def ratio_r_simplified(y_k, a_sum, n_o, group_size, lam_over_rho, *, form: str =
     raise ValueError(f"form must be 'appendix' or 'main'; got {form!r}")
 
 
-#: the toy's labels, in the row order of :func:`toy_embeddings` (SC §2.4)
 TOY_LABELS = ("Cat", "Dog", "Persian", "Siamese")
-#: the Siamese variants of SC §2.4 / App. G, most to least similar to Persian
+"""The toy's labels, in the row order of :func:`toy_embeddings` (SC §2.4)."""
 TOY_SIMILARITIES = ("High", "Mid", "Low")
+"""The Siamese variants of SC §2.4 / App. G, most to least similar to Persian."""
 _E_CAT = ("0.5", "0.5", "0.5", "0.1")
 _E_DOG = ("0.1", "0.1", "0.1", "0.9")
 _E_PERSIAN = ("0.75", "0.5", "0.25", "0.1")

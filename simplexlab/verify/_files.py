@@ -17,8 +17,8 @@ from ._verify import VERIFY_OPTIONS
 
 __all__ = ["FORMAT", "load_schedule", "load_schedule_config", "save_schedule"]
 
-#: the ``format`` field of a saved schedule file
 FORMAT = "simplexlab.gain_schedule/1"
+"""The ``format`` field of a saved schedule file."""
 
 
 def save_schedule(path: str | os.PathLike, schedule: GainSchedule,

@@ -80,8 +80,8 @@ from ._report import GROWTH_FROM, GROWTH_TO, ScheduleReport
 __all__ = ["BOUND_GROUP_SIZES", "COMPOSITIONS", "VERIFY_OPTIONS", "bad_bonus_growth",
            "verify_schedule"]
 
-#: group sizes of check (c): one incorrect rollout out of G, so p̂ = 1/G
 BOUND_GROUP_SIZES = tuple(2**k for k in range(1, 13))  # 2 .. 4096
+"""Group sizes of check (c): one incorrect rollout out of G, so p̂ = 1/G."""
 _ZERO = 1e-9  # |B_b| below this counts as 0 in the growth ratio
 _FLIP_EPS = 1e-9  # a_y/κ below −_FLIP_EPS is a flip (exact cancellation, λ0 = 1 under B, is not)
 
@@ -105,6 +105,8 @@ def _good_counts(comp: str, n: int, K: int) -> np.ndarray:
 
 
 COMPOSITIONS = ("uniform", "dominant", "all-but-one")
+"""How check (c) spreads the G − 1 correct rollouts of a group over the K good clusters:
+``uniform``, ``dominant`` (80 % in one) and ``all-but-one`` (G − 2 in one, 1 in another)."""
 
 _stats = eqx.filter_jit(g2rpo_stats)  # the gain goes in as an array: one compilation for all λ
 
@@ -471,6 +473,6 @@ def verify_schedule(
                           curves=curves, elapsed_s=elapsed)
 
 
-#: the keyword arguments of :func:`verify_schedule` (the ``[verify]`` table of a config file)
 VERIFY_OPTIONS = tuple(n for n in inspect.signature(verify_schedule).parameters
                        if n not in ("schedule", "progress"))
+"""The keyword arguments of :func:`verify_schedule` (the ``[verify]`` table of a config file)."""

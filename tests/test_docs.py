@@ -1,0 +1,91 @@
+"""The documentation site builds in strict mode (``mkdocs build --strict``, what ``simplexlab
+docs`` runs): every public name of every layer face is documented and in the API reference,
+every committed figure is in the gallery, and every notebook of ``notebooks/`` is executed in
+quick mode during the build, so none can rot. Without the ``docs`` extra the notebooks still run
+here, as scripts (the fallback), and the site test is skipped saying why.
+"""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.py"))
+HAVE_DOCS = all(importlib.util.find_spec(m) is not None
+                for m in ("mkdocs", "material", "mkdocstrings_handlers", "mkdocs_jupyter"))
+NO_DOCS = 'the docs extra is not installed (python -m pip install -e ".[docs]")'
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("simplexlab_docs_hooks", ROOT / "docs" /
+                                                  "_hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks found"
+
+
+@pytest.mark.skipif(HAVE_DOCS, reason="executed by the docs build (test_site_builds)")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_in_quick_mode(path, tmp_path):
+    env = dict(os.environ, SIMPLEXLAB_QUICK="1", MPLBACKEND="Agg", SIMPLEXLAB_PROGRESS="0")
+    proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (
+        f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("griffe") is None, reason=NO_DOCS)
+def test_undocumented_public_names_are_found(tmp_path):
+    """The check the build runs finds a face name without a docstring (and only that one)."""
+    hooks = _hooks()
+    for layer in hooks.LAYERS:
+        face = tmp_path / "simplexlab" / layer
+        face.mkdir(parents=True)
+        (face / "__init__.py").write_text(
+            f'"""The {layer} face."""\nfrom ._m import documented, bare\n'
+            '__all__ = ["documented", "bare", "CONST"]\n'
+            'CONST = 1\n"""A documented constant."""\n')
+        (face / "_m.py").write_text('def documented():\n    """Docs."""\n\n\ndef bare():\n'
+                                    '    return 1\n')
+    (tmp_path / "simplexlab" / "__init__.py").write_text("")
+    faces = hooks.face_names(tmp_path)
+    assert hooks.undocumented(faces) == [f"simplexlab.{layer}.bare" for layer in hooks.LAYERS]
+
+
+@pytest.mark.skipif(not HAVE_DOCS, reason=NO_DOCS)
+@pytest.mark.slow
+def test_site_builds(tmp_path):
+    site = tmp_path / "site"
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
+                           str(ROOT / "mkdocs.yml"), "--site-dir", str(site)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-8000:]
+    # the tutorials ran: every notebook's page holds its executed outputs
+    for notebook in NOTEBOOKS:
+        html = (site / "notebooks" / f"{notebook.stem}.html").read_text()
+        assert "jp-OutputArea-output" in html, f"{notebook.name}: no output on its page"
+    # figures are drawn inline
+    assert 'src="data:image/png' in (site / "getting-started" / "phase_portrait.html").read_text()
+    # every public name of every face has its entry in the API reference
+    hooks = _hooks()
+    for layer, rows in hooks.face_names().items():
+        html = (site / "api" / f"{layer}.html").read_text()
+        for name, _doc, _how in rows:
+            assert re.search(rf'id="(simplexlab\.{layer}\.)?{re.escape(name)}"', html), (
+                f"simplexlab.{layer}.{name} is not in the API reference")
+    # every committed figure is in the gallery, with the command that regenerates it
+    gallery = "".join(p.read_text() for p in (site / "gallery").glob("*.html"))
+    for png in (ROOT / "figures").glob("*.png"):
+        assert (site / "gallery" / "figures" / png.name).is_file(), png.name
+        assert f"figures/{png.name}" in gallery, png.name
+    assert "simplexlab reproduce" in gallery and "--full" in gallery
