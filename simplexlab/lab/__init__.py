@@ -25,6 +25,15 @@ _LAZY = {
     "run_experiment": "_registry",
     "main": "_cli",
     "FIXED_POINT_STYLE": "plotting",
+    "METHOD_STYLES": "plotting",
+    "MethodStyle": "plotting",
+    "claim_lines": "plotting",
+    "figure_note": "plotting",
+    "legend_outside": "plotting",
+    "method_style": "plotting",
+    "use_style": "plotting",
+    "claim_status": "_status",
+    "experiment_status": "_status",
     "mark_fixed_points": "plotting",
     "plot_training": "plotting",
     "simplex_grid": "plotting",
@@ -35,16 +44,24 @@ _LAZY = {
 }
 
 __all__ = [
-    "FIXED_POINT_STYLE",
     "Context",
     "Experiment",
+    "FIXED_POINT_STYLE",
+    "METHOD_STYLES",
+    "MethodStyle",
     "atomic_write_bytes",
     "atomic_write_json",
+    "claim_lines",
+    "claim_status",
     "experiment",
+    "experiment_status",
+    "figure_note",
+    "legend_outside",
     "load_experiment_module",
     "load_experiments",
     "main",
     "mark_fixed_points",
+    "method_style",
     "plot_training",
     "progress",
     "provenance",
@@ -56,6 +73,7 @@ __all__ = [
     "to_barycentric",
     "to_cartesian",
     "to_jsonable",
+    "use_style",
 ]
 
 
@@ -82,13 +100,21 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above loa
         registry,
         run_experiment,
     )
+    from ._status import claim_status, experiment_status
     from .plotting import (
         FIXED_POINT_STYLE,
+        METHOD_STYLES,
+        MethodStyle,
+        claim_lines,
+        figure_note,
+        legend_outside,
         mark_fixed_points,
+        method_style,
         plot_training,
         simplex_grid,
         stream_on_simplex,
         ternary_axes,
         to_barycentric,
         to_cartesian,
+        use_style,
     )
