@@ -105,9 +105,15 @@ def legend_outside(target, *, where: str = "right", handles=None, labels=None, n
     kw = dict(frameon=False, ncol=ncol, title=title, fontsize=fontsize)
     if where == "right":
         kw.update(loc="center left", bbox_to_anchor=(1.01, 0.5))
-    else:
-        kw.update(loc="upper center",
-                  bbox_to_anchor=(0.5, -0.02 if is_fig else -0.16))
+    elif is_fig:
+        kw.update(loc="upper center", bbox_to_anchor=(0.5, -0.02))
+    else:  # below the axes' tick labels and x label, a fixed distance in points
+        from matplotlib.transforms import offset_copy
+
+        drop = 22 + (16 if target.get_xlabel() else 0)
+        kw.update(loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                  bbox_transform=offset_copy(target.transAxes, fig=target.figure, y=-drop,
+                                             units="points"))
     return target.legend(handles, labels, **kw)
 
 
