@@ -26,6 +26,7 @@ __all__ = [
     "figure_note",
     "legend_outside",
     "method_style",
+    "shades",
     "use_style",
     "mark_fixed_points",
     "plot_training",
@@ -75,6 +76,15 @@ def method_style(method: str) -> MethodStyle:
         return METHOD_STYLES[method]
     except KeyError:
         raise ValueError(f"method must be one of {sorted(METHOD_STYLES)}; got {method!r}") from None
+
+
+def shades(method: str, n: int) -> list[str]:
+    """``n`` shades of the registered colour of ``method``, lighter first, the last one the
+    registered colour itself: for one rule at several settings (e.g. G²RPO at several λ0)."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    base = np.asarray(to_rgb(method_style(method).color))
+    return [to_hex(base + (1.0 - base) * 0.75 * (n - 1 - i) / max(n - 1, 1)) for i in range(n)]
 
 
 #: readable sizes for every figure (points)
