@@ -79,12 +79,16 @@ def method_style(method: str) -> MethodStyle:
 
 
 def shades(method: str, n: int) -> list[str]:
-    """``n`` shades of the registered colour of ``method``, lighter first, the last one the
-    registered colour itself: for one rule at several settings (e.g. G²RPO at several λ0)."""
+    """``n`` shades of the registered colour of ``method``, from lighter (mixed with white) to
+    darker (mixed with black), the registered colour in the middle (alone when ``n = 1``): for
+    one rule at several settings (e.g. G²RPO at several λ0)."""
     from matplotlib.colors import to_hex, to_rgb
 
     base = np.asarray(to_rgb(method_style(method).color))
-    return [to_hex(base + (1.0 - base) * 0.75 * (n - 1 - i) / max(n - 1, 1)) for i in range(n)]
+    out = []
+    for t in np.linspace(0.45, -0.45, n) if n > 1 else [0.0]:
+        out.append(to_hex(base + (1.0 - base) * t if t >= 0 else base * (1.0 + t)))
+    return out
 
 
 #: readable sizes for every figure (points)
