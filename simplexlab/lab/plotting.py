@@ -150,7 +150,6 @@ def figure_note(fig, lines, *, differs=(), fontsize: float = 8.5):
     text += [f"differs from the paper: {d}" for d in differs]
     if not text:
         return None
-    fig.canvas.draw()
     box = fig.get_tightbbox(fig.canvas.get_renderer())
     y = box.y0 / fig.get_size_inches()[1] - 0.01  # the bottom of what is drawn, in fig coords
     x = max(box.x0 / fig.get_size_inches()[0], 0.0)
