@@ -108,14 +108,18 @@ def _time_to_event(times, event, steps) -> dict:
             "horizon": int(steps[-1])}
 
 
-def _km_panel(ax, steps, runs: dict, colors: dict, labels: dict, title: str):
+def _km_panel(ax, steps, runs: dict, colors: dict, labels: dict, title: str, short=None):
     """Kaplan–Meier fraction collapsed vs step; censored runs marked at the horizon."""
+    cens = []
     for key, (times, event) in runs.items():
         km = kaplan_meier(times, event, steps)
-        ax.step(steps, km, where="post", color=colors[key], lw=1.8,
-                label=f"{labels[key]} ({int((~event).sum())}/{times.size} censored)")
+        ax.step(steps, km, where="post", color=colors[key], lw=1.8, label=labels[key])
+        cens.append(f"{int((~event).sum())}")
         if (~event).any():
             ax.plot(steps[-1], km[-1], marker="|", ms=14, mew=2, color=colors[key])
+    title += (f"\ncensored at step {int(steps[-1])} (of {times.size}): "
+              + ", ".join(f"{(short or labels)[k]}: {c}" for k, c in zip(runs, cens,
+                                                                       strict=True)))
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("training step")
     ax.set_ylabel(f"fraction of seeds collapsed\n(π(Cat) or π(Persian) ≥ {COLLAPSED:g})")
@@ -315,7 +319,8 @@ def collapse(ctx: Context) -> dict:
             ax.grid(alpha=0.3)
             _km_panel(axes[1, k], steps, {G: events[(n, G)] for G in GROUP_SIZES}, COLORS,
                       {G: f"G = {G}" for G in GROUP_SIZES},
-                      f"({'def'[k]}) time to collapse, {S} seeds")
+                      f"({'def'[k]}) time to collapse, {S} seeds",
+                      short={G: f"G={G}" for G in GROUP_SIZES})
         legend_outside(axes[0, -1], ncol=1)
         legend_outside(axes[1, -1], title=f"Kaplan–Meier; bar: censored\nat step "
                                           f"{COMMON['steps']} (not collapsed)")
@@ -709,7 +714,8 @@ def mitigation(ctx: Context) -> dict:
                                       ("adamw", f"AdamW η = {c['adamw_eta']:g}"))):
         _km_panel(axes[row, 2], steps, {v: events[(opt, v)] for v in variants},
                   {v: style[v][0] for v in variants}, {v: style[v][1] for v in variants},
-                  f"({'cf'[row]}) {lab}: time to collapse, {S} seeds")
+                  f"({'cf'[row]}) {lab}: time to collapse, {S} seeds",
+                  short={"baseline": "none", "iac": "IAC", "dlc": "DLC", "iac_dlc": "IAC+DLC"})
         legend_outside(axes[row, 2], title="Kaplan–Meier; bar: censored at the\nhorizon "
                                            "(not collapsed)")
     axes[0, 2].set_xlabel("")
