@@ -181,7 +181,15 @@ def collision(ctx: Context) -> dict:
     Ly_pm, Kh_pm = Ly.mean(-1), Kh.mean(-1)  # prompt means (gain, seed, step)
     labels = ["GRPO"] + [f"G²RPO λ0 = {g:g}" for g in c["gains"]]
     keys = ["grpo"] + [f"g2rpo_lambda0={g:g}" for g in c["gains"]]
-    colors = ["tab:red", "#6baed6", "#08519c"]
+    from simplexlab.lab.plotting import (
+        claim_lines,
+        figure_note,
+        legend_outside,
+        method_style,
+        shades,
+    )
+
+    colors = [method_style("grpo").color, *shades("g2rpo", len(c["gains"]))]
 
     # representative prompt: initial L_y closest to the median over prompts
     ly0 = Ly[0, 0, 0]
@@ -205,18 +213,17 @@ def collision(ctx: Context) -> dict:
     axes[0].axhline(K, color="k", ls=":", lw=1)
     axes[0].text(steps[-1], K, f"K = {K}", ha="right", va="bottom", fontsize=9)
     axes[0].set_ylim(0.8, K + 0.4)
-    axes[0].set_ylabel(rf"$\hat K$: good modes with $y_j > {c['mode_threshold']:g}$ "
-                       f"(mean over {P} prompts)")
+    axes[0].set_ylabel(rf"$\hat K$: good modes with $y_j > {c['mode_threshold']:g}$"
+                       f"\n(mean over {P} prompts)")
     axes[0].set_title(r"(a) mode coverage $\hat K$ (Fig. 2 centre)")
-    axes[0].legend(fontsize=8, loc="center right")
     for v, txt, va in ((1.0, "1 (one mode)", "bottom"),
                        (1 / K, f"1/K = {1 / K:.3f} (uniform)", "top")):
         axes[1].axhline(v, color="k", ls=":", lw=1)
         axes[1].text(steps[-1], v - 0.01 * (va == "top"), txt, ha="right", va=va, fontsize=9)
     axes[1].set_ylim(0.0, 1.08)
-    axes[1].set_ylabel(rf"within-good concentration $L_y = \|y\|^2$ (mean over {P} prompts)")
+    axes[1].set_ylabel(rf"concentration $L_y = \|y\|^2$" f"\n(mean over {P} prompts)")
     axes[1].set_title(r"(b) concentration $L_y$ (Fig. 3 top)")
-    axes[1].legend(fontsize=8, loc="center right")
+    legend_outside(axes[1], where="below", ncol=2)
 
     ax = axes[2]
     idx = np.arange(K)
@@ -233,17 +240,23 @@ def collision(ctx: Context) -> dict:
     ax.axhline(1 / K, color="k", ls=":", lw=1, label="1/K")
     ax.set_xticks(idx, [f"{j + 1}" for j in idx])
     ax.set_xlabel("good mode j")
-    ax.set_ylabel(r"within-good mass $y_j$ (seed mean, bars: 2.5–97.5 %)")
+    ax.set_ylabel("within-good mass $y_j$\n(seed mean; bars: 2.5–97.5 % over seeds)")
     ax.set_ylim(0, 1.05)
-    ax.set_title(f"(c) representative prompt #{rep}: y before/after (Fig. 3 bottom)")
-    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title(f"(c) prompt #{rep}: y before/after (Fig. 3 bottom)")
+    legend_outside(ax, where="below")
     ax.grid(alpha=0.3, axis="y")
     fig.suptitle(
         f"G²RPO Fig. 2–3 on the (K+M)-mode bandit: K = {K} good + M = {M} bad modes, "
-        f"G = {G}, η = {st['eta']:g}, p0 = {c['p0']:g}, {P} prompts (Dirichlet(1) start, "
+        f"G = {G}, η = {st['eta']:g}, p0 = {c['p0']:g},\n{P} prompts (Dirichlet(1) start, "
         f"instance {c['instance']}) × {S} seeds, {st['steps']} steps; SGD, log-likelihood "
-        f"surrogate; G²RPO: schedule B + neutralizer", fontsize=11)
+        f"surrogate; G²RPO: schedule B + neutralizer")
     fig.tight_layout()
+    figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
+        "a softmax bandit over K known good + M bad modes per prompt (exact clustering, "
+        "perfect verifier) instead of 7B/14B LLMs with DBSCAN clusters",
+        f"SGD on the log-likelihood surrogate, G = {G}, Dirichlet(1) starts; K̂ counts modes "
+        f"with true mass y_j > {c['mode_threshold']:g}; bars of the final y instead of simplex "
+        "paths"])
     ctx.savefig(fig, "collision")
 
     # ---------------- results ----------------
@@ -413,7 +426,15 @@ def neutrality(ctx: Context) -> dict:
     # ---------------- figure ----------------
     fig, axes = plt.subplots(2, 2, figsize=(13, 9), sharex=True,
                              gridspec_kw={"height_ratios": [1.3, 1.0]})
-    cols = ["black", "#fdae61", "#f46d43", "#a50026"]
+    from simplexlab.lab.plotting import (
+        claim_lines,
+        figure_note,
+        legend_outside,
+        method_style,
+        shades,
+    )
+
+    cols = [method_style("grpo").color, *shades("g2rpo", len(c["gains"]))]
     labs = ["λ = 0 (GRPO)"] + [f"λ = {g:g}" for g in c["gains"]]
     dlo = min((dbar - 2 * dse).min(), d_ode.min(), 0.0)
     dhi = max((dbar + 2 * dse).max(), d_ode.max())
@@ -435,24 +456,28 @@ def neutrality(ctx: Context) -> dict:
         top.fill_between([], [], [], color="gray", alpha=0.2, label="seed mean ± 2 SE")
         top.set_ylabel(r"bad mass $\hat p$ (mean over seeds)")
         top.set_ylim(0, c["p0"] + 0.03)
-        top.legend(fontsize=9)
+        if ni == len(neus) - 1:
+            legend_outside(top)
         top.grid(alpha=0.3)
         bot.axhline(0, color="black", lw=1)
         bot.set_ylim(dlo - pad, dhi + pad)
         bot.set_ylabel(r"$\hat p_\lambda - \hat p_{GRPO}$ (paired, same seeds)")
         bot.set_xlabel(f"training step (mean-field time t = step · η, η = {eta:g})")
-        bot.legend(fontsize=9, title="solid: simulation ± 2 SE, dashed: ODE",
-                   title_fontsize=8)
+        if ni == len(neus) - 1:
+            legend_outside(bot, title="solid: simulation ± 2 SE\ndashed: ODE")
         bot.grid(alpha=0.3)
-    axes[0, 0].set_title("(a) without neutralizer (eq. 48): p̂ slows as λ grows")
-    axes[0, 1].set_title("(b) with neutralizer (eq. 53/56): p̂ closer to GRPO")
+    axes[0, 0].set_title("(a) bad mass without the neutralizer (eq. 48)")
+    axes[0, 1].set_title("(b) bad mass with the neutralizer (eq. 53/56)")
     axes[1, 0].set_title("(c) deviation from GRPO, without neutralizer")
     axes[1, 1].set_title("(d) deviation from GRPO, with neutralizer")
     fig.suptitle(
         f"G²RPO Fig. 4 on the (K+M)-mode bandit: K = {K}, M = {M}, y0 = {c['y0']}, "
         f"z0 = {c['z0']}, p0 = {c['p0']:g}, G = {G}, η = {eta:g}, {S} seeds (common random "
-        f"numbers), constant gain λ; SGD, log-likelihood surrogate", fontsize=11)
+        f"numbers), constant gain λ; SGD, log-likelihood surrogate")
     fig.tight_layout()
+    figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
+        "a K + M mode bandit from one fixed start instead of LLM training; constant gain λ",
+        "p̂ is the policy's exact bad mass (seed mean), not the incorrect fraction of rollouts"])
     ctx.savefig(fig, "neutrality")
 
     # ---------------- results ----------------

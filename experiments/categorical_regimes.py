@@ -81,12 +81,12 @@ def run(ctx: Context) -> dict:
     min-over-time M_ret ≥ 0.95 (N ≤ 32; N = 2: 0.994, above 0.99 like N = 131072), because at
     small N the policy barely moves; the claim holds only among N where Q_pos grows
     substantially."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
 
+    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+
+    use_style()
     st = settings(ctx.quick)
     ns = np.asarray(st["ns"])
     m = simulate(ctx, st)
@@ -147,19 +147,25 @@ def run(ctx: Context) -> dict:
         if hi < len(ns) - 1:
             ax.text(np.sqrt(right * ns[-1]), 1.05, "III", ha="center", fontsize=10)
     ax.set_title(r"(c) final $Q_{pos}$ and $\mathcal{M}_{ret}$ vs $N$ (regimes shaded)")
-    ax.legend(fontsize=8, loc="lower right")
+    legend_outside(ax, where="below", ncol=3)
     pol = st["policy"]
     lr = CONFIG["eta"] * st["lr_scale"]
     fig.suptitle(
-        f"F-GRPO Fig. 4 reproduced: A = {pol.num_actions:,} actions ({pol.num_correct:,} "
+        f"F-GRPO Fig. 4: A = {pol.num_actions:,} actions ({pol.num_correct:,} "
         f"correct), T = {int(steps[-1])}, {st['seeds']} seeds; "
         f"{CONFIG['optimizer'].capitalize()} lr {lr:g}"
         + (f" (configured {CONFIG['eta']:g} × {st['lr_scale']:g}, quick mode)"
            if st["lr_scale"] != 1 else "")
-        + f" on the {CONFIG['surrogate']} surrogate, "
+        + f"\non the {CONFIG['surrogate']} surrogate, "
         f"{CONFIG['reduction']} over the group, advantage R − mean R, focal weight "
-        r"$(1-\hat\mu_{pos})^\gamma$", fontsize=11)
+        r"$(1-\hat\mu_{pos})^\gamma$")
     fig.tight_layout()
+    figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
+        f"{CONFIG['optimizer'].capitalize()} on the {CONFIG['surrogate']} surrogate with "
+        f"{CONFIG['reduction']} reduction: App. J names neither optimizer nor surrogate; this "
+        "reading was found by categorical-search (the literal one, SGD on the "
+        "probability-linear surrogate, leaves the policy unchanged)"]
+        + ([f"quick mode: learning rate × {st['lr_scale']:g}"] if st["lr_scale"] != 1 else []))
     ctx.savefig(fig, "categorical_regimes")
 
     # ---------------- statements ----------------

@@ -54,10 +54,11 @@ def run(ctx: Context) -> dict:
     A configuration reproduces Fig. 4 when (I) the smallest N keeps M_ret ≈ 1 with slow Q_pos
     growth, (II) some intermediate N drives Q_pos → ~1 while M_ret collapses, and (III) the
     largest N keeps both high. The verdict per configuration is computed and stored."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+
+    use_style()
 
     st = settings(ctx.quick)
     ns, steps, stride = st["ns"], st["steps"], st["stride"]
@@ -129,17 +130,20 @@ def run(ctx: Context) -> dict:
     handles, labels = axes.flat[0].get_legend_handles_labels()
     handles.append(plt.Line2D([], [], ls="none", marker="s", ms=11, mfc="none",
                               mec="limegreen", mew=2))
-    labels.append("reproduces regimes I, II, III")
+    labels.append("shows regimes I, II, III")
     handles.append(plt.Line2D([], [], color="gray", ls=":"))
     labels.append(rf"initial $Q_{{pos}}$ = {q0:.3f}")
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9,
-               bbox_to_anchor=(0.5, -0.06), frameon=False)
     pol = st["policy"]
     fig.suptitle(
         f"Search over the options App. J leaves open: A = {pol.num_actions:,} "
         f"({pol.num_correct:,} correct), T = {steps}, one seed, γ = 0, advantage R − mean R. "
-        r"Solid: $Q_{pos}$; dashed: $\mathcal{M}_{ret}$ (eq. 26)", fontsize=11)
+        r"Solid: $Q_{pos}$; dashed: $\mathcal{M}_{ret}$ (eq. 26)")
     fig.tight_layout()
+    legend_outside(fig, where="below", handles=handles, labels=labels, ncol=4)
+    figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
+        "one seed per configuration, γ = 0; the options App. J leaves open are searched, the "
+        "chosen one is used by categorical-regimes"]
+        + ([f"quick mode: learning rates × {st['lr_scale']:g}"] if st["lr_scale"] != 1 else []))
     ctx.savefig(fig, "categorical_search")
 
     n_ok = [k for k, v in table.items() if v["reproduces_three_regimes"]]

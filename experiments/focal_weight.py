@@ -23,11 +23,18 @@ def run(ctx: Context) -> dict:
     """Plots the population-limit GRPO advantage magnitudes sqrt((1-mu)/mu) (correct) and
     sqrt(mu/(1-mu)) (incorrect), scaled by the focal weight g = (1-mu)^gamma (F-GRPO eq. 15-16),
     for several gamma, with Monte Carlo estimates of the finite-group magnitudes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from simplexlab.lab.plotting import (
+        claim_lines,
+        figure_note,
+        legend_outside,
+        method_style,
+        shades,
+        use_style,
+    )
+
+    use_style()
     rng = np.random.default_rng(ctx.seed)
     mu = np.linspace(0.01, 0.99, 491)
     mc_mu = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -36,7 +43,8 @@ def run(ctx: Context) -> dict:
                   for m in mc_mu] for gamma in ctx.progress(GAMMAS, desc="MC")}
 
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    colors = plt.cm.plasma(np.linspace(0.0, 0.8, len(GAMMAS)))
+    # γ = 0 is GRPO (its registered colour); γ > 0 are F-GRPO, shades of its colour
+    colors = [method_style("grpo").color, *shades("f_grpo", len(GAMMAS) - 1)]
     curves = {}
     for gamma, c in zip(GAMMAS, colors, strict=True):
         f_c, f_w = (np.asarray(x) for x in S.focal_scaled_advantage(mu, gamma))
@@ -51,17 +59,21 @@ def run(ctx: Context) -> dict:
             "mc_incorrect": [float(e[1].mean) for e in mc[gamma]]}
     ax.plot([], [], "k-", label="correct rollouts")
     ax.plot([], [], "k--", label="incorrect rollouts")
-    ax.plot([], [], "ko", ms=5,
-            label=r"Monte Carlo, $N=256$, $g=(1-\hat\mu)^\gamma$ (correct o / incorrect s)")
+    ax.plot([], [], "o", color="0.4", mec="k", mew=0.5, ms=5,
+            label=r"Monte Carlo, correct ($N=256$, $g=(1-\hat\mu)^\gamma$)")
+    ax.plot([], [], "s", color="0.4", mec="k", mew=0.5, ms=5,
+            label=r"Monte Carlo, incorrect ($N=256$)")
     ax.set_ylim(0, 3)
     ax.set_xlim(0, 1)
     ax.set_xlabel(r"success probability $\mu_{pos}(x)$")
     ax.set_ylabel(r"scaled advantage magnitude $g(x)\cdot|\hat A^{GRPO}|$")
-    ax.set_title(r"F-GRPO Fig. 3: focal weight $g=(1-\mu_{pos})^\gamma$ suppresses high-success "
-                 "prompts", fontsize=10)
+    ax.set_title(r"F-GRPO Fig. 3: focal-weighted advantage magnitude, $g=(1-\mu_{pos})^\gamma$")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper center", ncol=2)
+    legend_outside(ax, where="right")
     fig.tight_layout()
+    figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
+        "γ ∈ {" + ", ".join(f"{g:g}" for g in GAMMAS) + "} is our choice (the paper lists no "
+        "γ values); curves are the population limit, points Monte Carlo over finite groups"])
     ctx.savefig(fig, "focal_weight_fig3")
 
     a_c, a_w = (np.asarray(x) for x in S.grpo_advantage_magnitude(np.asarray(mc_mu)))

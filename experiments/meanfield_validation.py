@@ -147,7 +147,19 @@ def run(ctx: Context) -> dict:
 
     # ---------------- figure ----------------
     fig, axes = plt.subplots(1, 3, figsize=(18, 5.2))
-    colors = dict(zip(SYSTEMS, plt.cm.tab10.colors, strict=False))
+    from simplexlab.lab.plotting import (
+        claim_lines,
+        figure_note,
+        legend_outside,
+        method_style,
+        shades,
+        use_style,
+    )
+
+    use_style()
+    # GRPO in its registered colour; the four G²RPO systems as shades of G²RPO's
+    colors = dict(zip(SYSTEMS, [method_style("grpo").color, *shades("g2rpo", len(SYSTEMS) - 1)],
+                      strict=True))
     ax = axes[0]
     for label, es in errs_a.items():
         c = colors[label]
@@ -160,7 +172,7 @@ def run(ctx: Context) -> dict:
     ax.set_xlabel(r"$h$: step size $\eta = 0.2h$, group size $G = 8/h$")
     ax.set_ylabel(r"$\sup_t$ |ensemble mean − ODE|")
     ax.set_title(f"(a) error vs (η, G) ladder, {st['seeds']} seeds, t ∈ [0, {T:g}]")
-    ax.legend(fontsize=6.5, ncol=1)
+    legend_outside(ax, where="below")
     ax.grid(alpha=0.3, which="both")
 
     ax = axes[1]
@@ -174,7 +186,7 @@ def run(ctx: Context) -> dict:
     ax.set_xlabel("group size G")
     ax.set_ylabel(r"$\sup_t$ |ensemble mean − ODE|")
     ax.set_title(f"(b) error vs G at η = {eta_b:g}, {st['seeds']} seeds")
-    ax.legend(fontsize=6.5)
+    legend_outside(ax, where="below", ncol=2)
     ax.grid(alpha=0.3, which="both")
 
     ax = axes[2]
@@ -192,12 +204,13 @@ def run(ctx: Context) -> dict:
                  f"{tau:.3g}; schedule B, η = {eta_b:g}, {st['rare_seeds']} seeds)", fontsize=10)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower left")
+    legend_outside(ax, where="below", handles=h1 + h2, labels=l1 + l2)
     ax.grid(alpha=0.3, which="both")
     fig.suptitle(f"Finite-group bandit (K = {K}, M = {M}, SGD, log-likelihood surrogate) vs the "
-                 f"G²RPO mean-field ODEs, time map t = step·η; p0 = {P0}, y0 = {Y0}, z0 = {Z0}",
-                 fontsize=11)
+                 f"G²RPO mean-field ODEs, time map t = step·η; p0 = {P0}, y0 = {Y0}, z0 = {Z0}")
     fig.tight_layout()
+    figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
+        "no paper figure: SPEC C7's test of the mean-field ODEs by the finite-group bandit"])
     ctx.savefig(fig, "meanfield_validation")
 
     grpo = slopes.get("GRPO (eq. 22)", {})

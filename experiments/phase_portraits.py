@@ -114,8 +114,13 @@ def run(ctx: Context) -> dict:
     violation = float(np.max(np.maximum(lower - P, 0) / lower) + np.max(np.maximum(P - upper, 0)
                                                                          / upper))
     fig.suptitle("Within-good flow on the simplex, inner time dy/dτ = (1 − λ̃) V(y) "
-                 "[G²RPO Fig. 1 analogue]", fontsize=12)
+                 "[G²RPO Fig. 1 analogue]")
     fig.tight_layout()
+    from simplexlab.lab.plotting import claim_lines, figure_note
+
+    figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
+        "computed streamlines with fixed points and Cor. A.10 envelopes (the paper sketches "
+        "the flow)"])
     ctx.savefig(fig, "phase_portraits")
     results["envelope_max_relative_violation"] = violation
     return {

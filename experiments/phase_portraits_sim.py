@@ -64,16 +64,20 @@ def _simulate(ctx, st, gain):
 def run(ctx: Context) -> dict:
     """Seed-mean paths of the bandit's within-good composition on the simplex, with the
     mean-field streamlines, ODE paths from the same starts and classified fixed points."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from simplexlab.lab.plotting import claim_lines, figure_note, use_style
+
+    use_style()
 
     st = settings(ctx.quick)
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
     panels = []
+    from simplexlab.lab.plotting import legend_outside, method_style
+
     for ax, (title, gain) in zip(axes, PANELS, strict=True):
         ds, dyn, ode_y = _simulate(ctx, st, gain)
+        sty = method_style("grpo" if gain is None else "g2rpo")
         field_dyn = mf.GRPO() if gain is None else mf.GoodBonus(gain=mf.ScheduleA(gain))
         f, batched = within_good_field(field_dyn, P0, np.asarray(Z0))
         ternary_axes(ax, title=title)
@@ -87,14 +91,14 @@ def run(ctx: Context) -> dict:
             ode_xy = to_cartesian(ode_y[j])
             ax.plot(ode_xy[:, 0], ode_xy[:, 1], "--", color="0.25", lw=0.9,
                     label="mean-field ODE" if j == 0 else None)
-            ax.plot(sim_xy[:, 0], sim_xy[:, 1], color="tab:red", lw=1.3, alpha=0.85,
-                    label=f"bandit, mean of {st['seeds']} seeds" if j == 0 else None)
-            ax.scatter(*sim_xy[0], s=10, color="tab:red", zorder=5)
+            ax.plot(sim_xy[:, 0], sim_xy[:, 1], color=sty.color, lw=1.3, alpha=0.85,
+                    label=f"{sty.name} bandit, mean of {st['seeds']} seeds" if j == 0 else None)
+            ax.scatter(*sim_xy[0], s=10, color=sty.color, zorder=5)
             # distance of the simulated endpoint to the ODE path (a shape comparison)
             dev.append(float(np.min(np.linalg.norm(ode_y[j] - Y[-1, j], axis=-1))))
         fps = uniform_on_support(K, f)
         mark_fixed_points(ax, fps, legend=gain is not None)
-        ax.legend(fontsize=7, loc="upper right", frameon=False)
+        legend_outside(ax, where="below", ncol=2)
         L_y = ds["L_y"].values[:, -1].mean()
         panels.append({"gain": gain, "final_L_y_mean": float(L_y),
                        "max_endpoint_distance_to_ode_path": float(np.max(dev)),
@@ -104,9 +108,12 @@ def run(ctx: Context) -> dict:
     fig.suptitle(
         f"Within-good composition y of the finite-group bandit (K = {K}, M = {M}, G = {st['G']}, "
         f"η = {st['eta']:g}, {st['steps']} steps, p0 = {P0}, z0 = {Z0}; {st['prompts']} random "
-        "starts) over the mean-field inner-time streamlines dy/dτ = (1 − λ̃) V(y) [G²RPO Fig. 1]",
-        fontsize=10.5)
+        "starts)\nover the mean-field inner-time streamlines dy/dτ = (1 − λ̃) V(y) "
+        "[G²RPO Fig. 1]")
     fig.tight_layout()
+    figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
+        "the paper's panels sketch the ODE alone; here seed-mean paths of the finite-group "
+        "bandit (SGD, log-likelihood surrogate) under GRPO and the good-only bonus (schedule A)"])
     ctx.savefig(fig, "phase_portraits_sim")
     return {
         "parameters": {"K": K, "M": M, "p0": P0, "z0": Z0, "schedule": "A (good-only bonus)",

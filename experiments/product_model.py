@@ -218,7 +218,13 @@ def product_model(ctx: Context) -> dict:
 
     # ---- figure ---------------------------------------------------------------------------
     plt = _setup_matplotlib()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+
+    use_style()
+    fig = plt.figure(figsize=(13, 9))
+    grid = fig.add_gridspec(2, 2, height_ratios=[1.0, 0.8])
+    a1, a2 = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+    a3 = fig.add_subplot(grid[1, :])
     x = lp[0, :per_table2].ravel()
     edges = np.arange(np.floor(x.min()) - 1, np.ceil(x.max()) + 1.5, 0.5)
     a1.hist(x, bins=edges, density=True, color="0.75", label=f"sampled, N = {x.size:,}")
@@ -232,8 +238,7 @@ def product_model(ctx: Context) -> dict:
                    label="paper: mean (solid), min / max (dotted)" if k == "mean" else None)
     a1.set(xlabel=r"$\log_{10}\pi(h)$", ylabel="density",
            title=f"Table 2: {NUM_SEQUENCES:,} sequences")
-    a1.set_ylim(0, 1.5 * a1.get_ylim()[1])  # room for the legend
-    a1.legend(fontsize=8, loc="upper left")
+    legend_outside(a1, where="below")
     edges = np.arange(0.0, np.ceil(ranges[0].max()) + 1.5, 1.0)
     a2.hist(ranges[0], bins=edges, density=True, color="0.75",
             label=f"sampled, {NUM_BATCHES} batches")
@@ -244,10 +249,31 @@ def product_model(ctx: Context) -> dict:
     a2.axvline(paper_range, color="C3", ls="--", lw=0.8, label="paper's Table 4 batch")
     a2.set(xlabel=r"range of $\log_{10}\pi(h)$ in a batch of G = 10", ylabel="density",
            title=f"Table 3: within-batch ranges, {NUM_BATCHES} batches")
-    a2.set_ylim(0, 1.5 * a2.get_ylim()[1])
-    a2.legend(fontsize=8, loc="upper right")
-    fig.suptitle(f"G²RPO App. E toy product model: p = {PROBS}, T = {LENGTH}", fontsize=11)
+    legend_outside(a2, where="below")
+    # Table 4 as a table: our median-range batch beside the paper's batch
+    a3.axis("off")
+    head = (["i"] + [f"n_{t}" for t in TOKENS] + ["log10 π", "π"]
+            + ["paper's counts (A–E)", "paper's log10 π", "recomputed from its counts"])
+    cells = [[str(i + 1)] + [str(n) for n in row["counts"]]
+             + [f"{row['log10_prob']:.2f}", f"{row['prob']:.2e}",
+                " ".join(f"{n:d}" for n in prow[0]), f"{prow[1]:.2f}", f"{rec:.3f}"]
+             for i, (row, prow, rec) in enumerate(zip(ours4, PAPER_TABLE4, recomputed,
+                                                       strict=True))]
+    tab = a3.table(cellText=cells, colLabels=head, loc="upper center", cellLoc="center")
+    tab.auto_set_font_size(False)
+    tab.set_fontsize(9)
+    tab.scale(1.0, 1.3)
+    tab.auto_set_column_width(list(range(len(head))))
+    a3.set_title(f"Table 4: one batch of G = {GROUP_SIZE}, sorted by π — ours: batch "
+                 f"{per_table2 + b} (range {table4['ours']['range']:.2f}, the median of the "
+                 f"range law)\nthe paper's batch: range {paper_range:.2f} (percentile "
+                 f"{table4['paper_check']['range_percentile']:.0f}), per-token factor "
+                 f"{table4['paper_check']['per_token_factor']:.3f} (printed 1.38)")
+    fig.suptitle(f"G²RPO App. E toy product model: p = {PROBS}, T = {LENGTH}")
     fig.tight_layout()
+    figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
+        "our random draws (another sample of the same laws); Table 4 shows our median-range "
+        "batch; the histograms with the exact laws are added"])
     ctx.savefig(fig, "product_model")
 
     statements = {

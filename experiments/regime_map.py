@@ -26,11 +26,12 @@ def run(ctx: Context) -> dict:
     every y) or state-dependent. The region boundaries are compared with λ̃ = 1 (L_y → 1/K) and
     the flip threshold (61) at the worst case L_y = 1; the global sufficient gains (66)
     K(M+1)/(K+M) are marked at L_z = 1/M."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
+
+    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+
+    use_style()
 
     Ks = (2, 4, 8) if ctx.quick else (2, 3, 5, 10)
     n_lam, n_lz, n_ly = (121, 81, 25) if ctx.quick else (241, 161, 41)
@@ -91,9 +92,11 @@ def run(ctx: Context) -> dict:
             "global_flip_gain_eq66": {str(M): float(global_flip_gain(K, M)) for M in Ms},
         }
     axes[0].set_ylabel(r"within-bad concentration $L_z=\|z\|^2$  ($L_z\geq 1/M$)")
-    axes[-1].legend(loc="upper right", fontsize=7, framealpha=0.9)
+    legend_outside(axes[-1])
     fig.suptitle(r"Neutralized within-good drift $dy/d\tau=[1-\tilde\lambda\,\rho(y,z)]\,V(y)$: "
-                 r"regimes over all $y$ (dashed: $\tilde\lambda=1$)", fontsize=11)
+                 r"regimes over all $y$ (dashed: $\tilde\lambda=1$)")
+    figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
+        "no paper figure: G²RPO §D.6 eqs. (57), (60)-(61), (63), (66) computed on a grid"])
     ctx.savefig(fig, "regime_map")
     plt.close(fig)
     return {"parameters": {"K": list(Ks), "grid": [n_lam, n_lz, n_ly], "M_marks": list(Ms),

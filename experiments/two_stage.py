@@ -79,12 +79,27 @@ def settings(quick: bool) -> dict:
 
 
 def _setup_matplotlib():
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from simplexlab.lab.plotting import use_style
+
+    use_style()
     return plt
+
+
+#: a Fig. 1 panel is drawn until the expected dynamics have π(a2) at least this (finished)
+FINISHED = 0.98
+
+
+def _finish_xmax(p, n_steps: int, show: int) -> tuple[int, bool]:
+    """The x-range of a panel that shows its run to the finish: 1.2 × the step where the
+    expected dynamics reach π(a2) ≥ :data:`FINISHED` (rounded up to 500, at least ``show``
+    / 4), at most ``n_steps``; and whether the run got there."""
+    hit = np.flatnonzero(p["mf"][:, 1] >= FINISHED)
+    if not hit.size:
+        return n_steps, False
+    x = int(np.ceil(1.2 * p["steps"][hit[0]] / 500) * 500)
+    return int(min(max(x, show // 4), n_steps)), True
 
 
 def _fl(x) -> float:
@@ -226,12 +241,16 @@ def _draw(ax, p, labels, *, xmax, title, seeds, legend=None, mf=True):
         ax.fill_between([], [], [], color="gray", alpha=0.25,
                         label=f"π band: {LOW:g}–{HIGH:g} % over {seeds} seeds")
         if legend == "axes":
-            ax.legend(fontsize=6.5, loc="center right")
+            from simplexlab.lab.plotting import legend_outside
+
+            legend_outside(ax, where="below", ncol=2)
 
 
 def _figure_legend(fig, ax, ncol=5):
+    from simplexlab.lab.plotting import legend_outside
+
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    legend_outside(fig, where="below", handles=handles, labels=labels, ncol=ncol)
 
 
 def _band_width(p, xmax) -> float:
@@ -366,26 +385,41 @@ def two_stage(ctx: Context) -> dict:
     neg_cross = _fl(mid[cross[0]]) if cross.size else None
 
     # ---------------- figures -----------------------------------------------------------------
+    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside
+
+    status = claim_lines(ctx.name, ctx.out)
+    ours = "rewards r and initial probabilities π0 are ours (the paper prints none)"
     labels3 = ["π(a1): explored, r > 0", "π(a2): unexplored, best r", "π(a3): explored, r = 0"]
     fig, axes = plt.subplots(2, 3, figsize=(15, 8.2), sharey=True)
-    for j, p in enumerate(row1):
+    unfinished = []
+    for j, p in enumerate(row1 + row2):
         pr = p["result"]["probs0"]
-        _draw(axes[0, j], p, labels3, xmax=show, seeds=Sd, legend="proxies" if j == 0 else None,
-              title=f"r = {BASE_REWARDS}, π0 = ({pr[0]:.3f}, {pr[1]:.3f}, {pr[2]:.3f})")
-    for j, p in enumerate(row2):
-        _draw(axes[1, j], p, labels3, xmax=show, seeds=Sd,
-              title=f"r = {rewards_row2[j]}, π0 = {BASE_PROBS0}")
+        xmax, done = _finish_xmax(p, n_steps, show)
+        tail = "" if done else f" — not finished by step {n_steps}"
+        if not done:
+            unfinished.append(str(tuple(p["result"]["rewards"])))
+        ax = axes[j // 3, j % 3]
+        if j < 3:
+            _draw(ax, p, labels3, xmax=xmax, seeds=Sd, legend="proxies" if j == 0 else None,
+                  title=f"r = {BASE_REWARDS}, π0 = ({pr[0]:.3f}, {pr[1]:.3f}, {pr[2]:.3f})"
+                        + tail)
+        else:
+            _draw(ax, p, labels3, xmax=xmax, seeds=Sd,
+                  title=f"r = {rewards_row2[j - 3]}, π0 = {BASE_PROBS0}" + tail)
     for ax in axes[:, 0]:
         ax.set_ylabel("policy probability π(a)")
     axes[0, 0].annotate("row 1: initial probabilities vary", (0.0, 1.13),
                         xycoords="axes fraction", fontsize=9, fontweight="bold")
     axes[1, 0].annotate("row 2: rewards vary", (0.0, 1.13), xycoords="axes fraction",
                         fontsize=9, fontweight="bold")
-    fig.suptitle(f"TS Fig. 1: two-stage probability-mass dynamics of Algorithm 1 (G = {G_PAPER}, "
-                 f"η = {ETA:g}, mean-centred advantages, plain update z ← z + η g/G; "
-                 f"{Sd} seeds)", fontsize=11)
-    _figure_legend(fig, axes[0, 0], ncol=5)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.suptitle(f"TS Fig. 1: probability mass under Algorithm 1 (G = {G_PAPER}, η = {ETA:g}, "
+                 f"mean-centred advantages, plain update z ← z + η g/G; {Sd} seeds); each "
+                 f"panel runs until the expected π(a2) ≥ {FINISHED:g}")
+    _figure_legend(fig, axes[0, 0], ncol=3)
+    fig.tight_layout()
+    figure_note(fig, status, differs=[ours] + ([
+        f"the run ({n_steps} steps, {ctx.mode} mode) ends before r = "
+        f"{', '.join(unfinished)} finishes"] if unfinished else []))
     ctx.savefig(fig, "two_stage_fig1", dpi=DPI[ctx.mode])
 
     fig, axes = plt.subplots(1, 4, figsize=(17, 4.3), sharey=True)
@@ -395,8 +429,9 @@ def two_stage(ctx: Context) -> dict:
     axes[0].set_ylabel("policy probability π(a)")
     fig.suptitle(f"TS Fig. 5: group size G (r = {BASE_REWARDS}, π0 = {BASE_PROBS0}, "
                  f"η = {ETA:g}; {Sd} seeds)", fontsize=11)
-    _figure_legend(fig, axes[0], ncol=5)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    _figure_legend(fig, axes[0], ncol=4)
+    fig.tight_layout()
+    figure_note(fig, status, differs=[ours])
     ctx.savefig(fig, "two_stage_fig5", dpi=DPI[ctx.mode])
 
     fig, axes = plt.subplots(1, 4, figsize=(17, 4.3), sharey=True)
@@ -410,8 +445,12 @@ def two_stage(ctx: Context) -> dict:
     fig.suptitle(f"TS Fig. 6: temperature τ (initial logits z0 = log {BASE_PROBS0} held fixed; "
                  f"G = {G_PAPER}, η = {ETA:g}; exact gradient of log softmax(z/τ); {Sd} seeds)",
                  fontsize=11)
-    _figure_legend(fig, axes[0], ncol=5)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    _figure_legend(fig, axes[0], ncol=4)
+    fig.tight_layout()
+    figure_note(fig, status, differs=[
+        ours, "the initial logits z0 are held fixed as τ varies, not the initial policy π0 "
+              "(the caption says π): π0 = softmax(z0/τ) flattens as τ grows",
+        "the update is the exact gradient of log softmax(z/τ), with its factor 1/τ"])
     ctx.savefig(fig, "two_stage_fig6", dpi=DPI[ctx.mode])
 
     labels4 = ["π(a1): r = 0.5", "π(a2): r = 1 (best)", "π(a3): r = 0 (worst)",
@@ -422,7 +461,7 @@ def two_stage(ctx: Context) -> dict:
     if np.isfinite(a4_steps).any():
         axes[0].axvline(float(np.nanmean(a4_steps)), color=COLORS[3], lw=1.2,
                         label="relatively negative action a1→a4 (seed mean)")
-        axes[0].legend(fontsize=6.5, loc="center right")
+        legend_outside(axes[0], where="below", ncol=2)
     axes[0].set_ylabel("policy probability π(a)")
     lm = l4.mean(0)
     llo, lhi = np.percentile(l4, [LOW, HIGH], axis=0)
@@ -436,10 +475,11 @@ def two_stage(ctx: Context) -> dict:
     axes[1].set_title("logits: z(a2) never falls, z(a3) never rises (mean-centred Â)",
                       fontsize=9)
     axes[1].grid(alpha=0.3)
-    axes[1].legend(fontsize=7)
+    legend_outside(axes[1], where="below", ncol=2)
     fig.suptitle(f"TS Fig. 7: four actions (G = {G_PAPER}, η = {ETA:g}; {Sd} seeds; dashed: "
-                 "expected dynamics)", fontsize=11)
+                 "expected dynamics)")
     fig.tight_layout()
+    figure_note(fig, status, differs=[ours])
     ctx.savefig(fig, "two_stage_fig7", dpi=DPI[ctx.mode])
 
     ncol = 2 if ctx.quick else 3
@@ -456,10 +496,11 @@ def two_stage(ctx: Context) -> dict:
         ax.axvline(neg_cross, color="k", lw=1.0, label="a1 gets more than a3 (seed mean)")
     ax.set_xlim(0, show / 2)
     ax.set_xlabel("training step")
-    ax.set_ylabel(f"negative advantage received per step ({SMOOTH}-step average)")
-    ax.set_title("relative negative gradients (1/G) Σ_{i: a_i = a, Â_i < 0} Â_i move from a3 "
-                 "to a1 (base setting)", fontsize=8.5)
-    ax.legend(fontsize=7)
+    ax.set_ylabel(f"negative advantage per step\n({SMOOTH}-step average)")
+    ax.set_title("relative negative gradients "
+                 r"$\frac{1}{G}\sum_{i:\,a_i=a,\ \hat A_i<0}\hat A_i$"
+                 "\nmove from a3 to a1 (base setting)")
+    legend_outside(ax, where="below", ncol=2)
     ax.grid(alpha=0.3)
     ax = axes[1]
     sws = base_p["switch_steps"]
@@ -470,14 +511,15 @@ def two_stage(ctx: Context) -> dict:
     ax.set_xlabel("stage-switch step (relatively negative action becomes a1)")
     ax.set_ylabel("number of seeds")
     ax.yaxis.get_major_locator().set_params(integer=True)
-    ax.set_title(f"per-seed stage switch, base setting ({Sd} seeds)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(f"per-seed stage switch, base setting ({Sd} seeds)")
+    legend_outside(ax, where="below", ncol=2)
     if padam is not None:
         _draw(axes[2], padam, labels3, xmax=ADAM["steps"], seeds=Sd, legend="axes", mf=False,
               title=f"optax Adam (η = {ETA:g}) instead of the plain update, base setting")
         axes[2].set_ylabel("policy probability π(a)")
-    fig.suptitle("Stage switch in detail (TS Remark 3, App. B.5)", fontsize=11)
+    fig.suptitle("Stage switch in detail (TS Remark 3, App. B.5)")
     fig.tight_layout()
+    figure_note(fig, status, differs=[ours])
     ctx.savefig(fig, "two_stage_switch", dpi=DPI[ctx.mode])
 
     # ---------------- results and statements -----------------------------------------------------

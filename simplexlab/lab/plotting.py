@@ -1,16 +1,33 @@
-"""Plotting helpers (matplotlib) for simplex figures. No numerics live here.
+"""Plotting helpers (matplotlib): the one figure style of the lab, and simplex figures.
+No numerics live here.
+
+One style for every figure: :data:`METHOD_STYLES` gives each advantage rule of
+:data:`simplexlab.shaping.METHODS` its colour, line style, marker and display name (GRPO is the
+same colour in every figure); :func:`use_style` sets readable font sizes; :func:`legend_outside`
+puts a legend beside or below the data, never on it; :func:`figure_note` prints, under the
+figure, the status of the experiment's claims (:func:`claim_lines`, from the claims report) and
+every setting that differs from the paper.
 
 Ternary convention: vertex ``e_0`` at the bottom left, ``e_1`` at the bottom right, ``e_2`` on top.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
 
 __all__ = [
     "FIXED_POINT_STYLE",
+    "METHOD_STYLES",
+    "MethodStyle",
+    "claim_lines",
+    "figure_note",
+    "legend_outside",
+    "method_style",
+    "shades",
+    "use_style",
     "mark_fixed_points",
     "plot_training",
     "simplex_grid",
@@ -19,6 +36,126 @@ __all__ = [
     "to_barycentric",
     "to_cartesian",
 ]
+
+@dataclasses.dataclass(frozen=True)
+class MethodStyle:
+    """How one advantage rule is drawn: colour, line style, marker and display name."""
+
+    color: str
+    ls: str
+    marker: str
+    name: str
+
+    def kwargs(self, **override) -> dict:
+        """``color``/``ls``/``marker``/``label`` for ``ax.plot`` (``override`` wins)."""
+        return {"color": self.color, "ls": self.ls, "marker": self.marker, "label": self.name,
+                **override}
+
+
+#: The one style table of the lab, keyed by the rule names of :data:`simplexlab.shaping.METHODS`
+#: (a test checks that the keys are exactly those names).
+METHOD_STYLES: dict[str, MethodStyle] = {
+    "grpo": MethodStyle("#1f77b4", "-", "o", "GRPO"),
+    "g2rpo": MethodStyle("#ff7f0e", "-", "s", "G²RPO"),
+    "g2rpo_bonus": MethodStyle("#d62728", "-.", "D", "G²RPO (bonus)"),
+    "raw": MethodStyle("#7f7f7f", "-", "v", "raw reward"),
+    "mean_shifted": MethodStyle("#2ca02c", "-", "^", "mean-shifted"),
+    "dr_grpo": MethodStyle("#9467bd", "-", "P", "Dr.GRPO"),
+    "rloo": MethodStyle("#8c564b", "-", "X", "RLOO"),
+    "reinforce_pp": MethodStyle("#e377c2", "-", "h", "REINFORCE++"),
+    "f_grpo": MethodStyle("#bcbd22", "-", "<", "F-GRPO"),
+    "iac": MethodStyle("#17becf", "-", ">", "DAPO-IAC"),
+    "grpo_n": MethodStyle("#393b79", "--", "p", "GRPO-N"),
+    "progrpo": MethodStyle("#b8860b", "-", "*", "ProGRPO"),
+}
+
+
+def method_style(method: str) -> MethodStyle:
+    """The registered style of the rule ``method`` (``ValueError`` for an unknown rule)."""
+    try:
+        return METHOD_STYLES[method]
+    except KeyError:
+        raise ValueError(f"method must be one of {sorted(METHOD_STYLES)}; got {method!r}") from None
+
+
+def shades(method: str, n: int) -> list[str]:
+    """``n`` shades of the registered colour of ``method``, from lighter (mixed with white) to
+    darker (mixed with black), the registered colour in the middle (alone when ``n = 1``): for
+    one rule at several settings (e.g. G²RPO at several λ0)."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    base = np.asarray(to_rgb(method_style(method).color))
+    out = []
+    for t in np.linspace(0.45, -0.45, n) if n > 1 else [0.0]:
+        out.append(to_hex(base + (1.0 - base) * t if t >= 0 else base * (1.0 + t)))
+    return out
+
+
+#: readable sizes for every figure (points)
+FONT_SIZES = {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10,
+              "xtick.labelsize": 9, "ytick.labelsize": 9, "legend.fontsize": 9,
+              "figure.titlesize": 12}
+
+
+def use_style() -> None:
+    """Set the lab's font sizes (:data:`FONT_SIZES`) and the Agg backend; call before drawing."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams.update(FONT_SIZES)
+
+
+def legend_outside(target, *, where: str = "right", handles=None, labels=None, ncol: int = 1,
+                   title: str | None = None, fontsize: float | None = None):
+    """A legend outside the data: ``where="right"`` beside the axes ``target`` (or the figure),
+    ``"below"`` under it. ``target`` is an ``Axes`` or a ``Figure`` (then ``handles``/``labels``
+    default to the first axes' entries). Returns the legend."""
+    if where not in ("right", "below"):
+        raise ValueError(f"where must be 'right' or 'below'; got {where!r}")
+    is_fig = hasattr(target, "axes") and not hasattr(target, "plot")
+    if handles is None:
+        src = target.axes[0] if is_fig else target
+        handles, labels = src.get_legend_handles_labels()
+    kw = dict(frameon=False, ncol=ncol, title=title, fontsize=fontsize)
+    if where == "right":
+        kw.update(loc="center left", bbox_to_anchor=(1.01, 0.5))
+    elif is_fig:
+        kw.update(loc="upper center", bbox_to_anchor=(0.5, -0.02))
+    else:  # below the axes' tick labels and x label, a fixed distance in points
+        from matplotlib.transforms import offset_copy
+
+        drop = 22 + (16 if target.get_xlabel() else 0)
+        kw.update(loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                  bbox_transform=offset_copy(target.transAxes, fig=target.figure, y=-drop,
+                                             units="points"))
+    return target.legend(handles, labels, **kw)
+
+
+def claim_lines(experiment: str, out_dir) -> list[str]:
+    """The claim status lines of ``experiment`` from the claims report of ``out_dir``
+    (:func:`simplexlab.lab._status.experiment_status`), or the one line saying they were not
+    evaluated."""
+    from ._status import NOT_EVALUATED, experiment_status
+
+    status = experiment_status(experiment, out_dir)
+    return [f"claim {name}: {line}" for name, line in status] or [NOT_EVALUATED]
+
+
+def figure_note(fig, lines, *, differs=(), fontsize: float = 8.5):
+    """Print ``lines`` (the claim status lines, :func:`claim_lines`) and, after
+    ``"differs from the paper: "``, each setting of ``differs`` under everything already drawn
+    on ``fig`` (legends below the axes included). Call it last, before saving. Returns the
+    text artist."""
+    text = [str(x) for x in lines]
+    text += [f"differs from the paper: {d}" for d in differs]
+    if not text:
+        return None
+    box = fig.get_tightbbox(fig.canvas.get_renderer())
+    y = box.y0 / fig.get_size_inches()[1] - 0.01  # the bottom of what is drawn, in fig coords
+    x = max(box.x0 / fig.get_size_inches()[0], 0.0)
+    return fig.text(x, y, "\n".join(text), ha="left", va="top", fontsize=fontsize,
+                    color="0.15", wrap=False)
+
 
 _CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, np.sqrt(3) / 2]])
 
@@ -114,16 +251,17 @@ def mark_fixed_points(ax, fixed_points, *, size: float = 60.0, legend: bool = Fa
         ax.legend(loc="upper right", fontsize=8, frameon=False)
 
 
-#: colours and labels of the training methods in :func:`plot_training`
-METHOD_STYLE = {"grpo": ("tab:blue", "GRPO"), "g2rpo": ("tab:orange", "G²RPO")}
-TRAINING_PANELS = (("p", "bad mass p (1 − accuracy)"), ("L_y", "concentration L_y = ||y||²"),
-                   ("K_hat", "good modes K̂ (y_j > {threshold:g})"))
+#: ``(history key, panel title, y-axis label)`` of :func:`plot_training`
+TRAINING_PANELS = (("p", "bad mass p (1 − accuracy)", "bad mass p (probability)"),
+                   ("L_y", "concentration L_y = ||y||²", "L_y (1/K uniform … 1 one mode)"),
+                   ("K_hat", "good modes K̂ (y_j > {threshold:g})", "K̂ (number of modes)"))
 
 
 def plot_training(histories: dict, predictions: dict | None = None, *, K: int | None = None,
                   labels: dict | None = None, title: str = "", mode_threshold: float = 0.05):
     """Training curves of the LLM driver: ``p``, ``L_y`` and ``K̂`` against the step, one line
-    per method (seed mean, min–max band over seeds) and, dashed, its mean-field prediction.
+    per method in its registered style (:data:`METHOD_STYLES`; seed mean, and with more than
+    one seed a min–max band over seeds) and, dashed, its mean-field prediction.
 
     ``histories``: ``{method: [history, ...]}`` (one history per seed: the rows of
     :func:`simplexlab.llm.train`); ``predictions``: ``{method: {"step", "p", "L_y", "K_hat"}}``;
@@ -131,34 +269,41 @@ def plot_training(histories: dict, predictions: dict | None = None, *, K: int | 
     Returns the figure."""
     import matplotlib.pyplot as plt
 
+    use_style()
     labels = labels or {}
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.8))
-    for ax, (key, name) in zip(axes, TRAINING_PANELS, strict=True):
-        for i, (m, runs) in enumerate(histories.items()):
-            color, short = METHOD_STYLE.get(m, (f"C{i + 2}", m))
+    banded = False
+    for ax, (key, name, ylabel) in zip(axes, TRAINING_PANELS, strict=True):
+        for m, runs in histories.items():
+            style = method_style(m)
             rows = [[r for r in h if key in r] for h in runs]
             steps = np.asarray([r["step"] for r in rows[0]], float)
             v = np.asarray([[r[key] for r in h] for h in rows], float)
             n = len(v)
-            ax.plot(steps, v.mean(0), color=color, lw=2,
-                    label=f"{labels.get(m, short)} (measured, {n} seed{'s' * (n > 1)})")
+            ax.plot(steps, v.mean(0), color=style.color, ls=style.ls, lw=2,
+                    label=f"{labels.get(m, style.name)} (measured, "
+                          f"{'mean of ' if n > 1 else ''}{n} seed{'s' * (n > 1)})")
             if n > 1:
-                ax.fill_between(steps, v.min(0), v.max(0), color=color, alpha=0.2)
+                ax.fill_between(steps, v.min(0), v.max(0), color=style.color, alpha=0.2, lw=0)
+                banded = True
             if predictions and m in predictions:
                 pr = predictions[m]
-                ax.plot(pr["step"], pr[key], color=color, ls="--", lw=1.5,
-                        label=f"{short} mean-field")
+                ax.plot(pr["step"], pr[key], color=style.color, ls="--", lw=1.5,
+                        label=f"{style.name} mean-field prediction")
         if key == "L_y" and K:
             ax.axhline(1 / K, color="grey", lw=0.8, ls=":")
             ax.annotate("1/K", (1.0, 1 / K), xycoords=("axes fraction", "data"), fontsize=8,
                         color="grey", va="bottom", ha="right")
         ax.set_title(name.format(threshold=mode_threshold))
         ax.set_xlabel("training step")
+        ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=2, fontsize=8, frameon=False,
-               bbox_to_anchor=(0.5, -0.02))
+    if banded:
+        handles.append(plt.matplotlib.patches.Patch(color="grey", alpha=0.3))
+        names.append("shaded band: min–max over seeds")
+    legend_outside(fig, where="below", handles=handles, labels=names, ncol=2)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.tight_layout()
     return fig
