@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from simplexlab import sampling, sweep
-from simplexlab.lab import Context, experiment
+from simplexlab.lab import Context, experiment, first_event, kaplan_meier
 
 #: Settings shared by every figure; one fixed chunk size lets every sweep with the same static
 #: settings reuse one compiled program (compiling, not simulating, is most of a quick run).
@@ -74,26 +74,9 @@ def collapse_times(pi: np.ndarray, steps) -> tuple[np.ndarray, np.ndarray]:
     """Time to collapse per seed from ``π(label | Persian)`` ``(seed, step, 4)``: the first
     recorded step where max(π(Cat), π(Persian)) ≥ :data:`COLLAPSED`, and whether it happened
     (``False``: censored at the last step)."""
-    lead = np.maximum(pi[..., CAT], pi[..., PERSIAN]) >= COLLAPSED
-    event = lead.any(-1)
-    t = np.asarray(steps, float)[np.argmax(lead, -1)]
-    return np.where(event, t, float(steps[-1])), event
-
-
-def kaplan_meier(times: np.ndarray, event: np.ndarray, grid) -> np.ndarray:
-    """The Kaplan–Meier estimate of the fraction that has had the event by each step of
-    ``grid``: ``1 − Π_{t_i ≤ t} (1 − d_i / n_i)`` over the event times ``t_i`` (``d_i`` events,
-    ``n_i`` runs still at risk, censored runs leaving the risk set at their censoring time)."""
-    surv, out = 1.0, []
-    ev_times = np.unique(times[event])
-    factors = {t: 1.0 - np.sum((times == t) & event) / np.sum(times >= t) for t in ev_times}
-    j = 0
-    for g in grid:
-        while j < ev_times.size and ev_times[j] <= g:
-            surv *= factors[ev_times[j]]
-            j += 1
-        out.append(1.0 - surv)
-    return np.asarray(out)
+    t = first_event(np.maximum(pi[..., CAT], pi[..., PERSIAN]), steps, COLLAPSED)
+    event = np.isfinite(t)
+    return np.where(event, t, float(np.asarray(steps)[-1])), event
 
 
 def _time_to_event(times, event, steps) -> dict:

@@ -137,3 +137,20 @@ def test_claims_command_writes_the_report(tmp_path, capsys):
     assert rep["claims"][0]["grid"]["axes"] == {"gamma": [0.5, 1.0, 2.0],
                                                 "group_size": [8, 64, 256]}
     assert (tmp_path / "claims" / "claims.md").read_text().count("| `fg-") == 2
+
+
+def test_kaplan_meier_against_the_empirical_cdf_and_a_hand_computation():
+    """Without censoring the Kaplan–Meier fraction is the empirical CDF; with censoring, the
+    textbook product: times 1, 2+, 3, 3, 4+ (+ censored) give S(1) = 4/5, S(3) = 4/5 · (1 − 2/3)
+    (three runs at risk at 3), so the fraction with the event is 1/5 by 1 and 1 − 4/15 by 3."""
+    from simplexlab.lab import kaplan_meier
+
+    rng = np.random.default_rng(0)
+    t = rng.integers(0, 20, 50).astype(float)
+    grid = np.arange(20.0)
+    np.testing.assert_allclose(kaplan_meier(t, np.ones(50, bool), grid),
+                               [(t <= g).mean() for g in grid], atol=1e-12)
+    times = np.array([1.0, 2.0, 3.0, 3.0, 4.0])
+    event = np.array([True, False, True, True, False])
+    np.testing.assert_allclose(kaplan_meier(times, event, [0.0, 1.0, 2.0, 3.0, 4.0]),
+                               [0.0, 0.2, 0.2, 1 - 4 / 15, 1 - 4 / 15], atol=1e-12)

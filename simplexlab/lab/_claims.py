@@ -45,7 +45,8 @@ import numpy as np
 from .._results import atomic_write_bytes, atomic_write_json, provenance, read_json, to_jsonable
 
 __all__ = ["Claim", "ClaimContext", "Verdict", "boundary_text", "claim", "claims_registry",
-           "combine", "crossing", "evaluate_claims", "first_event", "load_claims", "mean_ci",
+           "combine", "crossing", "evaluate_claims", "first_event", "kaplan_meier", "load_claims",
+           "mean_ci",
            "paired_ci", "restricted_mean", "side", "write_report"]
 
 #: the fields of every claim entry of ``claims.json`` (the interface of CLAIMS_SCHEMA.md)
@@ -91,6 +92,23 @@ def first_event(series, steps, threshold: float, *, above: bool = True):
     steps = np.asarray(steps, float)
     first = np.argmax(hit, axis=-1)
     return np.where(hit.any(-1), steps[first], np.inf)
+
+
+def kaplan_meier(times, event, grid) -> np.ndarray:
+    """The Kaplan–Meier estimate of the fraction that has had the event by each step of
+    ``grid``: ``1 − Π_{t_i ≤ t} (1 − d_i / n_i)`` over the event times ``t_i`` (``d_i`` events,
+    ``n_i`` runs still at risk, censored runs leaving the risk set at their censoring time)."""
+    times, event = np.asarray(times, float), np.asarray(event, bool)
+    surv, out = 1.0, []
+    ev_times = np.unique(times[event])
+    factors = {t: 1.0 - np.sum((times == t) & event) / np.sum(times >= t) for t in ev_times}
+    j = 0
+    for g in grid:
+        while j < ev_times.size and ev_times[j] <= g:
+            surv *= factors[ev_times[j]]
+            j += 1
+        out.append(1.0 - surv)
+    return np.asarray(out)
 
 
 def restricted_mean(times, horizon: float, level: float = LEVEL) -> tuple[float, float, float]:
