@@ -84,7 +84,7 @@ def test_report_files_parse_and_the_status_reader_reads_them(tmp_path, claims):
     md = (tmp_path / "claims" / "claims.md").read_text()
     assert f"`{a}`" in md and f"`{b}`" in md
     assert (tmp_path / "claims" / "robustness_G2.png").stat().st_size > 1000
-    assert lab.claim_status(a, tmp_path) == "holds at the paper's setting; in 64% of its grid"
+    assert lab.claim_status(a, tmp_path) == "holds at the paper's setting; in 64 % of its grid"
     assert lab.claim_status(b, tmp_path).startswith("partly holds at the paper's setting")
     assert lab.claim_status("nope", tmp_path).startswith("claim not evaluated")
     assert [n for n, _ in lab.experiment_status("neutrality", tmp_path)] == [b]

@@ -12,8 +12,8 @@ import jax
 
 from simplexlab import _env
 
-#: a child: turn the cache on as the CLI does, compile three small programs, print what happened
-CHILD = r"""
+#: what every child runs first: count the persistent cache's hits and misses
+LISTENER = r"""
 import json
 import jax, jax.numpy as jnp
 import jax.monitoring as mon
@@ -25,6 +25,10 @@ def on_event(event, **kw):
     elif event.endswith("/cache_misses"):
         seen["misses"] += 1
 mon.register_event_listener(on_event)
+"""
+
+#: a child: turn the cache on as the CLI does, compile three small programs, print what happened
+CHILD = LISTENER + r"""
 folder = use_compilation_cache()
 x = jnp.arange(6.0)
 out = [float(jax.jit(lambda v: jnp.sum(jnp.sin(v) * k))(x)) for k in (1.0, 2.0)]
@@ -85,18 +89,8 @@ def test_two_processes_at_once_share_one_cache_then_a_third_compiles_nothing(tmp
 
 #: a child: a small sweep of each simulator the engine traces with run-time checks in their
 #: steps' reach (bandit, classifier, two-stage, product), with the cache on (every program kept)
-SWEEP_CHILD = r"""
-import json, sys
-import jax
-import jax.monitoring as mon
-from simplexlab._env import use_compilation_cache
-seen = {"hits": 0, "misses": 0}
-def on_event(event, **kw):
-    if event.endswith("/cache_hits"):
-        seen["hits"] += 1
-    elif event.endswith("/cache_misses"):
-        seen["misses"] += 1
-mon.register_event_listener(on_event)
+SWEEP_CHILD = LISTENER + r"""
+import sys
 use_compilation_cache(min_compile_time=0.0)
 from simplexlab import sweep
 out = sys.argv[1]

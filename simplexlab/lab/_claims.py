@@ -29,7 +29,6 @@ per claim) and the robustness-map PNGs, atomically, with provenance.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import io
 import math
 import os
@@ -284,6 +283,8 @@ def claims_directory(directory: str | os.PathLike | None = None) -> Path:
 def load_claims(directory: str | os.PathLike | None = None) -> dict[str, Claim]:
     """Import every ``experiments/claims/*.py`` (not starting with ``_``) so that its claims
     register; returns the registry in file order, then definition order."""
+    from ._registry import import_file
+
     d = claims_directory(directory)
     for path in sorted(d.glob("*.py")):
         if path.name.startswith("_"):
@@ -291,15 +292,7 @@ def load_claims(directory: str | os.PathLike | None = None) -> dict[str, Claim]:
         modname = f"simplexlab_claims.{path.stem}"
         if modname in sys.modules:
             continue
-        spec = importlib.util.spec_from_file_location(modname, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[modname]
-            raise
+        import_file(modname, path)
     return claims_registry()
 
 
@@ -420,8 +413,9 @@ def evaluate_claims(claims: Sequence[Claim], *, quick: bool = True, seed: int = 
 # ---- the report ------------------------------------------------------------------------------
 
 def _status_line(e: dict) -> str:
-    words = {"yes": "holds", "partly": "partly holds", "no": "does not hold"}[e["holds_at_paper"]]
-    return f"{words} at the paper's setting; in {e['robustness_fraction']:.0%} of its grid"
+    from ._status import status_line  # the figures' line, word for word
+
+    return status_line(e)
 
 
 def _md(entries: list[dict], mode: str, prov: dict) -> str:

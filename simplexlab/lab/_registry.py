@@ -200,6 +200,12 @@ def load_experiment_module(stem: str, directory: str | os.PathLike | None = None
     path = find_experiments_dir(directory) / f"{stem}.py"
     if not path.is_file():
         raise FileNotFoundError(f"no experiment module {path}")
+    return import_file(modname, path)
+
+
+def import_file(modname: str, path: Path):
+    """Import the Python file ``path`` as module ``modname`` (registered in ``sys.modules``;
+    removed again if it fails): the experiment and claim modules are files, not a package."""
     spec = importlib.util.spec_from_file_location(modname, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -16,7 +16,7 @@ from typing import Any
 
 from .._results import read_json
 
-__all__ = ["NOT_EVALUATED", "claim_status", "claims_report", "experiment_status"]
+__all__ = ["NOT_EVALUATED", "claim_status", "claims_report", "experiment_status", "status_line"]
 
 #: what a figure says when no claim of its experiment is in the report
 NOT_EVALUATED = "claims not evaluated (run: simplexlab claims)"
@@ -41,7 +41,7 @@ def claims_report(out_dir: str | os.PathLike) -> dict[str, Any] | None:
     return report
 
 
-def _line(claim: dict[str, Any]) -> str:
+def status_line(claim: dict[str, Any]) -> str:
     """One claim's status line: ``"holds at the paper's setting; in 64 % of its grid"``."""
     holds = _HOLDS.get(str(claim.get("holds_at_paper")), "status at the paper's setting unknown")
     frac = claim.get("robustness_fraction")
@@ -57,7 +57,7 @@ def claim_status(name: str, out_dir: str | os.PathLike) -> str:
     report = claims_report(out_dir)
     for claim in (report or {}).get("claims", []):
         if isinstance(claim, dict) and claim.get("name") == name:
-            return _line(claim)
+            return status_line(claim)
     return f"claim not evaluated (run: simplexlab claims {name})"
 
 
@@ -65,5 +65,5 @@ def experiment_status(experiment: str, out_dir: str | os.PathLike) -> list[tuple
     """``(claim name, status line)`` for every claim of the report of ``out_dir`` whose
     ``"experiment"`` is ``experiment``, in report order; ``[]`` when none is (or no report)."""
     report = claims_report(out_dir)
-    return [(str(c.get("name")), _line(c)) for c in (report or {}).get("claims", [])
+    return [(str(c.get("name")), status_line(c)) for c in (report or {}).get("claims", [])
             if isinstance(c, dict) and c.get("experiment") == experiment]
