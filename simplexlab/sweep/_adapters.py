@@ -125,7 +125,7 @@ def _register_simulators() -> None:
         """About a dozen ``(A,)`` arrays live at once (logits, Adam's two moments, initial
         probabilities, weights, the sampler's tree, gradient) plus ``(N,)`` draws."""
         item = sim.config.float_dtype().itemsize
-        return 16 * sim.config.policy.num_actions * item + 24 * sim.config.group_size
+        return 16 * sim.config.policy.num_actions * item + 24 * sim.config.max_group_size
 
     def bandit_bytes(sim):
         """The ``(P, G, C)`` one-hot of the rollouts and a few ``(P, G)`` / ``(P, C)``
@@ -147,7 +147,8 @@ def _register_simulators() -> None:
         G, T, V = sim.max_group_size, sim.length, len(sim.probs)
         return 8 * G * T * (V + 2) + 4096
 
-    register(Categorical, working_bytes=categorical_bytes)
+    register(Categorical, working_bytes=categorical_bytes,
+             bucket=("group_size", "max_group_size"))
     # a few dozen numbers per run: batch them
     register(Bandit, cpu_batching="vmap", params=BANDIT_PARAMS, working_bytes=bandit_bytes,
              dims=bandit_dims, bucket=("group_size", "max_group_size"))
