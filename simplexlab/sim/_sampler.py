@@ -283,6 +283,7 @@ def weighted_counts(key, e, n: int, method: str = "auto", return_total: bool = F
     a = e.shape[0]
     idx = jnp.clip(idx, 0, a - 1)
     if num_valid is not None:  # draws past num_valid land out of bounds: dropped
-        idx = jnp.where(jnp.arange(n) < num_valid, idx, a)
+        idx = jnp.where(jnp.arange(n, dtype=jnp.int32) < jnp.asarray(num_valid, jnp.int32),
+                        idx, a)
     counts = jnp.zeros((a,), jnp.int32).at[idx].add(1, mode="drop")
     return (counts, total) if return_total else counts
