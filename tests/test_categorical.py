@@ -575,3 +575,26 @@ def test_sweep_batching_modes_agree():
         assert_close(mv[name].values, mm[name].values, rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="batching"):
         sweep.run("categorical", grid, batching="pmap", **kw)
+
+
+def test_sweep_buckets_small_group_sizes_together():
+    """On a CPU the sweep puts F-GRPO Fig. 4's group sizes N ≤ 1024 (A = 128,000: a draw costs
+    ~13 actions, so padding them costs < 3% of a step) in one program and each larger power of
+    two in its own: 8 programs for 17 N; every run's bound is at least its N and depends only on
+    its own value and the static settings."""
+    from simplexlab.sweep import adapter
+
+    ad = adapter(C.Categorical)
+    ns = np.asarray([2.0 ** k for k in range(1, 18)])
+    static = {**C.Categorical.settings(), "num_actions": 128_000}
+    groups = ad.groups(static, {"group_size": ns}, {"group_size"})
+    bounds = {g["max_group_size"]: list(ns[rows].astype(int)) for g, rows in groups}
+    if jax.default_backend() != "cpu":  # accelerators: one program for the whole sweep
+        assert bounds == {2 ** 17: list(ns.astype(int))}
+        return
+    assert bounds[1024] == [2 ** k for k in range(1, 11)]
+    assert sorted(bounds) == [2 ** k for k in range(10, 18)]
+    assert all(bounds[b] == [b] for b in bounds if b > 1024)
+    small = ad.groups({**static, "num_actions": 2_000}, {"group_size": np.asarray([3.0, 5.0])},
+                      {"group_size"})
+    assert [g["max_group_size"] for g, _ in small] == [8]
