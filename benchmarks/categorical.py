@@ -9,8 +9,10 @@ figure's own dtype): 136,000 policy steps.
 
 - *engine* (measured): ``simplexlab.sweep.run("categorical", {"group_size": Ns,
   "focal_gamma": [0, 1]}, seeds=4, ...)`` in a process with one CPU device per core
-  (``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>``): one program per N, its 8 runs
-  sharded over the devices with ``jax.shard_map``, ``lax.map`` within a device. The compile
+  (``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>``): one program per bucket of
+  group sizes (on a CPU, N ≤ 1024 in one and each larger N in its own: 8 programs; on an
+  accelerator one), its runs sharded over the devices with ``jax.shard_map``, ``lax.map``
+  within a device on a CPU (``vmap`` on an accelerator). The compile
   time inside the call (every ``/jax/core/compile/*`` duration that ``jax.monitoring`` reports:
   tracing, lowering, XLA) is counted separately and subtracted from its wall time.
 - *baseline*: the old ``run_many`` path, removed from the package and rebuilt here from the
@@ -92,9 +94,9 @@ def engine(opts: dict) -> dict:
              "dtype": opts["dtype"], "num_steps": sh["steps"], "stride": STRIDE}
     runs = []
     for _ in range(_repeats(opts)):
-        # the first call compiles one program per N on the way (timed apart by CompileTimer);
-        # the engine keeps its compiled programs, so later calls of the same sweep compile
-        # nothing: they time the engine alone
+        # the first call compiles one program per bucket of N on the way (timed apart by
+        # CompileTimer); the engine keeps its compiled programs, so later calls of the same
+        # sweep compile nothing: they time the engine alone
         timer = CompileTimer()
         load0, cpu0, t0 = load_average(), cpu_seconds(), time.perf_counter()
         ds = sweep.run("categorical", {"group_size": sh["ns"], "focal_gamma": list(GAMMAS)},
