@@ -242,7 +242,8 @@ class CategoricalConfig(eqx.Module):
         if group_size is None:  # the default: 8, or the bound when one is given
             group_size = 8 if max_group_size is None else max_group_size
         self.group_size = group_size
-        if max_group_size is None and is_int(group_size) and not isinstance(group_size, bool):
+        if (max_group_size is None and is_int(group_size) and not isinstance(group_size, bool)
+                and group_size >= 1):
             max_group_size = int(group_size)
         self.max_group_size = max_group_size
         self.sampler = sampler
