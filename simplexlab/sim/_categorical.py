@@ -639,7 +639,7 @@ class Categorical(AbstractSimulator):
         dt = self.config.float_dtype()
         g = params.get("group_size", self.config.group_size)
         if not (is_concrete(g) and np.ndim(g) == 0 and g == self.config.max_group_size):
-            g = jnp.asarray(g).astype(jnp.int32)  # else the unpadded program of a Python int
+            g = jnp.asarray(g)  # checked in init (a fraction too); else the unpadded program
         else:
             g = self.config.max_group_size
         return eqx.tree_at(lambda c: (c.eta, c.focal_gamma, c.group_size), self.config,
