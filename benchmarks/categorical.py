@@ -9,8 +9,10 @@ figure's own dtype): 136,000 policy steps.
 
 - *engine* (measured): ``simplexlab.sweep.run("categorical", {"group_size": Ns,
   "focal_gamma": [0, 1]}, seeds=4, ...)`` in a process with one CPU device per core
-  (``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>``): one program per N, its 8 runs
-  sharded over the devices with ``jax.shard_map``, ``lax.map`` within a device. The compile
+  (``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>``): one program per bucket of
+  group sizes (on a CPU, N ≤ 1024 in one and each larger N in its own: 8 programs; on an
+  accelerator one), its runs sharded over the devices with ``jax.shard_map``, ``lax.map``
+  within a device on a CPU (``vmap`` on an accelerator). The compile
   time inside the call (every ``/jax/core/compile/*`` duration that ``jax.monitoring`` reports:
   tracing, lowering, XLA) is counted separately and subtracted from its wall time.
 - *baseline*: the old ``run_many`` path, removed from the package and rebuilt here from the
@@ -21,6 +23,13 @@ figure's own dtype): 136,000 policy steps.
 
 Both use the same keys (``split(key(0), 4)`` for every (N, γ)) and report the final seed means
 of Q_pos and M_ret per N, so the suite checks that the two paths computed the same thing.
+
+- *compiled step* (``hlo``): one policy step of the simulator (A = 128,000, the sweep's dtype,
+  136 runs under ``vmap``, group sizes padded to 131,072 as on an accelerator and to 8) compiled
+  for this machine with each sampler method (``"tree"``, the CPU's; ``"parallel"``, the
+  accelerators'), and the counts read from the compiled HLO: ``while`` loops (each iteration a
+  kernel launch on a GPU) and their total known trip count (the sequential iterations of a
+  step), fusions (a proxy for kernels). The figures to watch without an accelerator.
 """
 
 from __future__ import annotations
@@ -85,9 +94,9 @@ def engine(opts: dict) -> dict:
              "dtype": opts["dtype"], "num_steps": sh["steps"], "stride": STRIDE}
     runs = []
     for _ in range(_repeats(opts)):
-        # the first call compiles one program per N on the way (timed apart by CompileTimer);
-        # the engine keeps its compiled programs, so later calls of the same sweep compile
-        # nothing: they time the engine alone
+        # the first call compiles one program per bucket of N on the way (timed apart by
+        # CompileTimer); the engine keeps its compiled programs, so later calls of the same
+        # sweep compile nothing: they time the engine alone
         timer = CompileTimer()
         load0, cpu0, t0 = load_average(), cpu_seconds(), time.perf_counter()
         ds = sweep.run("categorical", {"group_size": sh["ns"], "focal_gamma": list(GAMMAS)},
@@ -193,7 +202,52 @@ def baseline(opts: dict) -> dict:
             "finals": _finals(q, m)}
 
 
-WORKERS = {"engine": (engine, "cores"), "baseline": (baseline, None)}
+def hlo_counts(text: str) -> dict:
+    """Counts of compiled HLO ``text``: ``while`` loops, the sum of their known trip counts
+    (a loop inside another counts once per outer iteration only as far as XLA states its trip
+    count), fusions and instructions."""
+    import re
+
+    whiles = [line for line in text.splitlines() if re.search(r"\bwhile\(", line)]
+    trips = [int(m.group(1)) for line in whiles
+             for m in [re.search(r'"known_trip_count":\{"n":"(\d+)"', line)] if m]
+    key = [line for line in whiles if re.search(r"while\(", line)
+           and "u32[" in line.split("while(")[0]]  # the PRNG key's threefry rounds
+    return {"while": len(whiles), "key_while": len(key), "trip_sum": sum(trips),
+            "trips": sorted(trips),
+            "fusions": len(re.findall(r"\bfusion\(", text)),
+            "instructions": len(re.findall(r"^\s*(?:ROOT )?%\S+ = ", text, re.M))}
+
+
+def hlo(opts: dict) -> dict:
+    """Worker: the compiled categorical step with each sampler method (module docstring)."""
+    import jax
+    import jax.numpy as jnp
+
+    from simplexlab import categorical as C
+
+    sh = shapes(opts["quick"])
+    cfg = fig4_config()
+    runs = len(sh["ns"]) * len(GAMMAS) * SEEDS
+    out = {"runs": runs, "num_actions": sh["num_actions"]}
+    for bound in (max(sh["ns"]), 8):
+        for method in ("tree", "parallel"):
+            sim = C.Categorical.make(
+                num_actions=sh["num_actions"], num_correct=sh["num_correct"],
+                surrogate=cfg["surrogate"], reduction=cfg["reduction"],
+                optimizer=cfg["optimizer"], eta=cfg["eta"], dtype=opts["dtype"],
+                max_group_size=bound, sampler=method)
+            params = {k: jnp.full((runs,), v) for k, v in sim.default_params().items()}
+            keys = jax.random.split(jax.random.key(0), runs)
+            states = jax.vmap(sim.init)(keys, params)
+            t0 = time.perf_counter()
+            text = jax.jit(jax.vmap(sim.step)).lower(states, params).compile().as_text()
+            out[f"{method}@{bound}"] = {**hlo_counts(text),
+                                        "compile_s": time.perf_counter() - t0}
+    return out
+
+
+WORKERS = {"engine": (engine, "cores"), "baseline": (baseline, None), "hlo": (hlo, None)}
 
 
 def _repeats(opts: dict) -> int:
@@ -280,6 +334,31 @@ def rows(results: dict, opts: dict) -> list[Row]:
         notes=notes,
         values={"engine": eng, "baseline": base, "ratio": ratio, "cpu_ratio": cpu_ratio,
                 "max_final_diff": diff, "peak_rss": peak}))
+    h = results.get("hlo")
+    if h is not None:
+        def fmt(c):
+            return (f"{c['while']} while loops ({c['key_while']} of them the PRNG key's; "
+                    f"{c['trip_sum']} sequential iterations), {c['fusions']} fusions, "
+                    f"compiled in {fmt_seconds(c['compile_s'])}")
+        big = max(sh["ns"])
+        out.append(Row(
+            NAME + "-hlo",
+            f"compiled policy step, {h['runs']} runs (vmap), A = {h['num_actions']:,}, "
+            f"{opts['dtype']}: sequential depth O(log A), no loop (parallel sampler)",
+            measured=(f"parallel: {fmt(h[f'parallel@{big}'])} (N ≤ {big}); "
+                      f"{fmt(h['parallel@8'])} (N ≤ 8)"),
+            baseline=(f"tree: {fmt(h[f'tree@{big}'])} (N ≤ {big}); "
+                      f"{fmt(h['tree@8'])} (N ≤ 8)"),
+            ratio=(f"{h[f'tree@{big}']['trip_sum']} → {h[f'parallel@{big}']['trip_sum']} "
+                   f"sequential loop iterations"),
+            met=("yes" if h[f"parallel@{big}"]["while"] == h[f"parallel@{big}"]["key_while"]
+                 else "no"),
+            machine=machine_short(h.get("_jax", {})),
+            notes=("read from jax.jit(vmap(step)).lower(...).compile().as_text() on this "
+                   "machine's backend; a loop left in the parallel step is the PRNG key's "
+                   "threefry (rolled on CPU, unrolled on GPU); trip counts: tree "
+                   f"{h[f'tree@{big}']['trips']}, parallel {h[f'parallel@{big}']['trips']}"),
+            values=h))
     if "bandwidth_1" in eng:
         per_step = eng["run_s"] / eng["policy_steps"]
         state = 3 * 2 * sh["num_actions"] * eng["itemsize"]  # logits, Adam mu, nu: read + write

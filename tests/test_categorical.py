@@ -163,13 +163,15 @@ def test_one_step_n1_is_ts_lemma1():
 # ---------------------------------------------------------------------------------------------
 
 
-def test_sampler_joint_law_is_multinomial_chi_square():
+@pytest.mark.parametrize("method", ["tree", "parallel"])
+def test_sampler_joint_law_is_multinomial_chi_square(method):
     """Joint law of the count vector (A = 3, N = 4: 15 compositions) vs the exact pmf."""
     logits = jnp.asarray([0.3, -0.4, 1.1])
     p = np.asarray(jax.nn.softmax(logits))
     n, reps = 4, 20_000
     keys = jax.random.split(jax.random.key(7), reps)
-    counts = np.asarray(jax.jit(jax.vmap(lambda k: C.sample_counts(k, logits, n)))(keys))
+    counts = np.asarray(jax.jit(jax.vmap(lambda k: C.sample_counts(k, logits, n, method)))(
+        keys))
     assert (counts.sum(1) == n).all()
     comps = [(i, j, n - i - j) for i in range(n + 1) for j in range(n + 1 - i)]
     index = {c: t for t, c in enumerate(comps)}
@@ -192,7 +194,7 @@ def test_sampler_marginals_chi_square_and_zero_mass(rng):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("method", ["tree", "cdf"])
+@pytest.mark.parametrize("method", ["tree", "parallel", "cdf"])
 def test_sampler_methods_marginals_and_zero_mass(rng, method, dtype):
     """Both count samplers (block tree: A = 5000 gives three levels, with a whole zero-mass
     block, zero-mass first and last actions, and a tiny-mass action; global CDF) against the
@@ -225,8 +227,8 @@ def test_sampler_methods_marginals_and_zero_mass(rng, method, dtype):
 
 
 def test_sampler_tree_and_cdf_agree_on_app_j_policy():
-    """At A = 128,000 (App. J policy) both samplers give counts with the same law: correct-set
-    counts k ~ Binomial(N, Q_pos) (two-sample chi-square on k's histogram)."""
+    """At A = 128,000 (App. J policy) the samplers give counts with the same law: correct-set
+    counts k ~ Binomial(N, Q_pos) (mean and variance)."""
     from simplexlab.sim._sampler import counts_from_weights as _counts_from_weights
 
     pol = C.CategoricalPolicy()
@@ -234,12 +236,45 @@ def test_sampler_tree_and_cdf_agree_on_app_j_policy():
     q = float(jnp.sum(p[: pol.num_correct]))
     n, reps = 64, 400
     keys = jax.random.split(jax.random.key(5), reps)
-    for method in ("tree", "cdf"):
+    for method in ("tree", "parallel", "cdf"):
         c = jax.jit(jax.vmap(lambda k, m=method: _counts_from_weights(k, p, n, m)))(keys)
         k = np.asarray(c[:, : pol.num_correct].sum(1))
         assert (np.asarray(c).sum(1) == n).all()
-        # mean of k: Binomial(n, q) -> z-test at 5 sigma
+        # mean of k: Binomial(n, q) -> z-test at 5 sigma; its variance n q (1 - q) within 25%
         assert abs(k.mean() - n * q) < 5 * np.sqrt(n * q * (1 - q) / reps)
+        assert abs(k.var() / (n * q * (1 - q)) - 1) < 0.25
+
+
+def test_parallel_sampler_draws_what_the_tree_draws_and_no_loop():
+    """float64: the parallel form of the tree maps every uniform to the tree's action (the
+    prefix sums differ only in rounding), through a compiled program without a loop of its own
+    (the tree has two per level), and ``num_valid`` counts exactly the first draws."""
+    import re
+
+    from simplexlab.sim._sampler import counts_from_weights as _counts_from_weights
+
+    e = jnp.exp(jax.random.normal(jax.random.key(0), (5000,), jnp.float64)).at[::7].set(0.0)
+    keys = jax.random.split(jax.random.key(1), 8)
+    tree, par = (jax.jit(jax.vmap(lambda k, m=m: _counts_from_weights(k, e, 512, m)))(keys)
+                 for m in ("tree", "parallel"))
+    np.testing.assert_array_equal(np.asarray(tree), np.asarray(par))
+    assert int(np.asarray(par)[:, ::7].sum()) == 0
+
+    def loops(m):
+        hlo = jax.jit(lambda k: _counts_from_weights(k, e, 512, m)).lower(
+            jax.random.key(0)).compile().as_text()
+        return len(re.findall(r"\bwhile\(", hlo))
+    # 5000 actions: a three-level tree; the key's own loop (threefry on CPU) is in both
+    assert loops("tree") - loops("parallel") == 6
+    few = jax.jit(jax.vmap(lambda k, v: _counts_from_weights(k, e, 512, num_valid=v)))(
+        keys[:3], jnp.asarray([512, 100, 0]))
+    first = jax.jit(jax.vmap(lambda k: _counts_from_weights(k, e, 100)))(keys[:3])
+    np.testing.assert_array_equal(np.asarray(few[1]), np.asarray(first[1]))
+    np.testing.assert_array_equal(np.asarray(few).sum(1), [512, 100, 0])
+    with pytest.raises(ValueError, match="num_valid"):
+        _counts_from_weights(keys[0], e, 16, num_valid=17)
+    with pytest.raises(ValueError, match="method"):
+        _counts_from_weights(keys[0], e, 16, "bogus")
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -260,8 +295,9 @@ def test_hashed_uniforms_are_uniform_and_independent(dtype):
     assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 5 / np.sqrt(n)
 
 
+@pytest.mark.parametrize("method", ["tree", "parallel"])
 @pytest.mark.parametrize("a", [2, 63, 64, 65, 4096, 4097])
-def test_tree_sampler_at_block_boundaries(rng, a):
+def test_tree_sampler_at_block_boundaries(rng, a, method):
     """The block tree at sizes around powers of its fan-out 64 (one level, a padded level, an
     exact 64 x 64 tree, one action more), from unnormalized weights: exact marginals."""
     from simplexlab.sim._sampler import counts_from_weights as _counts_from_weights
@@ -269,8 +305,8 @@ def test_tree_sampler_at_block_boundaries(rng, a):
     n, reps = 2048, 40
     e = np.exp(rng.normal(size=a)) * 1e3
     keys = jax.random.split(jax.random.key(a), reps)
-    counts = np.asarray(jax.jit(jax.vmap(lambda k: _counts_from_weights(k, jnp.asarray(e), n)))(
-        keys))
+    counts = np.asarray(jax.jit(jax.vmap(
+        lambda k: _counts_from_weights(k, jnp.asarray(e), n, method)))(keys))
     assert (counts.sum(1) == n).all() and counts.shape == (reps, a)
     bins = np.arange(a) % min(a, 50)
     obs = np.bincount(bins, weights=counts.sum(0))
@@ -346,8 +382,10 @@ def test_vmap_over_seeds_eta_and_gamma_equals_loop():
     for i in range(3):
         cfg = C.CategoricalConfig(policy=SMALL, group_size=5, optimizer=optimizer,
                                   advantage=SH.grpo_advantages, surrogate="log_likelihood",
-                                  eta=float(lrs[i]), focal_gamma=float(gammas[i]))
-        single = run_jit(cfg, keys[i], num_steps=6, stride=3)
+                                  eta=lrs[i], focal_gamma=gammas[i])
+        # eta, gamma traced and the group size static, as in `one` (a traced group size pads
+        # the group: GRPO's std then rounds differently, test_padded_group_equals_unpadded)
+        single = eqx.filter_jit(lambda c, k: C.run(c, k, num_steps=6, stride=3))(cfg, keys[i])
         for a, b in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(single),
                         strict=True):
             if jnp.issubdtype(b.dtype, jax.dtypes.prng_key):
@@ -356,19 +394,49 @@ def test_vmap_over_seeds_eta_and_gamma_equals_loop():
     assert not np.allclose(batched[1].q_pos[0], batched[1].q_pos[1])
 
 
-def test_one_compilation_per_group_size():
+def test_one_compilation_per_group_size_bound():
     traced = []
 
     def f(cfg, key):
-        traced.append(cfg.group_size)
+        traced.append(cfg.max_group_size)
         return C.run(cfg, key, num_steps=1, stride=1)[1].q_pos
 
     jf = jax.jit(f)
-    for n in (2, 4, 2, 4):
+    for bound, n in ((8, 2), (8, 5), (4, 4), (8, 8), (4, 3)):
         for lr in (0.1, 0.3):
-            jf(C.CategoricalConfig(policy=SMALL, group_size=n, eta=jnp.asarray(lr)),
-               jax.random.key(0))
-    assert traced == [2, 4]
+            jf(C.CategoricalConfig(policy=SMALL, group_size=n, max_group_size=bound,
+                                   eta=jnp.asarray(lr)), jax.random.key(0))
+    assert traced == [8, 4]
+
+
+@pytest.mark.parametrize("advantage", ["mean_shifted", "grpo"])
+def test_padded_group_equals_unpadded(advantage):
+    """A group of N padded to a larger bound (traced N, masked draws and rewards) runs the
+    unpadded group's trajectory: bit for bit with ±1 rewards and R − mean R at N = 4 (exact
+    statistics); to rounding with GRPO's std at N = 5; and a sweep over N (one bucket) equals
+    runs one N at a time."""
+    kw = dict(policy=SMALL, optimizer=optax.adam, eta=0.2, surrogate="log_likelihood",
+              advantage=C.ADVANTAGES[advantage])
+    n = 4 if advantage == "mean_shifted" else 5
+    one = run_jit(C.CategoricalConfig(group_size=n, **kw), jax.random.key(3), 12, 4)[1]
+    padded = run_jit(C.CategoricalConfig(group_size=n, max_group_size=16, **kw),
+                     jax.random.key(3), 12, 4)[1]
+    for a, b in zip(one, padded, strict=True):
+        if advantage == "mean_shifted":
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        else:
+            assert_close(np.asarray(b), np.asarray(a), rtol=1e-12, atol=1e-14)
+    assert np.ptp(np.asarray(one.q_pos)) > 0
+    with pytest.raises(ValueError, match="group_size must be a whole number"):
+        C.CategoricalConfig(group_size=17, max_group_size=16, **kw)
+    with pytest.raises(ValueError, match="group_size must be a whole number"):
+        C.Categorical(config=C.CategoricalConfig(max_group_size=16, **kw)).check_params(
+            {"group_size": 2.5})
+    cfg = C.CategoricalConfig(group_size=n, max_group_size=16, **kw)
+    traced = jax.jit(lambda g: C.run(eqx.tree_at(lambda c: c.group_size, cfg, g),
+                                     jax.random.key(3), 2, 1)[1].q_pos)
+    with pytest.raises(Exception, match="group_size must be a whole number"):
+        jax.block_until_ready(traced(jnp.asarray(20)))
 
 
 def test_adam_under_strict_promotion_matches_hand_coded_adam():
@@ -509,3 +577,26 @@ def test_sweep_batching_modes_agree():
         assert_close(mv[name].values, mm[name].values, rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="batching"):
         sweep.run("categorical", grid, batching="pmap", **kw)
+
+
+def test_sweep_buckets_small_group_sizes_together():
+    """On a CPU the sweep puts F-GRPO Fig. 4's group sizes N ≤ 1024 (A = 128,000: a draw costs
+    ~13 actions, so padding them costs < 3% of a step) in one program and each larger power of
+    two in its own: 8 programs for 17 N; every run's bound is at least its N and depends only on
+    its own value and the static settings."""
+    from simplexlab.sweep import adapter
+
+    ad = adapter(C.Categorical)
+    ns = np.asarray([2.0 ** k for k in range(1, 18)])
+    static = {**C.Categorical.settings(), "num_actions": 128_000}
+    groups = ad.groups(static, {"group_size": ns}, {"group_size"})
+    bounds = {g["max_group_size"]: list(ns[rows].astype(int)) for g, rows in groups}
+    if jax.default_backend() != "cpu":  # accelerators: one program for the whole sweep
+        assert bounds == {2 ** 17: list(ns.astype(int))}
+        return
+    assert bounds[1024] == [2 ** k for k in range(1, 11)]
+    assert sorted(bounds) == [2 ** k for k in range(10, 18)]
+    assert all(bounds[b] == [b] for b in bounds if b > 1024)
+    small = ad.groups({**static, "num_actions": 2_000}, {"group_size": np.asarray([3.0, 5.0])},
+                      {"group_size"})
+    assert [g["max_group_size"] for g, _ in small] == [8]

@@ -171,7 +171,8 @@ SIMULATORS = {
     "product": (sim.Product(probs=(0.5, 0.5), length=2, group_size=3), {
         "group_size": _bad(FRACTIONS, st.sampled_from([1.0, 4.0]))}),
     "categorical": (sim.Categorical.make(num_actions=8, num_correct=2, group_size=2), {
-        "eta": _bad(NON_POSITIVE), "focal_gamma": _bad(NEGATIVE)}),
+        "eta": _bad(NON_POSITIVE), "focal_gamma": _bad(NEGATIVE),
+        "group_size": _bad(FRACTIONS, st.sampled_from([0.0, 3.0]))}),
 }
 PARAM_CASES = [(s, p) for s, (_, table) in SIMULATORS.items() for p in table]
 

@@ -10,16 +10,17 @@ function of :mod:`simplexlab.shaping`, takes the gradient of the chosen surrogat
 Pure ``(init, step)`` pair over a :class:`SimState` pytree (jax-md style); :func:`run` scans
 ``step`` with :func:`jax.lax.scan` and records :class:`Metrics` every ``stride`` steps. Everything
 jits and vmaps over seeds and over the array fields of :class:`CategoricalConfig`
-(``eta``, ``focal_gamma``, the policy logits and rewards). ``group_size``, the surrogate,
-reduction, advantage function and optimizer are static: one compilation per group size ``N``.
+(``group_size``, ``eta``, ``focal_gamma``, the policy logits and rewards). The bound
+``max_group_size``, the surrogate, reduction, advantage function, optimizer and sampler are
+static: one compilation per bound.
 
-**Why ``group_size`` stays static here** (it is an array parameter of ``Bandit``,
-``SoftmaxClassifier``, ``TwoStage`` and ``Product``): the advantage is any shaping function,
-called on the group's reward vector of shape ``(1, N)``. Padded to a larger group with a mask,
-its statistics (mean, std) are the same numbers rounded differently -- XLA folds a static ``N``
-into its divisions and reductions, and a traced ``N`` cannot be -- so results would move in the
-last bits (measured: mean-shifted advantages of ±1 rewards, float64, padded to 256, differ for
-most ``(N, k)``). Runs stay bit-identical to the committed figures by keeping ``N`` static.
+**Group sizes in one program** (as for ``Bandit`` and ``Product``): a step draws
+``max_group_size`` uniforms and counts the first ``N = group_size`` (counter-based uniforms: the
+counted draws are those of an unpadded group of ``N``, whatever the bound), and calls the
+advantage function on the group's reward vector padded to ``(1, max_group_size)`` with a mask.
+The padding costs ``O(max_group_size log A)`` per step, so the sweep engine buckets group sizes
+(:mod:`simplexlab.sweep`). Results equal those of the unpadded group up to the rounding order of
+the masked group statistics (bit for bit for ±1 rewards and power-of-two ``N``; NOTES.md).
 
 **The options the paper leaves open** (SPEC C4 "Known ambiguity"): App. J says "gradient ascent on
 ``L = (1/N) Σ_j r̃_j p_j``" with ``η = 10⁻²`` but names neither the optimizer nor whether ``p_j`` is
@@ -80,6 +81,7 @@ from ._policy import (
     optimizer_update,
 )
 from ._protocol import AbstractSimulator, trajectory
+from ._sampler import METHODS as SAMPLERS
 from ._sampler import sample_counts, unnormalized, weighted_counts
 
 __all__ = [
@@ -107,6 +109,25 @@ def _check_finite_scalar(value, name: str):
     check_real(value, name)
     if is_concrete(value) and not np.all(np.isfinite(np.asarray(value, dtype=float))):
         raise ValueError(f"{name} must be finite; got {value!r}")
+
+
+def _bad_group_size(g, bound):
+    return ~(xp.isfinite(g) & (g >= 1) & (g == xp.round(g)) & (g <= bound))
+
+
+def check_group_size(g, bound: int):
+    """A concrete ``group_size`` that is not a whole number in ``[1, bound]`` raises
+    ``ValueError`` naming it (a traced one is checked at run time, :func:`init`)."""
+    check_number(g, "group_size")
+    if is_concrete(g):
+        try:
+            a = np.asarray(g, dtype=float)
+        except (TypeError, ValueError):
+            a = np.asarray(np.nan)
+        if isinstance(g, bool | np.bool_) or np.any(_bad_group_size(a, bound)):
+            raise ValueError(f"group_size must be a whole number in [1, max_group_size = "
+                             f"{bound}] (the draws are padded to max_group_size, a static "
+                             f"setting: raise it for larger groups); got {g!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -166,7 +187,13 @@ class CategoricalConfig(eqx.Module):
     r"""One simulator configuration.
 
     - ``policy``: :class:`CategoricalPolicy`.
-    - ``group_size``: ``N >= 1`` (static; one compilation per ``N``: module docstring).
+    - ``group_size``: ``N >= 1``, a whole number ``<= max_group_size`` (an array field: it
+      vmaps; module docstring; default 8, or ``max_group_size`` when that is given);
+      ``max_group_size``: the static bound the draws and the group's reward vector are padded
+      to (default: ``group_size``, which must then be a Python integer).
+    - ``sampler``: the method of the multinomial sampler (static; ``"auto"``: the block tree on
+      a CPU, its parallel form on an accelerator; ``"tree"``, ``"parallel"``:
+      :func:`sample_counts`).
     - ``advantage``: a group-level function of :mod:`simplexlab.shaping` mapping rewards
       ``(groups, G)`` to advantages (``mean_shifted_advantages`` as in App. J, ``grpo_advantages``,
       ``rloo_advantages``, ``dr_grpo_advantages``, a ``Pipeline`` with ``IAC`` / ``NegativeOnly``
@@ -193,7 +220,9 @@ class CategoricalConfig(eqx.Module):
     """
 
     policy: CategoricalPolicy = eqx.field(default_factory=CategoricalPolicy, kw_only=True)
-    group_size: int = eqx.field(default=8, kw_only=True, static=True)
+    group_size: Any = eqx.field(default=8, kw_only=True)
+    max_group_size: int | None = eqx.field(default=None, kw_only=True, static=True)
+    sampler: str = eqx.field(default="auto", kw_only=True, static=True)
     advantage: Callable = eqx.field(default=mean_shifted_advantages, kw_only=True, static=True)
     focal_gamma: float = eqx.field(default=0.0, kw_only=True)
     surrogate: str = eqx.field(default="probability", kw_only=True, static=True)
@@ -203,15 +232,22 @@ class CategoricalConfig(eqx.Module):
     eta: float = eqx.field(default=1e-2, kw_only=True)
     dtype: Any = eqx.field(default=None, kw_only=True, static=True)
 
-    def __init__(self, *, policy=_MISSING, group_size=8, advantage=mean_shifted_advantages,
+    def __init__(self, *, policy=_MISSING, group_size=None, advantage=mean_shifted_advantages,
                  focal_gamma=0.0, surrogate="probability", reduction="mean", optimizer=optax.sgd,
-                 eta=_MISSING, dtype=None, **kwargs):
+                 eta=_MISSING, dtype=None, max_group_size=None, sampler="auto", **kwargs):
         eta = deprecated_alias(kwargs, "learning_rate", "eta", "CategoricalConfig", eta, _MISSING)
         if kwargs:
             raise TypeError(f"CategoricalConfig() got unexpected keyword argument(s) "
                             f"{sorted(kwargs)}")
         self.policy = CategoricalPolicy() if policy is _MISSING else policy
+        if group_size is None:  # the default: 8, or the bound when one is given
+            group_size = 8 if max_group_size is None else max_group_size
         self.group_size = group_size
+        if (max_group_size is None and is_int(group_size) and not isinstance(group_size, bool)
+                and group_size >= 1):
+            max_group_size = int(group_size)
+        self.max_group_size = max_group_size
+        self.sampler = sampler
         self.advantage = advantage
         self.focal_gamma = focal_gamma
         self.surrogate = surrogate
@@ -230,8 +266,15 @@ class CategoricalConfig(eqx.Module):
     def __check_init__(self):
         if not isinstance(self.policy, CategoricalPolicy):
             raise ValueError(f"policy must be a CategoricalPolicy; got {self.policy!r}")
-        if not is_int(self.group_size) or self.group_size < 1:
-            raise ValueError(f"group_size must be an integer >= 1; got {self.group_size!r}")
+        if self.max_group_size is None:
+            raise ValueError(f"group_size must be an integer >= 1 (without max_group_size it "
+                             f"sets the padding bound); got {self.group_size!r}")
+        if not is_int(self.max_group_size) or self.max_group_size < 1:
+            raise ValueError(f"max_group_size must be an integer >= 1; got "
+                             f"{self.max_group_size!r}")
+        check_group_size(self.group_size, self.max_group_size)
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
         if self.dtype is not None:
             try:
                 ok = jnp.dtype(self.dtype) in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64))
@@ -248,12 +291,19 @@ class CategoricalConfig(eqx.Module):
         if not callable(self.optimizer):
             raise ValueError(f"optimizer must be a callable eta -> "
                              f"optax.GradientTransformation; got {self.optimizer!r}")
-        if self.group_size == 1 and self.advantage is not raw_advantages:
+        if (self.advantage is not raw_advantages and is_concrete(self.group_size)
+                and np.any(np.asarray(self.group_size) == 1)):
             raise ValueError(
                 "group_size = 1 admits no group-relative advantage; use "
                 f"advantage=raw_advantages (got {self.advantage!r})")
         check_parameter(self.eta, "eta", lower=0.0, strict=True)
         check_parameter(self.focal_gamma, "focal_gamma", lower=0.0)
+
+    def padded(self) -> bool:
+        """Whether the group is padded: ``group_size`` is traced or smaller than the bound (a
+        concrete ``group_size == max_group_size`` runs the unpadded program)."""
+        g = self.group_size
+        return not (is_int(g) and not isinstance(g, bool) and g == self.max_group_size)
 
     def float_dtype(self):
         """The simulator's floating dtype: ``dtype`` or, if ``None``, JAX's default float."""
@@ -302,8 +352,10 @@ def action_advantages(config: CategoricalConfig, num_correct_drawn):
         k = check(k, lambda a: ~xp.isfinite(a) | (a != xp.round(a)),
                   "num_correct_drawn k must be an integer")
         k = jnp.asarray(k).astype(jnp.int32)
-    k = check(k, lambda a: (a < 0) | (a > config.group_size),
-              f"num_correct_drawn k must lie in [0, group_size = {config.group_size}]")
+    n = config.group_size
+    k = check(k, lambda a: (a < 0) | (a > n),
+              "num_correct_drawn k must lie in [0, group_size"
+              + (f" = {n}]" if is_concrete(n) else "]"))
     return _action_advantages(config, k)
 
 
@@ -314,19 +366,29 @@ def _check_config(config):
 
 def _action_advantages(config: CategoricalConfig, num_correct_drawn):
     pol = config.policy
-    n = config.group_size
+    bound = config.max_group_size
     dt = config.float_dtype()
     k = jnp.asarray(num_correct_drawn)
     rc = jnp.asarray(pol.r_correct, dt)
     rw = jnp.asarray(pol.r_wrong, dt)
-    if n == 1:  # raw_advantages only (checked in the config); it is elementwise, so a
-        # two-entry representative group evaluates it exactly.
+    if config.advantage is raw_advantages or bound == 1:  # raw_advantages (the only rule for
+        # N = 1, checked in the config) is elementwise: a two-entry representative group
+        # evaluates it exactly, for every N.
         adv = config.advantage(jnp.stack([rc, rw])[None])
         a_c, a_w = adv[0, 0], adv[0, 1]
-    else:
+        n = jnp.asarray(config.group_size)
+    elif not config.padded():
+        n = bound
         rewards = jnp.where(jnp.arange(n, dtype=k.dtype) < k, rc, rw)[None]
         adv = config.advantage(rewards)
         a_c, a_w = adv[0, 0], adv[0, n - 1]
+    else:  # the group padded to the bound, with its mask (module docstring)
+        n = jnp.asarray(config.group_size).astype(k.dtype)
+        slot = jnp.arange(bound, dtype=k.dtype)
+        rewards = jnp.where(slot < k, rc, rw)[None]
+        adv = config.advantage(rewards, (slot < n)[None])
+        a_c = adv[0, 0]
+        a_w = adv[0].at[n - 1].get(mode="promise_in_bounds")
     mu = k.astype(dt) / jnp.asarray(n, dt)
     g = focal_weight(mu, jnp.asarray(config.focal_gamma, dt))
     return a_c, a_w, g
@@ -368,13 +430,15 @@ def count_weights(config: CategoricalConfig, counts):
     check_number(counts, "counts")
     counts = jnp.asarray(counts)
     A, N = config.policy.num_actions, config.group_size
+    check_group_size(N, config.max_group_size)
     if counts.shape != (A,):
         raise ValueError(f"counts must have shape (num_actions,) = ({A},); got {counts.shape}")
     if not jnp.issubdtype(counts.dtype, jnp.integer):
         raise ValueError(f"counts must be integers (draws per action); got dtype {counts.dtype}")
     counts = check(counts, lambda a: a < 0, "counts must be >= 0")
     counts = check(counts, lambda a: xp.sum(a) != N,
-                   f"counts must sum to group_size = {N}", show=False)
+                   "counts must sum to group_size" + (f" = {N}" if is_concrete(N) else ""),
+                   show=False)
     w, k, _ = _count_weights_and_sum(config, counts)
     return w, k
 
@@ -386,10 +450,15 @@ def _count_weights_and_sum(config: CategoricalConfig, counts):
     correct = config.policy.correct_mask()
     k = jnp.sum(counts[..., : config.policy.num_correct], axis=-1)  # the correct set is a prefix
     a_c, a_w, g = _action_advantages(config, k)
-    sg = jnp.asarray(1.0 / config.group_size if config.reduction == "mean" else 1.0, dt) * g
+    if config.padded():
+        n = jnp.asarray(config.group_size).astype(dt)
+        sg = (1.0 / n if config.reduction == "mean" else jnp.ones((), dt)) * g
+    else:
+        n = config.group_size
+        sg = jnp.asarray(1.0 / n if config.reduction == "mean" else 1.0, dt) * g
     alpha = jnp.where(correct, a_c, a_w)
     kf = k.astype(dt)
-    return sg * counts.astype(dt) * alpha, k, sg * (kf * a_c + (config.group_size - kf) * a_w)
+    return sg * counts.astype(dt) * alpha, k, sg * (kf * a_c + (n - kf) * a_w)
 
 
 # --------------------------------------------------------------------------------------------
@@ -421,8 +490,14 @@ class Metrics(NamedTuple):
 
 
 def init(config: CategoricalConfig, key) -> SimState:
-    """Initial state: App. J logits, fresh optimizer state, the given PRNG key."""
+    """Initial state: App. J logits, fresh optimizer state, the given PRNG key. A traced
+    ``group_size`` outside ``[1, max_group_size]`` is a run-time error here."""
     z = config.policy.initial_logits(config.float_dtype())
+    if config.padded() and not is_concrete(config.group_size):
+        z = eqx.error_if(z, jnp.any(_bad_group_size(jnp.asarray(config.group_size),
+                                                   config.max_group_size)),
+                         f"group_size must be a whole number in [1, max_group_size = "
+                         f"{config.max_group_size}]")
     return SimState(logits=z, opt_state=config.optimizer_init(z), key=key,
                     step=jnp.zeros((), jnp.int32), probs0=jax.nn.softmax(z),
                     batch_correct=jnp.zeros((), jnp.int32))
@@ -434,7 +509,9 @@ def step(config: CategoricalConfig, state: SimState) -> SimState:
     (:func:`count_gradient`) with the optax optimizer (updates from ``−∇L``)."""
     key, sub = jax.random.split(state.key)
     e = unnormalized(state.logits)  # once per step, shared by sampler and gradient
-    counts, total = weighted_counts(sub, e, config.group_size, return_total=True)
+    counts, total = weighted_counts(
+        sub, e, config.max_group_size, config.sampler, return_total=True,
+        num_valid=jnp.asarray(config.group_size) if config.padded() else None)
     p = e * (1.0 / total)
     w, k, w_sum = _count_weights_and_sum(config, counts)
     grad = gradient_from_probs(p, w, config.surrogate, w_sum)
@@ -489,17 +566,17 @@ ADVANTAGES = {name: m.group_function for name, m in _RULES.items()
 :data:`simplexlab.shaping.METHODS` that map one group's real-valued rewards alone."""
 _POLICY_FIELDS = ("num_actions", "num_correct", "anchor_logit", "correct_logit",
                   "incorrect_logit", "r_correct", "r_wrong")
-_CONFIG_FIELDS = ("group_size", "advantage", "surrogate", "reduction", "optimizer", "dtype")
+_CONFIG_FIELDS = ("max_group_size", "advantage", "surrogate", "reduction", "optimizer", "dtype",
+                  "sampler")
 
 
 class Categorical(AbstractSimulator):
     r"""The categorical policy simulator as a :class:`~simplexlab.sim.AbstractSimulator`.
 
     Static configuration: ``config`` (:class:`CategoricalConfig`). Array parameters (swept in
-    one compiled program): ``eta`` and ``focal_gamma`` (``group_size`` is static here, see the
-    module docstring). ``init`` / ``step`` /
-    ``observe`` are :func:`init`, :func:`step` and :func:`metrics` with those two fields of
-    the configuration replaced by ``params``.
+    one compiled program): ``group_size`` (up to the static ``max_group_size``), ``eta`` and
+    ``focal_gamma``. ``init`` / ``step`` / ``observe`` are :func:`init`, :func:`step` and
+    :func:`metrics` with those three fields of the configuration replaced by ``params``.
     """
 
     name: ClassVar[str] = "categorical"
@@ -515,7 +592,8 @@ class Categorical(AbstractSimulator):
         ``"float32"`` / ``"float64"``. Unknown names raise ``ValueError``; ``learning_rate`` is
         the deprecated old name of ``eta``."""
         s = cls.renamed(settings)
-        cls.check_settings(s, set(_POLICY_FIELDS) | set(_CONFIG_FIELDS) | {"eta", "focal_gamma"})
+        cls.check_settings(s, set(_POLICY_FIELDS) | set(_CONFIG_FIELDS)
+                           | {"eta", "focal_gamma", "group_size"})
         for field, table in (("advantage", ADVANTAGES), ("optimizer", OPTIMIZERS)):
             if isinstance(s.get(field), str):
                 s[field] = lookup(table, s[field], field, "categorical")
@@ -532,6 +610,7 @@ class Categorical(AbstractSimulator):
         pol, cfg = CategoricalPolicy(), CategoricalConfig()
         out = {k: getattr(pol, k) for k in _POLICY_FIELDS}
         out.update({k: getattr(cfg, k) for k in _CONFIG_FIELDS})
+        out["max_group_size"] = None
         out.update(advantage="mean_shifted", optimizer="sgd", dtype=None)
         return out
 
@@ -540,7 +619,8 @@ class Categorical(AbstractSimulator):
             raise ValueError(f"config must be a CategoricalConfig; got {self.config!r}")
 
     def default_params(self) -> dict[str, Any]:
-        return {"eta": self.config.eta, "focal_gamma": self.config.focal_gamma}
+        return {"eta": self.config.eta, "focal_gamma": self.config.focal_gamma,
+                "group_size": self.config.group_size}
 
     def check_params(self, params: dict[str, Any]) -> None:
         super().check_params(params)
@@ -548,12 +628,24 @@ class Categorical(AbstractSimulator):
             check_parameter(params["eta"], "eta", lower=0.0, strict=True)
         if "focal_gamma" in params:
             check_parameter(params["focal_gamma"], "focal_gamma", lower=0.0)
+        if "group_size" in params:
+            g = params["group_size"]
+            check_group_size(g, self.config.max_group_size)
+            if (self.config.advantage is not raw_advantages and is_concrete(g)
+                    and np.any(np.asarray(g) == 1)):
+                raise ValueError("group_size = 1 admits no group-relative advantage; use "
+                                 "advantage=raw_advantages")
 
     def _config(self, params) -> CategoricalConfig:
         dt = self.config.float_dtype()
-        return eqx.tree_at(lambda c: (c.eta, c.focal_gamma), self.config,
+        g = params.get("group_size", self.config.group_size)
+        if not (is_concrete(g) and np.ndim(g) == 0 and g == self.config.max_group_size):
+            g = jnp.asarray(g)  # checked in init (a fraction too); else the unpadded program
+        else:
+            g = self.config.max_group_size
+        return eqx.tree_at(lambda c: (c.eta, c.focal_gamma, c.group_size), self.config,
                            (jnp.asarray(params["eta"], dt),
-                            jnp.asarray(params["focal_gamma"], dt)))
+                            jnp.asarray(params["focal_gamma"], dt), g))
 
     def init(self, key, params) -> SimState:
         return init(self._config(params), key)
