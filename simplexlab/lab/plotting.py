@@ -52,8 +52,6 @@ class MethodStyle:
                 **override}
 
 
-#: The one style table of the lab, keyed by the rule names of :data:`simplexlab.shaping.METHODS`
-#: (a test checks that the keys are exactly those names).
 METHOD_STYLES: dict[str, MethodStyle] = {
     "grpo": MethodStyle("#1f77b4", "-", "o", "GRPO"),
     "g2rpo": MethodStyle("#ff7f0e", "-", "s", "G²RPO"),
@@ -68,6 +66,9 @@ METHOD_STYLES: dict[str, MethodStyle] = {
     "grpo_n": MethodStyle("#393b79", "--", "p", "GRPO-N"),
     "progrpo": MethodStyle("#b8860b", "-", "*", "ProGRPO"),
 }
+"""The one style table of the lab, keyed by the rule names of :data:`simplexlab.shaping.METHODS`
+(a test checks that the keys are exactly those names): colour, line style, marker and display
+name of each rule, the same in every figure."""
 
 
 def method_style(method: str) -> MethodStyle:
