@@ -50,10 +50,10 @@ method's paraphrases is split (K̂ > 1; K̂ on one-method groups is in the table
 that differ are always two modes, and small modes beside a large one can merge with each other;
 the benchmark's texts are templates, not model samples (``benchmarks/modes_data.py``).
 
-**DBSCAN's settings** (``method="dbscan"``, the default until issue 25). The paper names the algorithm and the library only: §5, App. G.1 and
-Listing 1 (``labels = dbscan([E[i] for i in C])``) give no ``eps``, ``min_samples`` or metric,
-and say nothing about DBSCAN's noise label. The defaults here are therefore choices, each with
-its reason:
+**DBSCAN's settings** (``method="dbscan"``, the default until issue 25). The paper names the
+algorithm and the library only: §5, App. G.1 and Listing 1 (``labels = dbscan([E[i] for i in
+C])``) give no ``eps``, ``min_samples`` or metric, and say nothing about DBSCAN's noise label.
+The defaults here are therefore choices, each with its reason:
 
 * ``metric="euclidean"``, ``eps=0.5``: scikit-learn's own defaults (what a bare ``DBSCAN()``
   runs, the most literal reading of Listing 1). The embeddings are unit vectors, so this is the
