@@ -58,6 +58,8 @@ CLOSE = ["The answer is {ans}.", "Final answer: {ans}.", "So the answer is {ans}
 
 def _add(r):
     a, b = r.randint(23, 89), r.randint(23, 89)
+    while a % 10 == 0:  # a carry must be possible
+        a = r.randint(23, 89)
     while (a % 10) + (b % 10) < 10:
         b = r.randint(23, 89)
     up = 10 - b % 10
