@@ -430,16 +430,17 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     G²RPO rule reads them (a correct rollout's id among the good modes, an incorrect one's among
     the bad). Without it every completion of a group is clustered together.
 
-    ``method="agglomerative"`` (default; chosen on the labelled benchmark of issue 25,
-    ``python -m benchmarks.modes_compare``, module docstring): ``mask_numbers`` (default
-    ``True``) replaces every number by ``N`` before embedding (``12.5`` → ``N``: the final
-    answer and the problem's numbers do not separate or join methods); ``center`` subtracts each
-    group's (class's) mean embedding -- the words every completion of the prompt shares -- and
-    renormalises; average-``linkage`` agglomerative clustering (scikit-learn) of the cosine
-    distances of the centred embeddings, cut at ``threshold`` (default 1.0: a merge needs a
-    positive mean centred similarity); completions within cosine distance ``merge`` (default
-    0.05) *before* centring always share a mode. ``threshold`` in ``(0, 2]``, ``merge`` in
-    ``[0, 2]``, ``linkage`` ``"average"``, ``"complete"`` or ``"single"``.
+    ``method="agglomerative"`` (default; chosen on the labelled benchmark of issue 25, ``python
+    -m benchmarks.modes_compare``, module docstring): ``mask_numbers`` (default ``False``; it
+    did not help there) replaces every number by ``N`` before embedding (``12.5`` → ``N``: the
+    final answer and the problem's numbers do not separate or join methods); ``center``
+    subtracts each group's (class's) mean embedding -- the words every completion of the prompt
+    shares -- and renormalises; average-``linkage`` agglomerative clustering (scikit-learn) of
+    the cosine distances of the centred embeddings, cut at ``threshold`` (default 0.95,
+    calibrated on the benchmark's development problems: a merge needs a mean centred cosine
+    similarity of 0.05); completions within cosine distance ``merge`` (default 0.05) *before*
+    centring always share a mode. ``threshold`` in ``(0, 2]``, ``merge`` in ``[0, 2]``,
+    ``linkage`` ``"average"``, ``"complete"`` or ``"single"``.
 
     ``method="dbscan"``: the previous default (issue 16), DBSCAN (scikit-learn) with ``eps``,
     ``min_samples`` and ``metric`` on the unit-norm embeddings of the raw texts (pass
