@@ -20,7 +20,10 @@ Benchmarks (``--only`` names):
   and the rollout step it serves (``generate`` of a tiny GPT-2; needs torch and transformers).
 - ``modes`` (:mod:`benchmarks.modes`): mode discovery for free text, all-MiniLM-L6-v2 embeddings
   + DBSCAN of 256 prompts × 16 completions in ≤ 30 s, against embedding one text at a time and
-  sentence-transformers' ``encode`` (needs the modes extra).
+  sentence-transformers' ``encode`` (needs the modes extra). How well the clustering methods
+  find solution methods is compared apart, on the labelled benchmark of issue 25: ``python -m
+  benchmarks.modes_compare`` (:mod:`benchmarks.modes_compare`, data from
+  :mod:`benchmarks.modes_data`).
 - ``compile-cache`` (:mod:`benchmarks.compile_cache`): ``simplexlab reproduce neutrality`` twice in
   fresh processes sharing a persistent compilation cache that starts empty: the first and the
   second run's compile times side by side (the second should compile nothing).

@@ -118,6 +118,29 @@ def test_driver_applies_the_labs_advantages(method, schedule):
                                    rtol=1e-5, atol=1e-5)
 
 
+def test_mode_fn_replaces_the_verifiers_modes_in_the_advantages():
+    """``train(mode_fn=...)``: G²RPO's advantages read the ids it returns (num_clusters = G); the
+    batch and the metrics keep the verifier's exact modes."""
+    seen, calls = [], []
+    schedule = GainSchedule(kind="B", gain=1.5)
+
+    def mode_fn(targets, comp, rewards):
+        calls.append((list(targets), tuple(comp.shape), rewards.shape))
+        return (np.arange(16).reshape(4, 4) % 2) * rewards.astype(int)  # ids in [0, G)
+
+    train(tiny_model(TASK.vocab_size, seed=0), TASK,
+          _small_cfg(method="g2rpo", schedule=schedule), progress=False, mode_fn=mode_fn,
+          callback=lambda s, b: seen.append((s, b)))
+    assert [c[1:] for c in calls] == [((16, TASK.max_new_tokens), (4, 4))] * 2
+    for (step, b), (targets, *_) in zip(seen, calls, strict=True):
+        assert targets == b["targets"]
+        ids = (np.arange(16).reshape(4, 4) % 2) * np.asarray(b["rewards"]).astype(int)
+        lab = advantages("g2rpo", Groups(np.asarray(b["rewards"], float), ids),
+                         schedule=schedule, step=step, num_clusters=4)
+        np.testing.assert_allclose(b["advantages"].numpy().reshape(4, 4), np.asarray(lab),
+                                   rtol=1e-5, atol=1e-5)
+
+
 def test_saved_model_reloads_by_path_and_trains(tmp_path):
     model = tiny_model(TASK.vocab_size, seed=1)
     model.save_pretrained(tmp_path / "m")

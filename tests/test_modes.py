@@ -189,16 +189,18 @@ def test_method_families_are_recovered(vectors, name):
     """The defaults (eps 0.5 euclidean = cosine 0.125, min_samples 2) recover the three methods
     exactly: ids numbered by first appearance equal the family labels (ARI = 1)."""
     texts, labels = _flat(QUADRATIC if name == "quadratic" else STAIRS)
-    ids, C = discover_modes(texts, embeddings=vectors[name])
+    ids, C = discover_modes(texts, embeddings=vectors[name], method="dbscan")
     assert C == 3
     np.testing.assert_array_equal(ids, labels)
     # the cosine form of the same neighbourhoods, and the texts embedded afresh
-    same = discover_modes(texts, metric="cosine", eps=0.125)
+    same = discover_modes(texts, method="dbscan", metric="cosine", eps=0.125)
     np.testing.assert_array_equal(same.ids, labels)
     # the separating window (reported in the module docstring): cosine eps in ~[0.10, 0.19)
-    merged = discover_modes(texts, embeddings=vectors[name], metric="cosine", eps=0.25)
+    merged = discover_modes(texts, embeddings=vectors[name], method="dbscan", metric="cosine",
+                            eps=0.25)
     assert merged.num_clusters < 3
-    split = discover_modes(texts, embeddings=vectors[name], metric="cosine", eps=0.05)
+    split = discover_modes(texts, embeddings=vectors[name], method="dbscan", metric="cosine",
+                           eps=0.05)
     assert split.num_clusters > 3
 
 
@@ -208,14 +210,16 @@ def test_free_paraphrases_are_not_separated():
     docstring states; single linkage = DBSCAN with min_samples 1)."""
     e = embed(PARAPHRASED)
     ari = [adjusted_rand_score(PARAPHRASED_FAMILIES,
-                               discover_modes(PARAPHRASED, embeddings=e, metric="cosine",
-                                              eps=eps, min_samples=1).ids)
+                               discover_modes(PARAPHRASED, embeddings=e, method="dbscan",
+                                              metric="cosine", eps=eps,
+                                              min_samples=1).ids)
            for eps in np.arange(0.02, 0.8, 0.02)]
     assert max(ari) < 0.5
 
 
 def test_groups_restart_ids(vectors):
-    """Clustering is per group: a (P, G) nested list, and a flat list with group ids (ragged,
+    """Clustering is per group (DBSCAN here; grouping is the same for every method): a
+    (P, G) nested list, and a flat list with group ids (ragged,
     interleaved, any hashable), give ids that restart at 0 in every group."""
     q, _ = _flat(QUADRATIC)
     s, _ = _flat(STAIRS)
@@ -223,7 +227,7 @@ def test_groups_restart_ids(vectors):
     # (2, 12): the stairs set, and 12 quadratic texts (factoring, formula, 2 squares)
     nested = [q[:12], s]
     emb = np.stack([eq[:12], es])
-    ids, C = discover_modes(nested, embeddings=emb)
+    ids, C = discover_modes(nested, embeddings=emb, method="dbscan")
     assert ids.shape == (2, 12) and ids.dtype == np.int32 and C == 3
     np.testing.assert_array_equal(ids[0], [0] * 5 + [1] * 5 + [2] * 2)
     np.testing.assert_array_equal(ids[1], [0] * 4 + [1] * 4 + [2] * 4)
@@ -231,7 +235,7 @@ def test_groups_restart_ids(vectors):
     order = np.random.default_rng(0).permutation(27)
     texts = np.array(q + s, dtype=object)[order].tolist()
     groups = np.array(["quadratic"] * 15 + ["stairs"] * 12)[order].tolist()
-    flat = discover_modes(texts, groups=groups,
+    flat = discover_modes(texts, groups=groups, method="dbscan",
                           embeddings=np.concatenate([eq, es])[order])
     assert flat.ids.shape == (27,) and flat.num_clusters == 3
     truth = np.concatenate([_flat(QUADRATIC)[1], _flat(STAIRS)[1] + 10])[order]
@@ -242,7 +246,8 @@ def test_groups_restart_ids(vectors):
         first = [int(np.argmax(sub == k)) for k in range(3)]
         assert first == sorted(first)  # numbered by first appearance
     # one group (no groups=) mixes the two problems: they still separate (6 modes)
-    assert discover_modes(q + s, embeddings=np.concatenate([eq, es])).num_clusters == 6
+    assert discover_modes(q + s, embeddings=np.concatenate([eq, es]),
+                          method="dbscan").num_clusters == 6
 
 
 def test_rewards_split_classes_and_feed_the_bridge(vectors):
@@ -258,7 +263,7 @@ def test_rewards_split_classes_and_feed_the_bridge(vectors):
     emb = np.stack([vectors["quadratic"][:12], vectors["stairs"]])
     # quadratic: factoring and one square correct; stairs: the formula family incorrect
     rewards = np.array([[1] * 5 + [0] * 5 + [1, 0], [1] * 4 + [0] * 4 + [1] * 4])
-    ids, C = discover_modes(texts, rewards=rewards, embeddings=emb)
+    ids, C = discover_modes(texts, rewards=rewards, embeddings=emb, method="dbscan")
     np.testing.assert_array_equal(ids, [[0] * 5 + [0] * 5 + [1, 1], [0] * 4 + [0] * 4 + [1] * 4])
     assert C == 2
     stats = mode_stats(Modes(ids, C), rewards)
@@ -271,7 +276,8 @@ def test_rewards_split_classes_and_feed_the_bridge(vectors):
     adv = llm.advantages(r, m, method="g2rpo", num_clusters=C)
     assert adv.shape == (2, 12) and torch.isfinite(adv).all()
     # bool rewards and torch tensors are accepted alike
-    same = discover_modes(texts, rewards=torch.from_numpy(rewards.astype(bool)), embeddings=emb)
+    same = discover_modes(texts, rewards=torch.from_numpy(rewards.astype(bool)), embeddings=emb,
+                          method="dbscan")
     np.testing.assert_array_equal(same.ids, ids)
 
 
@@ -298,7 +304,8 @@ def _blobs():
 ])
 def test_noise_rules(noise, min_samples, expected):
     X = _blobs()
-    ids, C = discover_modes(["t"] * 6, embeddings=X, noise=noise, min_samples=min_samples)
+    ids, C = discover_modes(["t"] * 6, embeddings=X, method="dbscan", noise=noise,
+                            min_samples=min_samples)
     if expected is None:
         d = np.linalg.norm(X[:5] - X[5], axis=1)
         expected = [0, 0, 0, 1, 1, [0, 0, 0, 1, 1][int(np.argmin(d))]]
@@ -308,9 +315,10 @@ def test_noise_rules(noise, min_samples, expected):
 
 def test_noise_nearest_without_clusters_gives_singletons():
     X = np.eye(4)  # all 1.41 apart: every point is noise, there is no cluster to join
-    np.testing.assert_array_equal(discover_modes(["t"] * 4, embeddings=X, noise="nearest").ids,
+    np.testing.assert_array_equal(discover_modes(["t"] * 4, embeddings=X, method="dbscan",
+                                                 noise="nearest").ids,
                                   [0, 1, 2, 3])
-    np.testing.assert_array_equal(discover_modes(["t"] * 4, embeddings=X,
+    np.testing.assert_array_equal(discover_modes(["t"] * 4, embeddings=X, method="dbscan",
                                                  noise="minus_one").ids, [-1] * 4)
 
 
@@ -339,6 +347,115 @@ def test_mode_stats_by_hand():
     np.testing.assert_allclose(metrics.entropy(good), [1.5 * np.log(2), np.log(2)])
 
 
+def _shared(rng, sizes, shared=4.0, spread=0.35, d=64):
+    """Unit vectors of one prompt's completions: a large shared direction (the restated problem
+    every completion carries), one direction per method, noise; rows grouped by method."""
+    base = shared * rng.normal(size=d) / np.sqrt(d)
+    rows, labels = [], []
+    for j, n in enumerate(sizes):
+        m = rng.normal(size=d) / np.sqrt(d)
+        for _ in range(n):
+            rows.append(base + m + spread * rng.normal(size=d) / np.sqrt(d))
+            labels.append(j)
+    X = np.array(rows)
+    return X / np.linalg.norm(X, axis=1, keepdims=True), np.array(labels)
+
+
+def test_default_separates_methods_under_a_shared_restatement():
+    """The new default (group-centred embeddings, average linkage at 0.95) recovers methods that
+    share most of their embedding, where the old default (DBSCAN, eps 0.5) merges them all."""
+    rng = np.random.default_rng(3)
+    for sizes in ([6, 5, 5], [4, 4, 4, 4]):
+        X, labels = _shared(rng, sizes)
+        assert np.min(X @ X.T) > 0.875  # every pair within DBSCAN's eps 0.5 (euclidean)
+        ids, C = discover_modes(["t"] * len(X), embeddings=X)
+        assert adjusted_rand_score(labels, ids) == 1.0 and C == len(sizes)
+        old = discover_modes(["t"] * len(X), embeddings=X, method="dbscan")
+        assert old.num_clusters == 1
+
+
+@pytest.mark.parametrize("linkage", ["average", "complete", "single"])
+def test_agglomerative_equals_scipy_linkage(linkage):
+    """The partition is scipy's hierarchical clustering of the cosine distances of the centred,
+    renormalised rows, cut at the threshold (an independent implementation)."""
+    from scipy.cluster.hierarchy import fcluster
+    from scipy.cluster.hierarchy import linkage as scipy_linkage
+    from scipy.spatial.distance import pdist
+
+    rng = np.random.default_rng(4)
+    X, _ = _shared(rng, [5, 4, 4, 3], spread=0.8)
+    Y = X - X.mean(0)
+    Y /= np.linalg.norm(Y, axis=1, keepdims=True)
+    for threshold in (0.6, 0.95, 1.2):
+        ref = fcluster(scipy_linkage(pdist(Y, "cosine"), linkage), t=threshold,
+                       criterion="distance")
+        ids = discover_modes(["t"] * len(X), embeddings=X, linkage=linkage,
+                             threshold=threshold, merge=0).ids
+        assert adjusted_rand_score(ref, ids) == 1.0
+    # without centring: the raw cosine distances
+    ref = fcluster(scipy_linkage(pdist(X, "cosine"), linkage), t=0.05, criterion="distance")
+    ids = discover_modes(["t"] * len(X), embeddings=X, linkage=linkage, threshold=0.05,
+                         center=False, merge=0).ids
+    assert adjusted_rand_score(ref, ids) == 1.0
+
+
+def test_small_and_duplicate_groups():
+    """One completion is one mode; identical (or near-identical, within ``merge``) completions
+    share a mode even where centring would pull them apart; two distinct ones split."""
+    e = np.eye(4)
+    assert discover_modes(["a"], embeddings=e[:1]).ids.tolist() == [0]
+    assert discover_modes(["a"] * 5, embeddings=np.tile(e[0], (5, 1))).ids.tolist() == [0] * 5
+    near = np.array([e[0], e[0] + 0.01 * e[1], e[0] + 0.01 * e[2]])
+    assert discover_modes(["a"] * 3, embeddings=near).ids.tolist() == [0, 0, 0]
+    assert discover_modes(["a"] * 3, embeddings=near, merge=0).num_clusters > 1
+    assert discover_modes(["a", "b"], embeddings=e[:2]).ids.tolist() == [0, 1]
+    # identical texts of two families in one group (the decoded arithmetic task)
+    two = np.array([e[0]] * 4 + [e[1]] * 3)
+    assert discover_modes(["a"] * 7, embeddings=two).ids.tolist() == [0] * 4 + [1] * 3
+
+
+def test_default_recovers_free_paraphrases():
+    """The issue's example: three methods, each freely paraphrased, where DBSCAN finds a mode per
+    completion; the new default gets the methods nearly right (one paraphrase split off)."""
+    e = embed(PARAPHRASED)
+    old = discover_modes(PARAPHRASED, embeddings=e, method="dbscan")
+    new = discover_modes(PARAPHRASED, embeddings=e)
+    assert adjusted_rand_score(PARAPHRASED_FAMILIES, old.ids) < 0.1
+    assert adjusted_rand_score(PARAPHRASED_FAMILIES, new.ids) > 0.8
+
+
+def test_mask_numbers_before_embedding():
+    """``mask_numbers`` embeds the texts with every number replaced by ``N``."""
+    texts = ["12 + 30 = 42, so 42.", "7 + 5 = 12, so 12.", "x = 2.5 or x = 3"]
+    got = discover_modes(texts, mask_numbers=True, center=False, threshold=1e-6, merge=0)
+    masked = ["N + N = N, so N.", "N + N = N, so N.", "x = N or x = N"]
+    assert got.ids.tolist() == [0, 0, 1]
+    np.testing.assert_array_equal(
+        discover_modes(masked, center=False, threshold=1e-6, merge=0).ids, got.ids)
+    assert discover_modes(texts, center=False, threshold=1e-6, merge=0).num_clusters == 3
+
+
+def test_benchmark_data_is_the_generator_output():
+    """tests/data/modes_benchmark.jsonl is what benchmarks/modes_data.py writes: >= 40 problems
+    of six kinds, 3–5 methods each, wrong completions of several kinds, a dev/test split by
+    problem, long texts of >= 40 words (all but one)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks import modes_data
+
+    rows = modes_data.load()
+    assert rows == modes_data.records()
+    problems = {r["problem"] for r in rows}
+    assert len(problems) >= 40 and len({r["kind"] for r in rows}) == 6
+    for p in problems:
+        good = {r["mode"] for r in rows if r["problem"] == p and r["correct"]}
+        assert 3 <= len(good) <= 5
+        assert len({r["split"] for r in rows if r["problem"] == p}) == 1
+    assert {r["mode"].split(":")[0] for r in rows if not r["correct"]} >= {
+        "slip", "misread", "guess", "truncated"}
+    long = [r["words"] for r in rows if r["length"] == "long" and r["correct"]]
+    assert sum(w < 40 for w in long) <= 1
+
+
 BAD_CALLS = [
     (lambda: discover_modes([]), "empty"),
     (lambda: discover_modes(["a", 3]), r"completions\[1\] is a int"),
@@ -360,6 +477,17 @@ BAD_CALLS = [
     (lambda: discover_modes(["a"], metric="nope"), "metric 'nope'"),
     (lambda: discover_modes(["a"], metric="precomputed"), "metric 'precomputed'"),
     (lambda: discover_modes(["a"], metric=3), "metric must be"),
+    (lambda: discover_modes([[], []]), "G >= 1"),
+    (lambda: discover_modes(["a"], method="kmeans"), "method must be one of .*; got 'kmeans'"),
+    (lambda: discover_modes(["a"], threshold=0),
+     r"threshold must be a cosine distance in \(0, 2\]"),
+    (lambda: discover_modes(["a"], threshold=2.5), "got 2.5"),
+    (lambda: discover_modes(["a"], threshold=float("nan")), "threshold .*got nan"),
+    (lambda: discover_modes(["a"], threshold=True), "threshold .*got True"),
+    (lambda: discover_modes(["a"], merge=-0.1), r"merge must be a cosine distance in \[0, 2\]"),
+    (lambda: discover_modes(["a"], linkage="ward"), "linkage must be one of .*'ward'"),
+    (lambda: discover_modes(["a"], center="yes"), "center must be True or False"),
+    (lambda: discover_modes(["a"], mask_numbers=1), "mask_numbers must be True or False"),
     (lambda: discover_modes(["a", "b"], rewards=[1]), r"rewards must have the shape"),
     (lambda: discover_modes(["a", "b"], rewards=[1, 2]), "booleans or 0/1.*got 2"),
     (lambda: discover_modes(["a", "b"], embeddings=np.zeros((3, 4))), r"embeddings must have"),
@@ -401,6 +529,6 @@ def test_import_is_lazy():
     top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     names = {a.name.split(".")[0] for n in top if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in top if isinstance(n, ast.ImportFrom) and n.module}
-    assert names == {"__future__", "functools", "math", "collections", "pathlib", "typing",
-                     "numpy", "_version"}
+    assert names == {"__future__", "functools", "math", "re", "collections", "pathlib",
+                     "typing", "numpy", "_version"}
     assert not [n for n in tree.body if isinstance(n, ast.If | ast.Try | ast.With)]

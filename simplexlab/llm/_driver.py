@@ -301,7 +301,7 @@ def _sequence_metrics(task, cfg, rewards_true, modes, comp_mask, logits):
 
 def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None,
           name: str = "train", resume: bool = False, progress: bool = True,
-          mode_probabilities=None, callback=None) -> dict[str, Any]:
+          mode_probabilities=None, callback=None, mode_fn=None) -> dict[str, Any]:
     r"""Train ``model`` (a ``transformers`` causal LM) on ``task`` with GRPO-family advantages.
 
     ``task`` provides ``prompt(n)``, ``prompts(count, rng)``, ``label(n, completion) ->
@@ -311,7 +311,12 @@ def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None
     provenance, rewritten atomically every checkpoint) and ``<name>.ckpt``; ``resume`` continues
     from the checkpoint. ``callback(step, batch)``, if given, sees every step's batch (a dict:
     ``targets``, ``sequences``, ``rewards``, ``modes``, ``advantages``, ``loss``) after the
-    update. Returns the result dict."""
+    update. ``mode_fn(targets, completions, rewards) -> ids``, if given, replaces the verifier's
+    mode labels in the advantages (e.g. :func:`simplexlab.llm.discover_modes` on the decoded
+    completions, G² Alg. 1 line 3): ``targets`` the ``P`` prompts' targets, ``completions`` the
+    ``(P·G, max_new_tokens)`` token ids, ``rewards`` the ``(P, G)`` rewards the update sees; it
+    returns ``(P, G)`` integer ids in ``[0, G)`` (``num_clusters = G``); the logged metrics keep
+    the verifier's exact modes. Returns the result dict."""
     import torch
 
     if not isinstance(cfg, TrainConfig):
@@ -387,10 +392,14 @@ def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None
                           for i, n in enumerate(targets) for g in range(G)]).reshape(P, G, 2)
         rewards_true, modes = lab[..., 0].astype(np.float32), lab[..., 1].astype(np.int32)
         rewards = _noisy(rewards_true, cfg, nprng).astype(np.float32)
-        adv = bridge_advantages(torch.from_numpy(rewards), torch.from_numpy(modes),
+        used, C = modes, task.num_modes
+        if mode_fn is not None:
+            used = np.asarray(mode_fn(targets, comp, rewards), np.int32).reshape(P, G)
+            C = G
+        adv = bridge_advantages(torch.from_numpy(rewards), torch.from_numpy(used),
                                 method=cfg.method, schedule=cfg.schedule, step=step,
                                 delta_fn=cfg.delta_fn, delta_fp=cfg.delta_fp,
-                                num_clusters=task.num_modes).reshape(-1).float()
+                                num_clusters=C).reshape(-1).float()
         cmask = _completion_mask(comp, 2)
         with torch.no_grad():
             old_logp, logits = _completion_logp(model, seqs, plen)
