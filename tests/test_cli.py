@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,10 +102,10 @@ def test_sweep_command_runs_and_resumes(tmp_path, capsys):
     cfg = tmp_path / "tiny.toml"
     cfg.write_text(SWEEP_TOML)
     assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 0
-    assert "2 chunks computed, 0 loaded" in capsys.readouterr().out
-    assert (tmp_path / "o" / "tiny.nc").exists()
+    n = int(re.search(r"(\d+) chunks? computed, 0 loaded", capsys.readouterr().out)[1])
+    assert n >= 1 and (tmp_path / "o" / "tiny.nc").exists()
     assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 0
-    assert "0 chunks computed, 2 loaded" in capsys.readouterr().out
+    assert f"0 chunks computed, {n} loaded" in capsys.readouterr().out  # all resumed
 
 
 def test_sweep_command_names_a_typo(tmp_path, capsys):
