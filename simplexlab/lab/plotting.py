@@ -265,8 +265,10 @@ def plot_training(histories: dict, predictions: dict | None = None, *, K: int | 
     one seed a min–max band over seeds) and, dashed, its mean-field prediction.
 
     ``histories``: ``{method: [history, ...]}`` (one history per seed: the rows of
-    :func:`simplexlab.llm.train`); ``predictions``: ``{method: {"step", "p", "L_y", "K_hat"}}``;
-    ``K`` draws the ``1/K`` floor of ``L_y``; ``mode_threshold`` is K̂'s (for the title).
+    :func:`simplexlab.llm.train`; a key ``"rule-variant"``, e.g. ``"g2rpo-discovered"``, is
+    drawn in its rule's colour, dotted); ``predictions``:
+    ``{method: {"step", "p", "L_y", "K_hat"}}``; ``K`` draws the ``1/K`` floor of ``L_y``;
+    ``mode_threshold`` is K̂'s (for the title).
     Returns the figure."""
     import matplotlib.pyplot as plt
 
@@ -276,7 +278,10 @@ def plot_training(histories: dict, predictions: dict | None = None, *, K: int | 
     banded = False
     for ax, (key, name, ylabel) in zip(axes, TRAINING_PANELS, strict=True):
         for m, runs in histories.items():
-            style = method_style(m)
+            rule, _, variant = m.partition("-")
+            style = method_style(rule)
+            if variant:  # the same rule another way: its colour, dotted
+                style = dataclasses.replace(style, ls=":")
             rows = [[r for r in h if key in r] for h in runs]
             steps = np.asarray([r["step"] for r in rows[0]], float)
             v = np.asarray([[r[key] for r in h] for h in rows], float)
