@@ -173,7 +173,8 @@ def test_figure_note_and_legend_stay_off_the_data(tmp_path):
     text = note.get_text()
     assert "claim a-yes: holds at the paper's setting; in 64 % of its grid" in text
     assert "claim c-partly: partly holds" in text and "differs from the paper: η = 1" in text
-    assert lab.claim_lines("exp-9", out) == [NOT_EVALUATED]
+    # an experiment with claims absent from the report: not evaluated
+    assert lab.claim_lines("collision", out) == [NOT_EVALUATED]
     plt.close(fig)
 
 
@@ -192,3 +193,13 @@ def test_plot_training_draws_a_rule_variant_in_its_rules_colour_dotted():
     plt.close(fig)
     with pytest.raises(ValueError, match="method"):
         plot_training({"nope-variant": h})
+
+
+def test_a_figure_without_a_registered_claim_says_so(tmp_path):
+    """method-zoo has no paper claim: its figure says so instead of "not evaluated"; an
+    experiment with claims but no report says "not evaluated"."""
+    from simplexlab.lab._status import NOT_EVALUATED
+    from simplexlab.lab.plotting import NO_CLAIM, claim_lines
+
+    assert claim_lines("method-zoo", tmp_path) == [NO_CLAIM]
+    assert claim_lines("collision", tmp_path) == [NOT_EVALUATED]

@@ -135,11 +135,24 @@ def legend_outside(target, *, where: str = "right", handles=None, labels=None, n
 def claim_lines(experiment: str, out_dir) -> list[str]:
     """The claim status lines of ``experiment`` from the claims report of ``out_dir``
     (:func:`simplexlab.lab._status.experiment_status`), or the one line saying they were not
-    evaluated."""
+    evaluated -- or, for an experiment no registered claim belongs to (a new comparison, a
+    search), that no paper claim is checked on it."""
     from ._status import NOT_EVALUATED, experiment_status
 
     status = experiment_status(experiment, out_dir)
-    return [f"claim {name}: {line}" for name, line in status] or [NOT_EVALUATED]
+    if status:
+        return [f"claim {name}: {line}" for name, line in status]
+    from ._claims import load_claims
+
+    try:
+        claimed = {c.experiment for c in load_claims().values()}
+    except FileNotFoundError:  # no experiments/claims folder here: nothing to say more
+        return [NOT_EVALUATED]
+    return [NOT_EVALUATED if experiment in claimed else NO_CLAIM]
+
+
+#: what a figure says when no registered claim belongs to its experiment
+NO_CLAIM = "no paper claim is checked on this figure (not a paper's figure: see simplexlab claims)"
 
 
 def figure_note(fig, lines, *, differs=(), fontsize: float = 8.5):
