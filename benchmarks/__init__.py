@@ -8,11 +8,18 @@ Benchmarks (``--only`` names):
 - ``categorical`` (:mod:`benchmarks.categorical`): the F-GRPO Fig. 4 sweep of the 128,000-action
   categorical simulator through :func:`simplexlab.sweep.run`, against the old ``run_many``
   thread-pool path rebuilt from the public API; and its per-step cost against the
-  memory-traffic bound.
+  memory-traffic bound (``--dtype``, default float32: the timing configuration).
+- ``categorical-f64`` (:mod:`benchmarks.categorical64`): the same sweep in float64, the figure's
+  dtype, against its goal of 60 s after compilation, and its step against the bound.
 - ``meanfield`` (:mod:`benchmarks.meanfield`): 10^6 mean-field trajectories through the sweep
   engine in ≤ 60 s and ≤ 2 GB, against scipy ``solve_ivp`` extrapolated from a subset.
 - ``ensemble`` (:mod:`benchmarks.ensemble`): 2,048 trajectories through ``vmap(solve)`` and
-  ``solve_ensemble`` against scipy per trajectory (≥ 200×).
+  ``solve_ensemble`` against scipy per trajectory (≥ 200×), and 10^5 through ``solve_ensemble``
+  in blocks (≥ 500×).
+
+The CPU goals of issue 28 alone (the float32 step against the bound, the float64 sweep against
+60 s, the ensembles against scipy), with their baselines and the load average, in one run:
+``python -m benchmarks --only categorical,categorical-f64,ensemble``.
 - ``bandit`` (:mod:`benchmarks.bandit`): a 32 × 8 (λ0, G) grid × 64 seeds × 2,000 steps of the
   finite-group bandit through the sweep engine in ≤ 60 s, against a per-configuration loop.
 - ``bridge`` (:mod:`benchmarks.bridge`): the G²RPO bonus + advantages of 256 prompts × 16
@@ -45,10 +52,19 @@ run with the persistent compilation cache off (``SIMPLEXLAB_JAX_CACHE=0``): thei
 compile, as on a first run; ``compile-cache`` measures the cache.
 """
 
-from . import bandit, bridge, categorical, compile_cache, ensemble, meanfield, modes
+from . import (
+    bandit,
+    bridge,
+    categorical,
+    categorical64,
+    compile_cache,
+    ensemble,
+    meanfield,
+    modes,
+)
 
 #: benchmarks by ``--only`` name, in the order they run
-BENCHMARKS = {m.NAME: m for m in (categorical, meanfield, ensemble, bandit, bridge, modes,
-                                    compile_cache)}
+BENCHMARKS = {m.NAME: m for m in (categorical, categorical64, meanfield, ensemble, bandit,
+                                    bridge, modes, compile_cache)}
 
 __all__ = ["BENCHMARKS"]
