@@ -65,5 +65,7 @@ def rows(results: dict, opts: dict) -> list[Row]:
                f"{categorical.load_span(runs)}; met is judged on wall time; CPU time ÷ devices "
                f"is the wall time on as many idle cores"),
         values={"engine": eng, "cpu_s": cpu})]
-    out.extend(categorical.bound_rows(eng, opts))
+    for row in categorical.bound_rows(eng, opts):
+        row.benchmark = NAME + "-bound"
+        out.append(row)
     return out
