@@ -244,11 +244,16 @@ def _set_nav(config):
 
 def on_config(config):
     # the tutorials' kernels inherit this environment: quick mode, no progress bars, figures
-    # inline in the page (whatever MPLBACKEND the caller had, e.g. the tests' Agg), and this
-    # checkout's package first
+    # inline in the page (whatever MPLBACKEND the caller had, e.g. the tests' Agg), one torch
+    # thread, and this checkout's package first
     os.environ["SIMPLEXLAB_QUICK"] = "1"
     os.environ["SIMPLEXLAB_PROGRESS"] = "0"
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    # torch's intra-op threads: one per kernel unless the caller says otherwise. The tutorials'
+    # tiny model has ops too small to share, and a thread per core spins against every other
+    # busy process: on a loaded 2-core machine the llm tutorial ran in 126 s with torch's default
+    # (2 threads) and in 42 s with one (its warm start alone: 11-34 s against 0.9 s)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     path = os.environ.get("PYTHONPATH", "")
     if str(ROOT) not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
