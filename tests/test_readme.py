@@ -71,6 +71,16 @@ def _runnable():
     return params
 
 
+def test_readme_links_resolve():
+    """The README's relative links (into docs/, figures/, notebooks/, NOTES.md, ...) name files
+    and folders of the checkout, so they work where the README is read (GitHub, a clone)."""
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README)
+    relative = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert len(relative) >= 10, relative
+    for link in relative:
+        assert (ROOT / link).exists(), f"README links to a missing {link}"
+
+
 def _env():
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     return dict(os.environ, PYTHONPATH=path, SIMPLEXLAB_PROGRESS="0", MPLBACKEND="Agg",
