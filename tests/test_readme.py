@@ -1,20 +1,27 @@
-"""The README is executable: every fenced code block in it runs in the test suite.
+"""The README and the documentation pages are executable: every fenced code block of
+``README.md`` and of the Markdown pages under ``docs/`` runs in the test suite, once (a block
+that appears in two places, such as a first example in the README and on its concept page, runs
+once).
 
 Python blocks run in a fresh interpreter in a temporary folder; a TOML block that names its
 file (first line ``# experiments/...toml``) must equal that file; bash blocks run line by line
-in a temporary folder that links ``experiments/``. A block that needs what a reader brings (a
-model, several hosts, a fresh machine) names its harness in an HTML comment right before it,
-``<!-- run with: NAME — what it provides -->``, and runs as written with it (the harnesses are
-``HARNESSES`` below):
+in a temporary folder that links ``experiments/``; a ```text block is a picture (a diagram), not
+code. A block that needs what a reader brings (a model, several hosts, a fresh machine) names its
+harness in an HTML comment right before it, ``<!-- run with: NAME — what it provides -->``, and
+runs as written with it (the harnesses are ``HARNESSES`` below):
 
-- ``fresh-venv``: the two set-up commands, as written, in a copy of the package with a new
-  virtual environment that sees the installed dependencies and no package index (the main
+- ``fresh-venv``: the README's two set-up commands, as written, in a copy of the package with a
+  new virtual environment that sees the installed dependencies and no package index (the main
   command with one quick experiment, the test command with one test file); CI also runs the
   test command in full (``.ci/run``);
-- ``synopsis``: the command-line synopsis: every line's ``--help`` runs and knows its options;
-- ``cluster``: ``tests/test_sweep.py`` runs both lines on localhost (a stand-in ``srun``);
+- ``synopsis``: the README's command-line synopsis: every line's ``--help`` runs and knows its
+  options;
+- ``cluster``: ``tests/test_sweep.py`` runs both lines of the sweeps page's "Several processes
+  or hosts" block on localhost (a stand-in ``srun``);
 - ``trl``: a tiny GPT-2 saved at ``path/to/local/model``, a verifier, a dataset and a verified
-  ``g2rpo-b.json`` are made first.
+  ``g2rpo-b.json`` are made first;
+- ``docs-build``: ``tests/test_docs.py`` builds the site in strict mode, as ``simplexlab docs``
+  does.
 """
 
 import os
@@ -28,6 +35,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+#: the Markdown files whose blocks run: the README, then every page of the site's sources
+SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _BLOCK = re.compile(r"(?:<!--\s*run with:\s*(?P<harness>[\w-]+)(?P<why>.*?)-->\n)?"
                     r"^```(?P<lang>\w*)\n(?P<code>.*?)^```$", re.S | re.M)
 
@@ -35,39 +44,67 @@ _BLOCK = re.compile(r"(?:<!--\s*run with:\s*(?P<harness>[\w-]+)(?P<why>.*?)-->\n
 HARNESSES = {
     "fresh-venv": "tests/test_readme.py::test_the_setup_commands_run_as_written",
     "synopsis": "tests/test_readme.py::test_cli_synopsis_matches_the_parser",
-    "cluster": "tests/test_sweep.py::test_the_readme_cluster_commands_give_the_one_process_dataset",
+    "cluster": "tests/test_sweep.py::test_the_cluster_commands_give_the_one_process_dataset",
     "trl": "tests/test_readme.py::test_readme_block_runs",
+    "docs-build": "tests/test_docs.py::test_site_builds",
 }
 
 
 def _blocks():
-    return [(README[: m.start()].count("\n") + 1, m["lang"], m["code"], m["harness"] or "")
-            for m in _BLOCK.finditer(README)]
+    """``(file, line, lang, code, harness)`` of every fenced block of every source."""
+    blocks = []
+    for path in SOURCES:
+        text = path.read_text()
+        name = path.relative_to(ROOT).as_posix()
+        blocks += [(name, text[: m.start()].count("\n") + 1, m["lang"], m["code"],
+                    m["harness"] or "") for m in _BLOCK.finditer(text)]
+    return blocks
 
 
 def _runnable():
-    return [pytest.param(lang, code, harness, id=f"line{line}-{lang}")
-            for line, lang, code, harness in _blocks() if harness in {"", "trl"}]
+    """The blocks ``test_readme_block_runs`` runs, each distinct block once (its first place)."""
+    params, seen = [], set()
+    for name, line, lang, code, harness in _blocks():
+        if harness in {"", "trl"} and lang != "text" and (lang, code) not in seen:
+            seen.add((lang, code))
+            params.append(pytest.param(lang, code, harness, id=f"{name}:{line}-{lang}"))
+    return params
+
+
+def test_readme_links_resolve():
+    """The README's relative links (into docs/, figures/, notebooks/, NOTES.md, ...) name files
+    and folders of the checkout, so they work where the README is read (GitHub, a clone)."""
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README)
+    relative = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert len(relative) >= 10, relative
+    for link in relative:
+        assert (ROOT / link).exists(), f"README links to a missing {link}"
 
 
 def _env():
+    """The blocks' environment: this checkout first, no progress bars, and torch on one thread
+    unless the caller says otherwise (the TRL block's tiny model: 28 s instead of 49 s on a
+    loaded 2-core machine, where a second intra-op thread only waits for a core)."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    return dict(os.environ, PYTHONPATH=path, SIMPLEXLAB_PROGRESS="0", MPLBACKEND="Agg",
-                PATH=os.pathsep.join((str(Path(sys.executable).parent), os.environ["PATH"])))
+    return {"OMP_NUM_THREADS": "1", **os.environ, "PYTHONPATH": path,
+            "SIMPLEXLAB_PROGRESS": "0", "MPLBACKEND": "Agg",
+            "PATH": os.pathsep.join((str(Path(sys.executable).parent), os.environ["PATH"]))}
 
 
 def test_every_block_runs():
     blocks = _blocks()
-    assert len(blocks) >= 10  # the regex still finds the blocks
-    assert "not run" not in README
-    for line, lang, _code, harness in blocks:
+    assert len(blocks) >= 15  # the regex still finds the blocks
+    assert sum(name == "README.md" for name, *_ in blocks) >= 5
+    for path in SOURCES:
+        assert "not run" not in path.read_text(), path
+    for name, line, lang, _code, harness in blocks:
         if harness:
-            assert harness in HARNESSES, f"README line {line}: unknown harness {harness!r}"
+            assert harness in HARNESSES, f"{name} line {line}: unknown harness {harness!r}"
             test_file, test = HARNESSES[harness].split("::")
             assert f"def {test}(" in (ROOT / test_file).read_text(), HARNESSES[harness]
         else:
-            assert lang in {"python", "bash", "toml"}, (
-                f"README line {line}: a ```{lang} block is not run (name its harness)")
+            assert lang in {"python", "bash", "toml", "text"}, (
+                f"{name} line {line}: a ```{lang} block is not run (name its harness)")
     assert {h for *_, h in blocks} - {""} == set(HARNESSES)  # every harness is used
 
 
@@ -105,7 +142,7 @@ def test_readme_block_runs(lang, code, harness, tmp_path):
     if lang == "toml":
         # the block is the file it names, whole (it runs through the bash block that follows it)
         name = re.search(r"experiments/\S+\.toml", code)[0]
-        assert code == (ROOT / name).read_text(), f"README's {name} differs from the file"
+        assert code == (ROOT / name).read_text(), f"the block of {name} differs from the file"
         return
     if lang == "python":
         if re.search(r"^\s*(import|from) (torch|transformers)\b", code, re.M):

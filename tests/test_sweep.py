@@ -130,10 +130,10 @@ focal_gamma = [0.0, 1.0]
 """
 
 
-def _readme_cluster_commands():
-    """The two command lines of the README's "Several processes or hosts" block."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("**Several processes or hosts.**", 1)[1]
+def _documented_cluster_commands():
+    """The two command lines of the sweeps page's "Several processes or hosts" block."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "concepts" / "sweeps.md").read_text()
+    section = page.split("## Several processes or hosts", 1)[1]
     block = section.split("```bash\n", 1)[1].split("```", 1)[0]
     lines = [x.strip() for x in block.splitlines() if x.strip() and not x.startswith("#")]
     assert len(lines) == 2 and lines[1].startswith("srun "), lines
@@ -151,14 +151,15 @@ sys.exit(max(p.wait() for p in procs))
 """
 
 
-def test_the_readme_cluster_commands_give_the_one_process_dataset(reference, tmp_path):
-    """The README's multi-host recipe, run as written on localhost (host0 -> 127.0.0.1, N -> 2,
-    i -> 0, 1): two processes of ``simplexlab sweep CONFIG.toml --coordinator ... --num-processes
-    2 --process-id I`` (``jax.distributed.initialize``, CPU collectives), one device each; then
+def test_the_cluster_commands_give_the_one_process_dataset(reference, tmp_path):
+    """The multi-host recipe of ``docs/concepts/sweeps.md``, run as written on localhost (host0
+    -> 127.0.0.1, N -> 2, i -> 0, 1): two processes of ``simplexlab sweep CONFIG.toml
+    --coordinator ... --num-processes 2 --process-id I`` (``jax.distributed.initialize``, CPU
+    collectives), one device each; then
     its SLURM form under a stand-in ``srun`` that starts two tasks with SLURM's variables. The
     mesh spans both processes, each computes its half of every chunk, process 0 gathers the
     results and writes the Dataset: the worker's one-process sweep, bit for bit, both times."""
-    manual, slurm = _readme_cluster_commands()
+    manual, slurm = _documented_cluster_commands()
     env = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
            "JAX_PLATFORMS": "cpu", "PATH": os.pathsep.join(
                (str(tmp_path / "bin"), str(Path(sys.executable).parent), os.environ["PATH"]))}

@@ -24,7 +24,7 @@ from .._env import progress_enabled, use_compilation_cache, use_every_cpu_core
 from .._interrupt import check, install
 from .._version import install_command
 
-#: How to install the ``llm`` extra: the README's command
+#: How to install the ``llm`` extra: the install page's command (docs/getting-started/install.md)
 INSTALL_LLM = install_command("llm")
 #: the extra that installs each optional module an experiment may need
 _EXTRA_OF = {"torch": "llm", "transformers": "llm", "sklearn": "modes",
@@ -32,7 +32,8 @@ _EXTRA_OF = {"torch": "llm", "transformers": "llm", "sklearn": "modes",
 
 
 def _install_hint(modules) -> str:
-    """The README's install command for the extras that provide ``modules``."""
+    """The install command (``docs/getting-started/install.md``) for the extras that provide
+    ``modules``."""
     extras = sorted({_EXTRA_OF.get(m, "llm") for m in modules}, key=["llm", "modes", "trl"].index)
     return install_command(*extras)
 

