@@ -1,6 +1,7 @@
 """Mode discovery methods side by side on the labelled benchmark (issue 25).
 
     python -m benchmarks.modes_compare [--quick] [--json PATH] [--no-timing] [--cache DIR]
+                                       [--only TEXT]
 
 The data: ``tests/data/modes_benchmark.jsonl`` (:mod:`benchmarks.modes_data`: 44 problems of six
 kinds, 3–5 solution methods each, every method written several ways; short texts 5–35 words,
@@ -167,7 +168,45 @@ def _features(rows, idx, E, emb):
     if emb == "tfidf + raw":  # MiniLM (weight 0.7) and TF-IDF (0.3) concatenated
         T = _unit(_tfidf([rows[i]["text"] for i in idx]))
         return _unit(np.hstack([np.sqrt(0.7) * E["raw"][idx], np.sqrt(0.3) * T]))
+    if emb in ("lda leave-type-out", "lda same types"):  # centred, projected, renormalised
+        r = rows[idx[0]]
+        W = _lda(rows, E, r["length"], r["type"] if emb == "lda leave-type-out" else None)
+        return _unit(_unit(E["raw"][idx] - E["raw"][idx].mean(0)).astype(np.float64) @ W)
     return E[emb][idx]
+
+
+_LDA: dict = {}
+LDA_DIMS, LDA_RIDGE = 64, 0.1
+
+
+def _lda(rows, E, length, held_out):
+    """A linear projection (Fisher LDA, ``LDA_DIMS`` dimensions, ridge ``LDA_RIDGE`` × the mean
+    within-class variance) of the group-centred embeddings, learned on the development problems
+    of ``length`` whose type is not ``held_out`` (``None``: all types) with the classes (problem,
+    method): metric learning. Cached per (length, held-out type)."""
+    import scipy.linalg
+
+    key = (length, held_out)
+    if key not in _LDA:
+        Z, y = [], []
+        for (s, L, p), idx in _groups(rows).items():
+            if s == "dev" and L == length and rows[idx[0]]["type"] != held_out:
+                Z.append(_unit(E["raw"][idx] - E["raw"][idx].mean(0)))
+                y += [(p, rows[i]["mode"]) for i in idx]
+        Z = np.vstack(Z).astype(np.float64)
+        classes = {c: j for j, c in enumerate(dict.fromkeys(y))}
+        yi = np.array([classes[c] for c in y])
+        mu, d = Z.mean(0), Z.shape[1]
+        Sw, Sb = np.zeros((d, d)), np.zeros((d, d))
+        for c in range(len(classes)):
+            Zc = Z[yi == c]
+            m = Zc.mean(0)
+            Sw += (Zc - m).T @ (Zc - m)
+            Sb += len(Zc) * np.outer(m - mu, m - mu)
+        Sw /= len(Z)
+        w, U = scipy.linalg.eigh(Sb / len(Z), Sw + LDA_RIDGE * np.trace(Sw) / d * np.eye(d))
+        _LDA[key] = U[:, np.argsort(w)[::-1][:LDA_DIMS]]
+    return _LDA[key]
 
 
 def _labels(X, algo, param, center=False, merge=0.0):
@@ -205,7 +244,9 @@ def _labels(X, algo, param, center=False, merge=0.0):
 
 
 # name: (embedding, algorithm, grid of the free number or None, centre); embeddings: a text
-# variant of MiniLM (float), "int8" (raw text, quantize=True), "tfidf", "tfidf + raw"
+# variant of MiniLM (float), "int8" (raw text, quantize=True), "tfidf", "tfidf + raw", "lda ..."
+# (the LDA rows' development score is itself leave-type-out for the first, in-sample for the
+# second; the threshold is calibrated on it)
 DB = [0.05, 0.08, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3]
 AGG = [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05,
        1.1]
@@ -236,6 +277,10 @@ METHODS = {
     "TF-IDF words (masked) centred + average": ("tfidf", "average", AGG, True),
     "TF-IDF + MiniLM concatenated (0.3 / 0.7), centred + average":
         ("tfidf + raw", "average", AGG, True),
+    "LDA projection learned on dev problems of the OTHER types (leave-type-out) + average":
+        ("lda leave-type-out", "average", AGG),
+    "LDA projection learned on all dev problems (LEAKS: test shares the templates) + average":
+        ("lda same types", "average", AGG),
     NEW: ("raw", "default", None),
     "new default's clustering on masked text": ("masked", "default", None),
     INT8: ("int8", "default", None),
@@ -323,6 +368,7 @@ def main(argv=None):
                     help="the raw-text rows only, timing on 16 × 16")
     ap.add_argument("--json", help="write the numbers here")
     ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--only", help="the rows whose name contains this text (case-insensitive)")
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir())
                                            / "simplexlab-modes-compare"),
                     help="folder of cached benchmark embeddings ('' for none)")
@@ -335,12 +381,12 @@ def main(argv=None):
     rows = load()
     groups = _groups(rows)
     texts = [r["text"] for r in rows]
-    methods = {k: v for k, v in METHODS.items() if not args.quick or k in QUICK}
+    methods = {k: v for k, v in METHODS.items() if (not args.quick or k in QUICK)
+               and (not args.only or args.only.lower() in k.lower())}
     cache = Path(args.cache) if args.cache else None
     t0 = time.perf_counter()
-    need = {m[0] for m in methods.values()} - {"tfidf", "int8"}
-    need |= {"raw"} if any(m[0] == "tfidf + raw" for m in methods.values()) else set()
-    need -= {"tfidf + raw"}
+    derived = {"tfidf", "int8", "tfidf + raw", "lda leave-type-out", "lda same types"}
+    need = {m[0] for m in methods.values()} - derived | {"raw"}
     E = _embed_variants(texts, sorted(need), False, cache)
     if any(m[0] == "int8" for m in methods.values()):
         E["int8"] = _embed_variants(texts, ["raw"], True, cache)["raw"]
