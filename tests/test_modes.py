@@ -171,6 +171,23 @@ def test_embedding_is_offline_and_normalised(monkeypatch):
 
 
 @pytest.mark.slow
+def test_quantized_embedding_is_close_to_float():
+    """``quantize=True`` swaps exactly the twelve feed-forward Linear layers for dynamic int8 ones
+    (attention stays float) and keeps every row within cosine 0.9 of the float embedding."""
+    import torch
+
+    texts = ["x = 2 or x = 3.", QUADRATIC["formula"][0], "Halve 24 and double 25: 12 × 50 = 600."]
+    f, q = embed(texts), embed(texts, quantize=True)
+    np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-5)
+    assert (np.sum(f * q, axis=1) > 0.9).all() and not np.allclose(f, q, atol=1e-4)
+    _, model = _modes._encoder("cpu", True)
+    kinds = {n: "quantized" in type(m).__module__ for n, m in model.named_modules()
+             if type(m).__name__ == "Linear" and ".layer." in n}
+    assert len(kinds) == 36 and sum(kinds.values()) == 12, kinds
+    assert all(("attention" in n) != q for n, q in kinds.items()), kinds
+    assert isinstance(_modes._encoder("cpu")[1].pooler.dense, torch.nn.Linear)
+
+
 def test_embedding_equals_sentence_transformers():
     """The plain-transformers encode equals SentenceTransformer.encode of the same folder
     (Transformer → mean Pooling → Normalize)."""
@@ -500,6 +517,8 @@ BAD_CALLS = [
     (lambda: embed(["a"], batch_size=0), "batch_size must be an integer >= 1; got 0"),
     (lambda: embed(["a"], max_length=1000), r"max_length must be an integer in \[1, 512\]"),
     (lambda: embed(["a"], device="nope"), "device 'nope'"),
+    (lambda: embed(["a"], quantize="yes"), "quantize must be True or False; got 'yes'"),
+    (lambda: discover_modes(["a"], quantize=1), "quantize must be True or False; got 1"),
     (lambda: mode_stats(np.array([0.5, 1.0])), "integer array"),
     (lambda: mode_stats(np.array([0, -2])), "got -2"),
     (lambda: mode_stats(np.array([0, 1]), num_clusters=0), "num_clusters"),
