@@ -93,6 +93,28 @@ def _default_solver(name):
 _SOLVERS = ("tsit5", "dopri5", "dopri8", "heun", "euler", "bosh3")
 
 
+def _throw(sol, result, who: str):
+    """diffrax's ``throw=True``, outside the compiled program: the solvers run with
+    ``throw=False`` and return diffrax's result code, checked here. A concrete result (the usual
+    eager call) is checked on the host, raising ``equinox.EquinoxRuntimeError`` with diffrax's
+    message (e.g. "The maximum number of solver steps was reached"): the compiled program then
+    has no host callback, and JAX's persistent compilation cache can keep it (a second process
+    loads it instead of compiling it). A traced result (``solve`` called inside the caller's
+    ``jit`` or ``vmap``) gets diffrax's own run-time check (``error_if``). Returns ``sol``."""
+    if result.is_traced():
+        return result.error_if(sol, ~diffrax.is_okay(result))
+    codes = np.asarray(result._value)  # on the host: no compiled comparison, no callback
+    okay = [int(r._value) for r in (diffrax.RESULTS.successful, diffrax.RESULTS.event_occurred)]
+    bad = ~np.isin(codes, okay)
+    if np.any(bad):
+        messages = sorted({diffrax.RESULTS._index_to_message[int(c)] for c in codes[bad]})
+        where = (f" (in the blocks of {int(np.sum(bad))} of the {bad.size} trajectories)"
+                 if bad.ndim else "")
+        raise eqx.EquinoxRuntimeError(f"{who}: the integration failed{where}: "
+                                      + " / ".join(messages))
+    return sol
+
+
 def solve(
     dynamics: AbstractDynamics,
     state0: State,
@@ -140,8 +162,8 @@ def solve(
     *args, rtol, atol, max_steps = _prepare(dynamics, state0, t0, t1, time, saveat, n_save,
                                             solver, adaptive, dt0, p_floor, adjoint, rtol, atol,
                                             max_steps)
-    return _solve(*args, rtol=rtol, atol=atol, adaptive=adaptive, max_steps=max_steps,
-                  p_floor=float(p_floor), time=time)
+    return _throw(*_solve(*args, rtol=rtol, atol=atol, adaptive=adaptive, max_steps=max_steps,
+                          p_floor=float(p_floor), time=time), "solve")
 
 
 def _leaf_shapes(dynamics):
@@ -270,7 +292,7 @@ def _solve(dynamics, state0, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol
         event=diffrax.Event(boundary),
         max_steps=max_steps,
         adjoint=adjoint,
-        throw=True,
+        throw=False,  # checked by _throw, after the call
     )
     ys, ts = sol.ys, sol.ts
     # with an event, diffrax stores the stopping point right after the last save point it
@@ -287,7 +309,7 @@ def _solve(dynamics, state0, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol
     reached = jnp.where(past, t_end, saveat)
     t_phys, tau = (reached, held.clock) if time == "physical" else (held.clock, reached)
     return Solution(ts=saveat, t=t_phys, tau=tau, state=held.state, stopped=stopped,
-                    t_end=t_end, num_steps=sol.stats["num_steps"], time=time)
+                    t_end=t_end, num_steps=sol.stats["num_steps"], time=time), sol.result
 
 
 def _max_norm(tree):
@@ -347,9 +369,11 @@ def solve_ensemble(
         atol, max_steps, ensemble=True)
     kw = dict(rtol=rtol, atol=atol, max_steps=max_steps, p_floor=float(p_floor), time=time)
     if block is None or block >= states.p.shape[0]:
-        return _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, **kw)
-    return _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoint,
-                                  block=block, **kw)
+        out = _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, **kw)
+    else:
+        out = _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoint,
+                                     block=block, **kw)
+    return _throw(*out, "solve_ensemble")
 
 
 def map_blocks(fn, block: int, *trees):
@@ -379,12 +403,15 @@ def _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoin
     per, shared = eqx.partition(dynamics, lambda x: eqx.is_array(x) and jnp.ndim(x) >= 1)
 
     def one(per_block, s):
-        sol = _solve_ensemble(eqx.combine(per_block, shared), s, t0, t1, saveat, solver, dt0,
-                              adjoint, **kw)
-        return eqx.tree_at(lambda x: x.ts, sol, s.p)  # every leaf per trajectory; ts set below
+        sol, result = _solve_ensemble(eqx.combine(per_block, shared), s, t0, t1, saveat, solver,
+                                      dt0, adjoint, **kw)
+        # every leaf per trajectory (ts set below), the block's result code on each of its rows
+        result = eqx.tree_at(lambda r: r._value, result,
+                             jnp.broadcast_to(result._value, s.p.shape))
+        return eqx.tree_at(lambda x: x.ts, sol, s.p), result
 
-    sol = map_blocks(one, block, per, states)
-    return eqx.tree_at(lambda s: s.ts, sol, saveat)
+    sol, result = map_blocks(one, block, per, states)
+    return eqx.tree_at(lambda s: s.ts, sol, saveat), result
 
 
 class _EnsAug(eqx.Module):
@@ -415,7 +442,7 @@ def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, r
         diffrax.ODETerm(f), solver, t0, t1, dt0, _EnsAug(states, zeros, zeros),
         saveat=diffrax.SaveAt(ts=saveat),
         stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, norm=_max_norm),
-        max_steps=max_steps, adjoint=adjoint, throw=True,
+        max_steps=max_steps, adjoint=adjoint, throw=False,  # checked by the caller
     )
     ys = sol.ys  # leaves (T, n, ...)
     st = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, 1), ys.state)
@@ -427,7 +454,8 @@ def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, r
     t_phys, tau = (reached, clock) if time == "physical" else (clock, reached)
     n = states.p.shape[0]
     return Solution(ts=saveat, t=t_phys, tau=tau, state=st, stopped=stopped, t_end=t_end,
-                    num_steps=jnp.broadcast_to(sol.stats["num_steps"], (n,)), time=time)
+                    num_steps=jnp.broadcast_to(sol.stats["num_steps"], (n,)), time=time), \
+        sol.result
 
 
 def solve_block(dynamics: AbstractDynamics, states: State, *, saveat, time="physical",
@@ -438,6 +466,7 @@ def solve_block(dynamics: AbstractDynamics, states: State, *, saveat, time="phys
     ``shard_map``). Tsit5, PID control in the max norm over the block; ``saveat`` is a
     concrete 1-D array whose ends are ``t0`` and ``t1``."""
     saveat = jnp.asarray(saveat, dtype=float)
-    return _solve_ensemble(dynamics.checked(), states, saveat[0], saveat[-1], saveat,
-                           diffrax.Tsit5(), None, diffrax.ForwardMode(), rtol=rtol, atol=atol,
-                           max_steps=max_steps, p_floor=p_floor, time=time)
+    return _throw(*_solve_ensemble(dynamics.checked(), states, saveat[0], saveat[-1], saveat,
+                                   diffrax.Tsit5(), None, diffrax.ForwardMode(), rtol=rtol,
+                                   atol=atol, max_steps=max_steps, p_floor=p_floor, time=time),
+                  "solve_block")
