@@ -14,10 +14,12 @@ or ``z``.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Literal
 
 import diffrax
 import equinox as eqx
+import equinox._errors as _eqx_errors
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -91,6 +93,22 @@ def _default_solver(name):
 
 
 _SOLVERS = ("tsit5", "dopri5", "dopri8", "heun", "euler", "bosh3")
+
+
+@contextlib.contextmanager
+def _checked_before():
+    """While tracing ``diffeqsolve``: diffrax's own argument checks off (``saveat`` increasing
+    and inside ``[t0, t1]``, ``(t1 - t0) · dt0 >= 0``). Each is an ``eqx.error_if`` on traced
+    values, i.e. a host callback, and JAX's persistent compilation cache never stores a program
+    with one; :func:`_prepare` checks the same arguments first (``ValueError`` on the host, or its
+    own ``error_if`` in a caller's trace). Scoped to the trace: equinox reads ``EQX_ON_ERROR``
+    when an ``error_if`` is traced, not when the program runs."""
+    before = _eqx_errors.EQX_ON_ERROR
+    _eqx_errors.EQX_ON_ERROR = "off"
+    try:
+        yield
+    finally:
+        _eqx_errors.EQX_ON_ERROR = before
 
 
 def _throw(sol, result, who: str):
@@ -253,6 +271,15 @@ def _prepare(dynamics, state0, t0, t1, time, saveat, n_save, solver, adaptive, d
             if np.any(np.diff(s) < 0) or s[0] < lo or s[-1] > hi:
                 raise ValueError(f"saveat must be non-decreasing and inside [t0, t1] = "
                                  f"[{t0}, {t1}]; got {s}")
+        # what is traced is checked at run time (diffrax's own checks are off: _checked_before)
+        if not is_concrete(saveat):
+            saveat = check(saveat, lambda a: a[1:] < a[:-1], "saveat must be non-decreasing")
+        if not (is_concrete(saveat) and is_concrete(t0)):
+            saveat = check_pair(saveat, t0, lambda v, a: v < a, "saveat must lie inside [t0, "
+                                "t1]: (saveat, t0)")
+        if not (is_concrete(saveat) and is_concrete(t1)):
+            saveat = check_pair(saveat, t1, lambda v, b: v > b, "saveat must lie inside [t0, "
+                                "t1]: (saveat, t1)")
     if dt0 is not None:
         dt0 = check(dt0, lambda a: ~xp.isfinite(a) | (a <= 0), "dt0 (step size) must be finite "
                     "and > 0")
@@ -285,15 +312,16 @@ def _solve(dynamics, state0, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol
     controller = (diffrax.PIDController(rtol=rtol, atol=atol) if adaptive
                   else diffrax.ConstantStepSize())
     y0 = _Aug(state0, jnp.zeros_like(state0.p))
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(f), solver, t0, t1, dt0, y0,
-        saveat=diffrax.SaveAt(ts=saveat, t1=True),
-        stepsize_controller=controller,
-        event=diffrax.Event(boundary),
-        max_steps=max_steps,
-        adjoint=adjoint,
-        throw=False,  # checked by _throw, after the call
-    )
+    with _checked_before():  # the arguments: by _prepare; the result: by _throw, after the call
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(f), solver, t0, t1, dt0, y0,
+            saveat=diffrax.SaveAt(ts=saveat, t1=True),
+            stepsize_controller=controller,
+            event=diffrax.Event(boundary),
+            max_steps=max_steps,
+            adjoint=adjoint,
+            throw=False,
+        )
     ys, ts = sol.ys, sol.ts
     # with an event, diffrax stores the stopping point right after the last save point it
     # reached and fills the rest with inf: the last finite entry is where integration ended
@@ -438,12 +466,13 @@ def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, r
         return _EnsAug(d, dclock * active, active)
 
     zeros = jnp.zeros_like(states.p)
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(f), solver, t0, t1, dt0, _EnsAug(states, zeros, zeros),
-        saveat=diffrax.SaveAt(ts=saveat),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, norm=_max_norm),
-        max_steps=max_steps, adjoint=adjoint, throw=False,  # checked by the caller
-    )
+    with _checked_before():  # the arguments: by _prepare; the result: by the caller (_throw)
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(f), solver, t0, t1, dt0, _EnsAug(states, zeros, zeros),
+            saveat=diffrax.SaveAt(ts=saveat),
+            stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, norm=_max_norm),
+            max_steps=max_steps, adjoint=adjoint, throw=False,
+        )
     ys = sol.ys  # leaves (T, n, ...)
     st = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, 1), ys.state)
     clock = ys.clock.T
