@@ -115,6 +115,8 @@ th.solve(th.GRPO(), s0, t1=1.0, n_save=3)
 ens = th.make_state(jnp.asarray([0.3, 0.4, 0.5]), jnp.full((3, 2), 0.5), jnp.full((3, 2), 0.5))
 th.solve_ensemble(th.GRPO(), ens, t1=1.0, n_save=3)
 th.solve_ensemble(th.GRPO(), ens, t1=1.0, n_save=3, block=2)
+from simplexlab.theory.internal import solve_each
+solve_each(th.GRPO(), ens, t1=1.0, n_save=3)
 print(json.dumps(seen))
 """
 
@@ -122,8 +124,8 @@ print(json.dumps(seen))
 def test_a_second_sweep_compiles_nothing(tmp_path):
     """The sweep engine checks every run's parameters on the host and traces the simulators
     without run-time checks (no ``eqx.error_if``, so no host callback, which JAX's persistent
-    cache refuses to store), and ``solve`` / ``solve_ensemble`` check diffrax's result on the
-    host: a second process running the same sweeps and solves loads every program."""
+    cache refuses to store), and ``solve`` / ``solve_ensemble`` / ``solve_each`` check diffrax's
+    result on the host: a second process running the same sweeps and solves loads every program."""
     runs = []
     for i in range(2):
         proc = subprocess.run([sys.executable, "-c", SWEEP_CHILD, str(tmp_path / f"out{i}")],

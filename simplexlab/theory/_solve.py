@@ -31,13 +31,14 @@ from .._checks import (
     check_number,
     check_pair,
     is_concrete,
+    trusted_inputs,
     xp,
 )
 from ._closed_forms import concentration
 from ._fields import AbstractDynamics
 from ._state import State, make_state
 
-__all__ = ["Solution", "solve", "solve_block", "solve_ensemble"]
+__all__ = ["Solution", "solve", "solve_block", "solve_each", "solve_ensemble"]
 
 
 class Solution(eqx.Module):
@@ -126,8 +127,7 @@ def _throw(sol, result, who: str):
     bad = ~np.isin(codes, okay)
     if np.any(bad):
         messages = sorted({diffrax.RESULTS._index_to_message[int(c)] for c in codes[bad]})
-        where = (f" (in the blocks of {int(np.sum(bad))} of the {bad.size} trajectories)"
-                 if bad.ndim else "")
+        where = f" ({int(np.sum(bad))} of the {bad.size} trajectories)" if bad.ndim else ""
         raise eqx.EquinoxRuntimeError(f"{who}: the integration failed{where}: "
                                       + " / ".join(messages))
     return sol
@@ -182,6 +182,41 @@ def solve(
                                             max_steps)
     return _throw(*_solve(*args, rtol=rtol, atol=atol, adaptive=adaptive, max_steps=max_steps,
                           p_floor=float(p_floor), time=time), "solve")
+
+
+def solve_each(dynamics: AbstractDynamics, states: State, **kwargs) -> Solution:
+    r"""``eqx.filter_vmap(lambda s: solve(dynamics, s, **kwargs))(states)``: the same numbers,
+    trajectory by trajectory, with the checks on the host. ``states`` has one leading batch
+    axis; ``dynamics`` (its array leaves scalars) and ``kwargs`` (those of :func:`solve`,
+    concrete) are shared. The states are checked on the host (:func:`make_state` on the whole
+    batch, ``ValueError``) and diffrax's result after the batched call (``EquinoxRuntimeError``
+    naming the failure), so the compiled programs have no host callback (a vmapped
+    :func:`solve` checks its traced states and results with ``eqx.error_if``, a host callback
+    in every program it compiles, and JAX's persistent compilation cache stores none of them)."""
+    if not isinstance(states, State) or np.ndim(states.p) != 1:
+        raise ValueError("states must be a State with one batch axis (make_state(p, y, z) with p "
+                         f"of shape (n,)); got {type(states).__name__} with p of shape "
+                         f"{np.shape(getattr(states, 'p', None))}")
+    states = make_state(states.p, states.y, states.z)  # checked here, on the host
+
+    def one(s):
+        with trusted_inputs():  # the batch was checked above
+            *args, rtol, atol, max_steps = _prepare(
+                dynamics, s, kwargs.get("t0", 0.0), kwargs["t1"],
+                kwargs.get("time", "physical"), kwargs.get("saveat"), kwargs.get("n_save", 101),
+                kwargs.get("solver", "tsit5"), kwargs.get("adaptive", True), kwargs.get("dt0"),
+                kwargs.get("p_floor", 1e-12), kwargs.get("adjoint"), kwargs.get("rtol", 1e-8),
+                kwargs.get("atol", 1e-10), kwargs.get("max_steps", 1_000_000))
+        return _solve(*args, rtol=rtol, atol=atol, adaptive=kwargs.get("adaptive", True),
+                      max_steps=max_steps, p_floor=float(kwargs.get("p_floor", 1e-12)),
+                      time=kwargs.get("time", "physical"))
+
+    unknown = set(kwargs) - {"t0", "t1", "time", "saveat", "n_save", "solver", "adaptive",
+                             "dt0", "p_floor", "adjoint", "rtol", "atol", "max_steps"}
+    if unknown or "t1" not in kwargs:
+        raise TypeError(f"solve_each takes solve's keyword arguments, t1 among them; got "
+                        f"{sorted(kwargs)}")
+    return _throw(*eqx.filter_vmap(one)(states), "solve_each")
 
 
 def _leaf_shapes(dynamics):
@@ -401,7 +436,8 @@ def solve_ensemble(
     else:
         out = _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoint,
                                      block=block, **kw)
-    return _throw(*out, "solve_ensemble")
+    return _throw(*out, "solve_ensemble" if block is None else
+                  f"solve_ensemble (blocks of {block}: a failed block counts all of its rows)")
 
 
 def map_blocks(fn, block: int, *trees):
