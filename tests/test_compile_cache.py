@@ -111,15 +111,13 @@ for target, grid, fixed in [
                                                  "num_steps": 4, "stride": 2})]:
     sweep.run(target, grid=grid, fixed=fixed, seeds=2, out=out, name=target, resume=False,
               progress=False)
-# the mean-field ODE solvers (diffrax; its solver result is checked on the host, after the call)
+# the mean-field ODE solvers (diffrax; its result checked on the host, after the call): solve's
+# program vmapped (solve_each), solve_ensemble's inside its blocks' program
 from simplexlab import theory as th
-s0 = th.make_state(0.3, [0.6, 0.4], [0.5, 0.5])
-th.solve(th.GRPO(), s0, t1=1.0, n_save=3)
-ens = th.make_state(jnp.asarray([0.3, 0.4, 0.5]), jnp.full((3, 2), 0.5), jnp.full((3, 2), 0.5))
-th.solve_ensemble(th.GRPO(), ens, t1=1.0, n_save=3)
-th.solve_ensemble(th.GRPO(), ens, t1=1.0, n_save=3, block=2)
 from simplexlab.theory.internal import solve_each
+ens = th.make_state(jnp.asarray([0.3, 0.4, 0.5]), jnp.full((3, 2), 0.5), jnp.full((3, 2), 0.5))
 solve_each(th.GRPO(), ens, t1=1.0, n_save=3)
+th.solve_ensemble(th.GRPO(), ens, t1=1.0, n_save=3, block=2)
 print(json.dumps(seen))
 """
 
