@@ -31,9 +31,11 @@ The CPU goals of issue 28 alone (the float32 step against the bound, the float64
   find solution methods is compared apart, on the labelled benchmark of issue 25: ``python -m
   benchmarks.modes_compare`` (:mod:`benchmarks.modes_compare`, data from
   :mod:`benchmarks.modes_data`).
-- ``compile-cache`` (:mod:`benchmarks.compile_cache`): ``simplexlab reproduce neutrality`` twice in
-  fresh processes sharing a persistent compilation cache that starts empty: the first and the
-  second run's compile times side by side (the second should compile nothing).
+- ``compile-cache`` (:mod:`benchmarks.compile_cache`): ``simplexlab reproduce focal-weight
+  neutrality phase-portraits --quick`` (claims included) twice in fresh processes sharing a
+  persistent compilation cache that starts empty: the first and the second run's compile times
+  and program counts side by side (the second should compile nothing; what it compiles again is
+  named).
 
 Each measurement runs in a worker process of its own (``python -m benchmarks --worker
 MODULE.FUNCTION``), with the JAX configuration it needs set before JAX is imported: the sweep

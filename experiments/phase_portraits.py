@@ -12,7 +12,6 @@ y-portraits (eq. 68).
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax.numpy as jnp
 import matplotlib
 
@@ -33,6 +32,7 @@ from simplexlab.plotting import (  # noqa: E402
     ternary_axes,
     to_cartesian,
 )
+from simplexlab.theory.internal import solve_each  # noqa: E402
 
 PANELS = [
     ("GRPO: collision", 0.0),
@@ -69,9 +69,7 @@ def run(ctx: Context) -> dict:
                     ha="center", va="center", fontsize=9, color="0.3",
                     bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
         states = sl.State(jnp.full(n_traj, p0), jnp.asarray(y0s), jnp.tile(z0, (n_traj, 1)))
-        sols = eqx.filter_vmap(
-            lambda s, dyn=dyn: sl.solve(dyn, s, t1=tau_max, time="inner", n_save=121)
-        )(states)
+        sols = solve_each(dyn, states, t1=tau_max, time="inner", n_save=121)
         Y = np.asarray(sols.y)
         for traj in ctx.progress(Y, desc=f"trajectories λ0={lam0}"):
             xy = to_cartesian(traj)
@@ -94,8 +92,7 @@ def run(ctx: Context) -> dict:
     ys = rng.dirichlet(np.full(K, 0.4), size=n_p)
     zs = rng.dirichlet(np.full(M, 0.4), size=n_p)
     states = sl.State(jnp.full(n_p, p_start), jnp.asarray(ys), jnp.asarray(zs))
-    sols = eqx.filter_vmap(lambda s: sl.solve(sl.GRPO(), s, t1=10.0, time="inner", n_save=201)
-                           )(states)
+    sols = solve_each(sl.GRPO(), states, t1=10.0, time="inner", n_save=201)
     tau = np.asarray(sols.tau[0])
     lower, upper = bad_mass_envelopes(tau, p_start, K, M)
     ax.fill_between(tau, lower, upper, color="tab:green", alpha=0.15,

@@ -11,7 +11,6 @@ along the streamlines whatever its speed.
 
 from __future__ import annotations
 
-import equinox as eqx
 import numpy as np
 
 from simplexlab import meanfield as mf
@@ -20,6 +19,7 @@ from simplexlab.geometry import uniform_on_support, within_good_field
 from simplexlab.lab import Context, experiment
 from simplexlab.plotting import mark_fixed_points, stream_on_simplex, ternary_axes, to_cartesian
 from simplexlab.sim import Bandit
+from simplexlab.theory.internal import solve_each
 
 K, M, P0, Z0 = 3, 2, 0.9, (0.6, 0.4)
 PANELS = (("GRPO: collision", None), (r"$\tilde\lambda = \lambda_0 = 1$: cancelled", 1.0),
@@ -48,7 +48,7 @@ def _simulate(ctx, st, gain):
     sim, params = Bandit.from_values(fixed)
     dyn, st0 = sim.meanfield(params)
     T = st["steps"] * st["eta"]
-    ode = eqx.filter_vmap(lambda s: mf.solve(dyn, s, t1=T, n_save=201))(st0)
+    ode = solve_each(dyn, st0, t1=T, n_save=201)
     return ds, dyn, np.asarray(ode.state.y)
 
 

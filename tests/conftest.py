@@ -1,15 +1,30 @@
 """Test configuration: float64 everywhere, strict dtype promotion, shared tolerance helpers, and
-JAX's persistent compilation cache as the command line uses it (``SIMPLEXLAB_JAX_CACHE``; ``0``
-switches it off): a second run of the suite, and every subprocess running programs the suite
-compiled already (the CLI's tests), load those programs instead of compiling them. Only programs
-that took 0.2 s or more to compile are stored (most of the suite's thousands of programs compile
-in milliseconds, and every write scans the folder)."""
+one JAX persistent compilation cache for the whole session (``SIMPLEXLAB_JAX_CACHE``).
 
+The cache folder: ``SIMPLEXLAB_JAX_CACHE`` when the caller sets it (a folder kept between runs,
+or ``0`` to switch the cache off), else a new temporary folder that the first process of the
+session (pytest itself, or xdist's controller) creates, exports and removes at exit. Every xdist
+worker and every subprocess a test starts (the CLI, README blocks, notebooks, sweep workers,
+two-process runs) inherits the variable, so a program one of them compiled is loaded by the
+others (JAX locks a bounded cache between processes); a suite run never reads or fills the
+user's own cache, and starts from the same empty folder on every machine. Tests that measure
+compilation (tests/test_compile_cache.py) give their children folders of their own. The test
+processes store only programs that took 0.2 s or more to compile (most of the suite's thousands
+of programs compile in milliseconds, and every write scans the folder); the CLI stores all."""
+
+import atexit
 import os
+import shutil
+import tempfile
 
 import jax
 
-from simplexlab._env import use_compilation_cache
+from simplexlab._env import CACHE_VAR, use_compilation_cache
+
+if CACHE_VAR not in os.environ:  # the session's first process: one folder for all of them
+    _folder = tempfile.mkdtemp(prefix="simplexlab-test-jax-cache-")
+    os.environ[CACHE_VAR] = _folder
+    atexit.register(shutil.rmtree, _folder, ignore_errors=True)
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_dtype_promotion", "strict")

@@ -435,6 +435,25 @@ def test_solve_ensemble_matches_vmapped_solve_and_freezes_at_the_boundary():
         sl.solve_ensemble(sl.GRPO(), sl.make_state(0.5, Y, Z), t1=1.0)
 
 
+def test_solve_each_is_vmapped_solve_checked_on_the_host():
+    """``solve_each`` gives vmap(solve)'s numbers bit for bit; bad states are a ValueError and a
+    failed integration an EquinoxRuntimeError naming it, both from the host."""
+    from simplexlab.theory.internal import solve_each
+
+    rng = np.random.default_rng(13)
+    states = sl.State(jnp.asarray([0.3, 0.6, 0.8]), jnp.asarray(rng.dirichlet(np.ones(3), 3)),
+                      jnp.asarray(rng.dirichlet(np.ones(2), 3)))
+    dyn = sl.Neutralized(sl.ScheduleB(1.5))
+    ref = eqx.filter_vmap(lambda s: sl.solve(dyn, s, t1=3.0, time="inner", n_save=5))(states)
+    got = solve_each(dyn, states, t1=3.0, time="inner", n_save=5)
+    for a, b in zip(jax.tree_util.tree_leaves(ref), jax.tree_util.tree_leaves(got), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ValueError, match="open interval"):
+        solve_each(dyn, sl.State(jnp.asarray([0.3, 1.5, 0.8]), states.y, states.z), t1=3.0)
+    with pytest.raises(eqx.EquinoxRuntimeError, match="solve_each.*maximum number of solver"):
+        solve_each(dyn, states, t1=3.0, time="inner", n_save=5, max_steps=2)
+
+
 def test_solve_ensemble_in_blocks_is_each_block_solved_alone():
     """``block``: 6 trajectories in blocks of 4 are bit for bit the solve of the first 4 and the
     solve of the last 2 padded with copies of the last one (per-trajectory gains split with

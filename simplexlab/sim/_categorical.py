@@ -61,6 +61,7 @@ from .._checks import (
     check_parameter,
     check_real,
     deprecated_alias,
+    error_if,
     is_concrete,
     is_int,
     user_stacklevel,
@@ -494,10 +495,11 @@ def init(config: CategoricalConfig, key) -> SimState:
     ``group_size`` outside ``[1, max_group_size]`` is a run-time error here."""
     z = config.policy.initial_logits(config.float_dtype())
     if config.padded() and not is_concrete(config.group_size):
-        z = eqx.error_if(z, jnp.any(_bad_group_size(jnp.asarray(config.group_size),
-                                                   config.max_group_size)),
-                         f"group_size must be a whole number in [1, max_group_size = "
-                         f"{config.max_group_size}]")
+        # skipped within trusted_inputs (the sweep engine checked it on the host): no callback
+        z = error_if(z, jnp.any(_bad_group_size(jnp.asarray(config.group_size),
+                                               config.max_group_size)),
+                     f"group_size must be a whole number in [1, max_group_size = "
+                     f"{config.max_group_size}]")
     return SimState(logits=z, opt_state=config.optimizer_init(z), key=key,
                     step=jnp.zeros((), jnp.int32), probs0=jax.nn.softmax(z),
                     batch_correct=jnp.zeros((), jnp.int32))

@@ -14,10 +14,12 @@ or ``z``.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Literal
 
 import diffrax
 import equinox as eqx
+import equinox._errors as _eqx_errors
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -29,13 +31,14 @@ from .._checks import (
     check_number,
     check_pair,
     is_concrete,
+    trusted_inputs,
     xp,
 )
 from ._closed_forms import concentration
 from ._fields import AbstractDynamics
 from ._state import State, make_state
 
-__all__ = ["Solution", "solve", "solve_block", "solve_ensemble"]
+__all__ = ["Solution", "solve", "solve_block", "solve_each", "solve_ensemble"]
 
 
 class Solution(eqx.Module):
@@ -93,6 +96,43 @@ def _default_solver(name):
 _SOLVERS = ("tsit5", "dopri5", "dopri8", "heun", "euler", "bosh3")
 
 
+@contextlib.contextmanager
+def _checked_before():
+    """While tracing ``diffeqsolve``: diffrax's own argument checks off (``saveat`` increasing
+    and inside ``[t0, t1]``, ``(t1 - t0) · dt0 >= 0``). Each is an ``eqx.error_if`` on traced
+    values, i.e. a host callback, and JAX's persistent compilation cache never stores a program
+    with one; :func:`_prepare` checks the same arguments first (``ValueError`` on the host, or its
+    own ``error_if`` in a caller's trace). Scoped to the trace: equinox reads ``EQX_ON_ERROR``
+    when an ``error_if`` is traced, not when the program runs."""
+    before = _eqx_errors.EQX_ON_ERROR
+    _eqx_errors.EQX_ON_ERROR = "off"
+    try:
+        yield
+    finally:
+        _eqx_errors.EQX_ON_ERROR = before
+
+
+def _throw(sol, result, who: str):
+    """diffrax's ``throw=True``, outside the compiled program: the solvers run with
+    ``throw=False`` and return diffrax's result code, checked here. A concrete result (the usual
+    eager call) is checked on the host, raising ``equinox.EquinoxRuntimeError`` with diffrax's
+    message (e.g. "The maximum number of solver steps was reached"): the compiled program then
+    has no host callback, and JAX's persistent compilation cache can keep it (a second process
+    loads it instead of compiling it). A traced result (``solve`` called inside the caller's
+    ``jit`` or ``vmap``) gets diffrax's own run-time check (``error_if``). Returns ``sol``."""
+    if result.is_traced():
+        return result.error_if(sol, ~diffrax.is_okay(result))
+    codes = np.asarray(result._value)  # on the host: no compiled comparison, no callback
+    okay = [int(r._value) for r in (diffrax.RESULTS.successful, diffrax.RESULTS.event_occurred)]
+    bad = ~np.isin(codes, okay)
+    if np.any(bad):
+        messages = sorted({diffrax.RESULTS._index_to_message[int(c)] for c in codes[bad]})
+        where = f" ({int(np.sum(bad))} of the {bad.size} trajectories)" if bad.ndim else ""
+        raise eqx.EquinoxRuntimeError(f"{who}: the integration failed{where}: "
+                                      + " / ".join(messages))
+    return sol
+
+
 def solve(
     dynamics: AbstractDynamics,
     state0: State,
@@ -140,8 +180,43 @@ def solve(
     *args, rtol, atol, max_steps = _prepare(dynamics, state0, t0, t1, time, saveat, n_save,
                                             solver, adaptive, dt0, p_floor, adjoint, rtol, atol,
                                             max_steps)
-    return _solve(*args, rtol=rtol, atol=atol, adaptive=adaptive, max_steps=max_steps,
-                  p_floor=float(p_floor), time=time)
+    return _throw(*_solve(*args, rtol=rtol, atol=atol, adaptive=adaptive, max_steps=max_steps,
+                          p_floor=float(p_floor), time=time), "solve")
+
+
+def solve_each(dynamics: AbstractDynamics, states: State, **kwargs) -> Solution:
+    r"""``eqx.filter_vmap(lambda s: solve(dynamics, s, **kwargs))(states)``: the same numbers,
+    trajectory by trajectory, with the checks on the host. ``states`` has one leading batch
+    axis; ``dynamics`` (its array leaves scalars) and ``kwargs`` (those of :func:`solve`,
+    concrete) are shared. The states are checked on the host (:func:`make_state` on the whole
+    batch, ``ValueError``) and diffrax's result after the batched call (``EquinoxRuntimeError``
+    naming the failure), so the compiled programs have no host callback (a vmapped
+    :func:`solve` checks its traced states and results with ``eqx.error_if``, a host callback
+    in every program it compiles, and JAX's persistent compilation cache stores none of them)."""
+    if not isinstance(states, State) or np.ndim(states.p) != 1:
+        raise ValueError("states must be a State with one batch axis (make_state(p, y, z) with p "
+                         f"of shape (n,)); got {type(states).__name__} with p of shape "
+                         f"{np.shape(getattr(states, 'p', None))}")
+    states = make_state(states.p, states.y, states.z)  # checked here, on the host
+
+    def one(s):
+        with trusted_inputs():  # the batch was checked above
+            *args, rtol, atol, max_steps = _prepare(
+                dynamics, s, kwargs.get("t0", 0.0), kwargs["t1"],
+                kwargs.get("time", "physical"), kwargs.get("saveat"), kwargs.get("n_save", 101),
+                kwargs.get("solver", "tsit5"), kwargs.get("adaptive", True), kwargs.get("dt0"),
+                kwargs.get("p_floor", 1e-12), kwargs.get("adjoint"), kwargs.get("rtol", 1e-8),
+                kwargs.get("atol", 1e-10), kwargs.get("max_steps", 1_000_000))
+        return _solve(*args, rtol=rtol, atol=atol, adaptive=kwargs.get("adaptive", True),
+                      max_steps=max_steps, p_floor=float(kwargs.get("p_floor", 1e-12)),
+                      time=kwargs.get("time", "physical"))
+
+    unknown = set(kwargs) - {"t0", "t1", "time", "saveat", "n_save", "solver", "adaptive",
+                             "dt0", "p_floor", "adjoint", "rtol", "atol", "max_steps"}
+    if unknown or "t1" not in kwargs:
+        raise TypeError(f"solve_each takes solve's keyword arguments, t1 among them; got "
+                        f"{sorted(kwargs)}")
+    return _throw(*eqx.filter_vmap(one)(states), "solve_each")
 
 
 def _leaf_shapes(dynamics):
@@ -231,6 +306,15 @@ def _prepare(dynamics, state0, t0, t1, time, saveat, n_save, solver, adaptive, d
             if np.any(np.diff(s) < 0) or s[0] < lo or s[-1] > hi:
                 raise ValueError(f"saveat must be non-decreasing and inside [t0, t1] = "
                                  f"[{t0}, {t1}]; got {s}")
+        # what is traced is checked at run time (diffrax's own checks are off: _checked_before)
+        if not is_concrete(saveat):
+            saveat = check(saveat, lambda a: a[1:] < a[:-1], "saveat must be non-decreasing")
+        if not (is_concrete(saveat) and is_concrete(t0)):
+            saveat = check_pair(saveat, t0, lambda v, a: v < a, "saveat must lie inside [t0, "
+                                "t1]: (saveat, t0)")
+        if not (is_concrete(saveat) and is_concrete(t1)):
+            saveat = check_pair(saveat, t1, lambda v, b: v > b, "saveat must lie inside [t0, "
+                                "t1]: (saveat, t1)")
     if dt0 is not None:
         dt0 = check(dt0, lambda a: ~xp.isfinite(a) | (a <= 0), "dt0 (step size) must be finite "
                     "and > 0")
@@ -263,15 +347,16 @@ def _solve(dynamics, state0, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol
     controller = (diffrax.PIDController(rtol=rtol, atol=atol) if adaptive
                   else diffrax.ConstantStepSize())
     y0 = _Aug(state0, jnp.zeros_like(state0.p))
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(f), solver, t0, t1, dt0, y0,
-        saveat=diffrax.SaveAt(ts=saveat, t1=True),
-        stepsize_controller=controller,
-        event=diffrax.Event(boundary),
-        max_steps=max_steps,
-        adjoint=adjoint,
-        throw=True,
-    )
+    with _checked_before():  # the arguments: by _prepare; the result: by _throw, after the call
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(f), solver, t0, t1, dt0, y0,
+            saveat=diffrax.SaveAt(ts=saveat, t1=True),
+            stepsize_controller=controller,
+            event=diffrax.Event(boundary),
+            max_steps=max_steps,
+            adjoint=adjoint,
+            throw=False,
+        )
     ys, ts = sol.ys, sol.ts
     # with an event, diffrax stores the stopping point right after the last save point it
     # reached and fills the rest with inf: the last finite entry is where integration ended
@@ -287,7 +372,7 @@ def _solve(dynamics, state0, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol
     reached = jnp.where(past, t_end, saveat)
     t_phys, tau = (reached, held.clock) if time == "physical" else (held.clock, reached)
     return Solution(ts=saveat, t=t_phys, tau=tau, state=held.state, stopped=stopped,
-                    t_end=t_end, num_steps=sol.stats["num_steps"], time=time)
+                    t_end=t_end, num_steps=sol.stats["num_steps"], time=time), sol.result
 
 
 def _max_norm(tree):
@@ -347,9 +432,12 @@ def solve_ensemble(
         atol, max_steps, ensemble=True)
     kw = dict(rtol=rtol, atol=atol, max_steps=max_steps, p_floor=float(p_floor), time=time)
     if block is None or block >= states.p.shape[0]:
-        return _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, **kw)
-    return _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoint,
-                                  block=block, **kw)
+        out = _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, **kw)
+    else:
+        out = _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoint,
+                                     block=block, **kw)
+    return _throw(*out, "solve_ensemble" if block is None else
+                  f"solve_ensemble (blocks of {block}: a failed block counts all of its rows)")
 
 
 def map_blocks(fn, block: int, *trees):
@@ -379,12 +467,15 @@ def _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoin
     per, shared = eqx.partition(dynamics, lambda x: eqx.is_array(x) and jnp.ndim(x) >= 1)
 
     def one(per_block, s):
-        sol = _solve_ensemble(eqx.combine(per_block, shared), s, t0, t1, saveat, solver, dt0,
-                              adjoint, **kw)
-        return eqx.tree_at(lambda x: x.ts, sol, s.p)  # every leaf per trajectory; ts set below
+        sol, result = _solve_ensemble(eqx.combine(per_block, shared), s, t0, t1, saveat, solver,
+                                      dt0, adjoint, **kw)
+        # every leaf per trajectory (ts set below), the block's result code on each of its rows
+        result = eqx.tree_at(lambda r: r._value, result,
+                             jnp.broadcast_to(result._value, s.p.shape))
+        return eqx.tree_at(lambda x: x.ts, sol, s.p), result
 
-    sol = map_blocks(one, block, per, states)
-    return eqx.tree_at(lambda s: s.ts, sol, saveat)
+    sol, result = map_blocks(one, block, per, states)
+    return eqx.tree_at(lambda s: s.ts, sol, saveat), result
 
 
 class _EnsAug(eqx.Module):
@@ -411,12 +502,13 @@ def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, r
         return _EnsAug(d, dclock * active, active)
 
     zeros = jnp.zeros_like(states.p)
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(f), solver, t0, t1, dt0, _EnsAug(states, zeros, zeros),
-        saveat=diffrax.SaveAt(ts=saveat),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, norm=_max_norm),
-        max_steps=max_steps, adjoint=adjoint, throw=True,
-    )
+    with _checked_before():  # the arguments: by _prepare; the result: by the caller (_throw)
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(f), solver, t0, t1, dt0, _EnsAug(states, zeros, zeros),
+            saveat=diffrax.SaveAt(ts=saveat),
+            stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, norm=_max_norm),
+            max_steps=max_steps, adjoint=adjoint, throw=False,
+        )
     ys = sol.ys  # leaves (T, n, ...)
     st = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, 1), ys.state)
     clock = ys.clock.T
@@ -427,7 +519,8 @@ def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, r
     t_phys, tau = (reached, clock) if time == "physical" else (clock, reached)
     n = states.p.shape[0]
     return Solution(ts=saveat, t=t_phys, tau=tau, state=st, stopped=stopped, t_end=t_end,
-                    num_steps=jnp.broadcast_to(sol.stats["num_steps"], (n,)), time=time)
+                    num_steps=jnp.broadcast_to(sol.stats["num_steps"], (n,)), time=time), \
+        sol.result
 
 
 def solve_block(dynamics: AbstractDynamics, states: State, *, saveat, time="physical",
@@ -438,6 +531,7 @@ def solve_block(dynamics: AbstractDynamics, states: State, *, saveat, time="phys
     ``shard_map``). Tsit5, PID control in the max norm over the block; ``saveat`` is a
     concrete 1-D array whose ends are ``t0`` and ``t1``."""
     saveat = jnp.asarray(saveat, dtype=float)
-    return _solve_ensemble(dynamics.checked(), states, saveat[0], saveat[-1], saveat,
-                           diffrax.Tsit5(), None, diffrax.ForwardMode(), rtol=rtol, atol=atol,
-                           max_steps=max_steps, p_floor=p_floor, time=time)
+    return _throw(*_solve_ensemble(dynamics.checked(), states, saveat[0], saveat[-1], saveat,
+                                   diffrax.Tsit5(), None, diffrax.ForwardMode(), rtol=rtol,
+                                   atol=atol, max_steps=max_steps, p_floor=p_floor, time=time),
+                  "solve_block")

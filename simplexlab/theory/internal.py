@@ -8,12 +8,13 @@ name is re-exported from the layer's private modules.
 
 from ._closed_forms import unchecked
 from ._gains import SCHEDULE_KINDS, check_kind
-from ._solve import map_blocks, solve_block
+from ._solve import map_blocks, solve_block, solve_each
 
 __all__ = [
     "SCHEDULE_KINDS",
     "check_kind",
     "map_blocks",
     "solve_block",
+    "solve_each",
     "unchecked",
 ]

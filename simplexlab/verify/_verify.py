@@ -71,7 +71,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import is_concrete, is_int
+from .._checks import is_concrete, is_int, trusted_inputs
 from ..shaping import GainSchedule, g2rpo_stats
 from ..sim import Bandit, trajectory
 from ..theory import GRPO, Verifier, flip_threshold, inner_gain, solve
@@ -158,8 +158,9 @@ def bad_bonus_growth(schedule: GainSchedule, *, K: int = 3, delta_fn: float = 0.
     r, good, bad, mask = (np.stack(a) for a in zip(*rows, strict=True))
     config = schedule.config(schedule.ramp_steps, Verifier(float(delta_fn), float(delta_fp)))
     config = eqx.tree_at(lambda c: c.gain, config, jnp.asarray(config.gain))
-    st = _stats(r, good, bad if schedule.cluster_bad else None, mask, config=config,
-                num_clusters=max(K, 2))
+    with trusted_inputs():  # rewards and cluster ids built above: no run-time checks, no callback
+        st = _stats(r, good, bad if schedule.cluster_bad else None, mask, config=config,
+                    num_clusters=max(K, 2))
     Bb = np.asarray(st.bad_bonus, float).reshape(len(COMPOSITIONS), len(Gs))
     # |B_b| below _ZERO is 0 (a uniform composition gives 0 up to round-off); compositions whose
     # bonus is 0 at both ends do not vote; none voting = nothing grows (ratio 1)
@@ -195,9 +196,12 @@ def bad_bonus_growth(schedule: GainSchedule, *, K: int = 3, delta_fn: float = 0.
 
 @eqx.filter_jit
 def _ensemble(sim, keys, params, num_steps, stride):
-    """Records of one bandit run per key (leading axis seed)."""
-    return jax.vmap(lambda k: trajectory(sim, k, params, num_steps=num_steps,
-                                         stride=stride)[1])(keys)
+    """Records of one bandit run per key (leading axis seed). ``params`` were checked on the
+    host (``sim.check_params``): traced without run-time checks, so that the program has no host
+    callback and JAX's persistent compilation cache keeps it."""
+    with trusted_inputs():
+        return jax.vmap(lambda k: trajectory(sim, k, params, num_steps=num_steps,
+                                             stride=stride)[1])(keys)
 
 
 @eqx.filter_jit
