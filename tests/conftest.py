@@ -30,6 +30,11 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("SIMPLEXLAB_PROGRESS", "0")
+# torch (the LLM bridge, driver, TRL and modes tests, and their subprocesses) on one thread per
+# process: xdist runs two workers on the CI's two cores, and a second torch thread per worker only
+# waits for a core (the TRL README block: 28 s instead of 49 s on a loaded 2-core machine). Read
+# by torch when it loads, so set before any test imports it; a caller's setting is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 use_compilation_cache(min_compile_time=0.2)
 
 import numpy as np  # noqa: E402
@@ -56,3 +61,12 @@ def assert_close(actual, expected, *, rtol=1e-12, atol=1e-12, err_msg=""):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261121)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest first: the tests marked ``slow`` (the docs build, end-to-end CLI and sweep runs)
+    are moved to the front, the order otherwise unchanged (a stable sort). With xdist's
+    ``worksteal`` scheduling (pyproject's ``addopts``) one worker starts on them while the other
+    takes the short tests, and the last minutes are short tests on both workers instead of one
+    long test on one (the suite's wall time is then about half its work)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -159,6 +159,7 @@ def test_g2rpo_with_flipped_gain_spreads_over_the_good_modes():
     assert np.all(Ly < 1 / K + 0.02), Ly
 
 
+@pytest.mark.slow
 def test_neutralizer_restores_the_grpo_bad_mass_trajectory():
     """G²RPO Fig. 4 analogue: a constant gain λ = 1.5 without the neutralizer slows the decay of
     p̂; with it, p̂ follows GRPO's much more closely. 256 seeds each, common random numbers,
@@ -185,6 +186,7 @@ def test_neutralizer_restores_the_grpo_bad_mass_trajectory():
 # ---- the sweep engine runs it ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sweep_over_gain_and_group_size_matches_direct_runs(tmp_path):
     grid = {"gain": [0.5, 2.0], "group_size": [4, 5, 8]}
     fixed = {"method": "g2rpo", "K": K, "M": M, "num_steps": 20, "stride": 10, "eta": 0.1}

@@ -20,6 +20,7 @@ def ctx(tmp_path):
     return make
 
 
+@pytest.mark.slow
 def test_meanfield_validation_tiny(ctx, monkeypatch):
     mod = lab.load_experiment_module("meanfield_validation")
     monkeypatch.setattr(mod, "settings", lambda quick: {
@@ -36,6 +37,7 @@ def test_meanfield_validation_tiny(ctx, monkeypatch):
     assert all(0 < t < 1 for t in tm)
 
 
+@pytest.mark.slow
 def test_phase_portraits_sim_tiny(ctx, monkeypatch):
     mod = lab.load_experiment_module("phase_portraits_sim")
     monkeypatch.setattr(mod, "settings", lambda quick: {

@@ -32,6 +32,7 @@ def test_registry_rejects_bad_cost():
         lab.experiment("x", reproduces="nothing", cost={"quick": "1 s"})
 
 
+@pytest.mark.slow
 def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path):
     """End to end through the installed entry point, as a newcomer would run it."""
     env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", MPLBACKEND="Agg")
@@ -214,6 +215,7 @@ def test_deferred_interrupt_waits_for_the_block_and_a_swallowed_one_is_checked()
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.mark.slow
 def test_train_config_end_to_end_with_a_verified_schedule(tmp_path):
     """``simplexlab train CONFIG`` on a model saved with save_pretrained, loaded by path, with a
     schedule JSON: a failed verification is refused without --force; results, checkpoint and

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import jax
+import pytest
 
 from simplexlab import _env
 
@@ -122,6 +123,7 @@ print(json.dumps(seen))
 """
 
 
+@pytest.mark.slow
 def test_a_second_sweep_compiles_nothing(tmp_path):
     """The sweep engine checks every run's parameters on the host and traces the simulators
     without run-time checks (no ``eqx.error_if``, so no host callback, which JAX's persistent

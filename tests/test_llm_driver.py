@@ -183,6 +183,7 @@ def test_resume_continues_the_same_run(tmp_path):
               out=tmp_path / "b", name="r", resume=True, progress=False)
 
 
+@pytest.mark.slow
 def test_warm_start_leaves_several_families():
     model = tiny_model(TASK.vocab_size, seed=0)
     losses = warm_start(model, TASK, steps=150, batch=64, seed=0)

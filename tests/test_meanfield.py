@@ -403,6 +403,7 @@ def test_bad_parameters_raise():
         jax.block_until_ready(f(jnp.asarray(np.nan)))
 
 
+@pytest.mark.slow
 def test_solve_ensemble_matches_vmapped_solve_and_freezes_at_the_boundary():
     """The one-system ensemble path equals vmap(solve) to tolerance; trajectories that reach the
     boundary are frozen individually (finite, flagged) while the others go on."""

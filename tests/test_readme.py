@@ -237,6 +237,7 @@ def _fresh_copy(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("which", ["main", "tests"])
+@pytest.mark.slow
 def test_the_setup_commands_run_as_written(which, tmp_path):
     """The README's two set-up commands, character for character, in a fresh copy: the main
     command installs the copy and reproduces (here the one experiment the copy holds, quick);

@@ -56,6 +56,7 @@ def reference(tmp_path_factory):
 LAYOUT_WORKER = Path(__file__).with_name("sweep_layout_worker.py")
 
 
+@pytest.mark.slow
 def test_every_target_is_bit_identical_whatever_the_devices_and_chunks(tmp_path):
     """Every simulator of ``sim.SIMULATORS`` and the mean-field target (blocks of 4 runs with a
     partial last block, and one block of the whole sweep), each a tiny sweep with 1 and with 4
@@ -151,6 +152,7 @@ sys.exit(max(p.wait() for p in procs))
 """
 
 
+@pytest.mark.slow
 def test_the_cluster_commands_give_the_one_process_dataset(reference, tmp_path):
     """The multi-host recipe of ``docs/concepts/sweeps.md``, run as written on localhost (host0
     -> 127.0.0.1, N -> 2, i -> 0, 1): two processes of ``simplexlab sweep CONFIG.toml
@@ -209,6 +211,7 @@ def _free_port_in(lo, hi):
     raise RuntimeError(f"no free port in [{lo}, {hi}]")
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_only_unfinished_chunks(tmp_path):
     """SIGKILL a sweep after a few chunks: no result file, no temporary file survives the
     resume, the resumed run loads exactly the finished chunks, computes the rest, and the
@@ -329,6 +332,7 @@ def test_unknown_simulator():
         sweep.run("categoricl", {})
 
 
+@pytest.mark.slow
 def test_meanfield_target_matches_solve_ensemble():
     """The ODE target's trajectories are ``solve_ensemble``'s for the same initial states
     (Dirichlet compositions drawn from each seed's key) and gains."""

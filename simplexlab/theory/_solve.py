@@ -15,6 +15,7 @@ or ``z``.
 from __future__ import annotations
 
 import contextlib
+import inspect
 from typing import Literal
 
 import diffrax
@@ -199,24 +200,28 @@ def solve_each(dynamics: AbstractDynamics, states: State, **kwargs) -> Solution:
                          f"{np.shape(getattr(states, 'p', None))}")
     states = make_state(states.p, states.y, states.z)  # checked here, on the host
 
-    def one(s):
-        with trusted_inputs():  # the batch was checked above
-            *args, rtol, atol, max_steps = _prepare(
-                dynamics, s, kwargs.get("t0", 0.0), kwargs["t1"],
-                kwargs.get("time", "physical"), kwargs.get("saveat"), kwargs.get("n_save", 101),
-                kwargs.get("solver", "tsit5"), kwargs.get("adaptive", True), kwargs.get("dt0"),
-                kwargs.get("p_floor", 1e-12), kwargs.get("adjoint"), kwargs.get("rtol", 1e-8),
-                kwargs.get("atol", 1e-10), kwargs.get("max_steps", 1_000_000))
-        return _solve(*args, rtol=rtol, atol=atol, adaptive=kwargs.get("adaptive", True),
-                      max_steps=max_steps, p_floor=float(kwargs.get("p_floor", 1e-12)),
-                      time=kwargs.get("time", "physical"))
-
-    unknown = set(kwargs) - {"t0", "t1", "time", "saveat", "n_save", "solver", "adaptive",
-                             "dt0", "p_floor", "adjoint", "rtol", "atol", "max_steps"}
+    unknown = set(kwargs) - set(_SOLVE_OPTIONS)
     if unknown or "t1" not in kwargs:
         raise TypeError(f"solve_each takes solve's keyword arguments, t1 among them; got "
                         f"{sorted(kwargs)}")
+    kw = {**_SOLVE_OPTIONS, **kwargs}  # solve's own defaults (its signature: one source)
+
+    def one(s):
+        with trusted_inputs():  # the batch was checked above
+            *args, rtol, atol, max_steps = _prepare(
+                dynamics, s, kw["t0"], kw["t1"], kw["time"], kw["saveat"], kw["n_save"],
+                kw["solver"], kw["adaptive"], kw["dt0"], kw["p_floor"], kw["adjoint"],
+                kw["rtol"], kw["atol"], kw["max_steps"])
+        return _solve(*args, rtol=rtol, atol=atol, adaptive=kw["adaptive"],
+                      max_steps=max_steps, p_floor=float(kw["p_floor"]), time=kw["time"])
+
     return _throw(*eqx.filter_vmap(one)(states), "solve_each")
+
+
+#: solve's keyword arguments and their defaults, read from its signature (solve_each shares them)
+_SOLVE_OPTIONS = {name: (None if prm.default is inspect.Parameter.empty else prm.default)
+                  for name, prm in inspect.signature(solve).parameters.items()
+                  if prm.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
 def _leaf_shapes(dynamics):
