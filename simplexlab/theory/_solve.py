@@ -178,11 +178,21 @@ def solve(
     ``n_save``, ``max_steps`` integers ``>= 1``; ``dt0 > 0``; ``time="inner"`` needs
     ``η J > 0``.
     """
+    return _throw(*_checked_solve(dynamics, state0, t0=t0, t1=t1, time=time, saveat=saveat,
+                                  n_save=n_save, solver=solver, rtol=rtol, atol=atol, dt0=dt0,
+                                  adaptive=adaptive, max_steps=max_steps, p_floor=p_floor,
+                                  adjoint=adjoint), "solve")
+
+
+def _checked_solve(dynamics, state0, *, t0, t1, time, saveat, n_save, solver, rtol, atol, dt0,
+                   adaptive, max_steps, p_floor, adjoint):
+    """:func:`solve`'s work before its result check: the arguments checked (:func:`_prepare`),
+    then the integration; returns ``(Solution, diffrax result)``."""
     *args, rtol, atol, max_steps = _prepare(dynamics, state0, t0, t1, time, saveat, n_save,
                                             solver, adaptive, dt0, p_floor, adjoint, rtol, atol,
                                             max_steps)
-    return _throw(*_solve(*args, rtol=rtol, atol=atol, adaptive=adaptive, max_steps=max_steps,
-                          p_floor=float(p_floor), time=time), "solve")
+    return _solve(*args, rtol=rtol, atol=atol, adaptive=adaptive, max_steps=max_steps,
+                  p_floor=float(p_floor), time=time)
 
 
 def solve_each(dynamics: AbstractDynamics, states: State, **kwargs) -> Solution:
@@ -208,12 +218,7 @@ def solve_each(dynamics: AbstractDynamics, states: State, **kwargs) -> Solution:
 
     def one(s):
         with trusted_inputs():  # the batch was checked above
-            *args, rtol, atol, max_steps = _prepare(
-                dynamics, s, kw["t0"], kw["t1"], kw["time"], kw["saveat"], kw["n_save"],
-                kw["solver"], kw["adaptive"], kw["dt0"], kw["p_floor"], kw["adjoint"],
-                kw["rtol"], kw["atol"], kw["max_steps"])
-        return _solve(*args, rtol=rtol, atol=atol, adaptive=kw["adaptive"],
-                      max_steps=max_steps, p_floor=float(kw["p_floor"]), time=kw["time"])
+            return _checked_solve(dynamics, s, **kw)
 
     return _throw(*eqx.filter_vmap(one)(states), "solve_each")
 
