@@ -15,6 +15,7 @@ order-8 Dormand–Prince pair, takes about a third of Tsit5's steps at these tol
 
 from __future__ import annotations
 
+import functools
 import time
 
 from ._common import Row, fmt_seconds, machine_short, peak_rss
@@ -65,9 +66,9 @@ def bench(opts: dict) -> dict:
         return sl.solve(sl.Neutralized(sl.ScheduleB(lam), verifier=ver, eta=ETA), s, t1=T,
                         saveat=jnp.asarray(ts), rtol=RTOL, atol=ATOL)
 
-    def ensemble(s, lam):
+    def ensemble(s, lam, **options):  # options: solve_ensemble's solver=, block=
         return sl.solve_ensemble(sl.Neutralized(sl.ScheduleB(lam), verifier=ver, eta=ETA), s,
-                                 t1=T, saveat=jnp.asarray(ts), rtol=RTOL, atol=ATOL)
+                                 t1=T, saveat=jnp.asarray(ts), rtol=RTOL, atol=ATOL, **options)
 
     def best_time(fn, *a):
         t0 = time.perf_counter()
@@ -86,19 +87,11 @@ def bench(opts: dict) -> dict:
     lam = jnp.asarray(lam0)
     sols, vmap_s, vmap_first = best_time(eqx.filter_jit(eqx.filter_vmap(one)), states, lam)
     ens, ens_s, ens_first = best_time(ensemble, states, lam)
-
-    def ensemble8(s, lam):  # the same ensemble with diffrax's order-8 Dormand-Prince
-        return sl.solve_ensemble(sl.Neutralized(sl.ScheduleB(lam), verifier=ver, eta=ETA), s,
-                                 t1=T, saveat=jnp.asarray(ts), rtol=RTOL, atol=ATOL,
-                                 solver="dopri8")
-
-    ens8, ens8_s, ens8_first = best_time(ensemble8, states, lam)
-    def ensemble_blocks(s, lam):
-        return sl.solve_ensemble(sl.Neutralized(sl.ScheduleB(lam), verifier=ver, eta=ETA), s,
-                                 t1=T, saveat=jnp.asarray(ts), rtol=RTOL, atol=ATOL,
-                                 block=BIG_BLOCK)
-
-    ens_big, big_s, big_first = best_time(ensemble_blocks, big_states, big_lam)
+    # the same ensemble with diffrax's order-8 Dormand-Prince pair
+    ens8, ens8_s, ens8_first = best_time(functools.partial(ensemble, solver="dopri8"), states,
+                                         lam)
+    ens_big, big_s, big_first = best_time(functools.partial(ensemble, block=BIG_BLOCK),
+                                          big_states, big_lam)
     big_finite = bool(np.all(np.isfinite(np.asarray(ens_big.p))))
     del ens_big
     peak = peak_rss()
