@@ -82,11 +82,10 @@ def test_readme_links_resolve():
 
 
 def _env():
-    """The blocks' environment: this checkout first, no progress bars, and torch on one thread
-    unless the caller says otherwise (the TRL block's tiny model: 28 s instead of 49 s on a
-    loaded 2-core machine, where a second intra-op thread only waits for a core)."""
+    """The blocks' environment: this checkout first, no progress bars (torch's one thread per
+    process comes from tests/conftest.py's ``OMP_NUM_THREADS``)."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    return {"OMP_NUM_THREADS": "1", **os.environ, "PYTHONPATH": path,
+    return {**os.environ, "PYTHONPATH": path,
             "SIMPLEXLAB_PROGRESS": "0", "MPLBACKEND": "Agg",
             "PATH": os.pathsep.join((str(Path(sys.executable).parent), os.environ["PATH"]))}
 
