@@ -95,7 +95,8 @@ def test_two_processes_at_once_share_one_cache_then_a_third_compiles_nothing(tmp
 
 
 #: a child: a small sweep of each simulator the engine traces with run-time checks in their
-#: steps' reach (bandit, classifier, two-stage, product, categorical), and the mean-field solvers,
+#: steps' reach (bandit, classifier, two-stage, product, categorical) and of the mean-field target
+#: (diffrax's result checked by the engine on the host), and the mean-field solvers,
 #: with the cache on (every program kept)
 SWEEP_CHILD = LISTENER + r"""
 import sys
@@ -109,7 +110,8 @@ for target, grid, fixed in [
         ("two_stage", {"eta": [0.1, 0.2]}, {"num_steps": 4, "stride": 2}),
         ("product", {"group_size": [2, 3]}, {"num_steps": 4, "stride": 2}),
         ("categorical", {"group_size": [2, 4]}, {"num_actions": 64, "num_correct": 8,
-                                                 "num_steps": 4, "stride": 2})]:
+                                                 "num_steps": 4, "stride": 2}),
+        ("meanfield", {"gain": [0.5, 1.5]}, {"t1": 1.0, "n_save": 3, "block": 2})]:
     sweep.run(target, grid=grid, fixed=fixed, seeds=2, out=out, name=target, resume=False,
               progress=False)
 # the mean-field ODE solvers (diffrax; its result checked on the host, after the call): solve's

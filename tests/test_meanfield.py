@@ -455,6 +455,23 @@ def test_solve_each_is_vmapped_solve_checked_on_the_host():
         solve_each(dyn, states, t1=3.0, time="inner", n_save=5, max_steps=2)
 
 
+def test_solve_block_returns_the_result_codes_for_the_host():
+    """``solve_block`` (the sweep engine's, traced) has no run-time check: it returns diffrax's
+    result code per trajectory, and ``check_result_codes`` raises on the host naming the
+    failure (one program: a short interval fits in ``max_steps``, a long one does not)."""
+    from simplexlab.theory.internal import check_result_codes, solve_block
+
+    states = sl.State(jnp.asarray([0.3, 0.6]), jnp.full((2, 3), 1 / 3), jnp.full((2, 2), 0.5))
+    run = jax.jit(lambda s, ts: solve_block(sl.GRPO(), s, saveat=ts, max_steps=16))
+    sol, codes = run(states, jnp.linspace(0.0, 0.5, 3))
+    assert codes.shape == (2,) and np.all(np.isfinite(np.asarray(sol.p)))
+    check_result_codes(codes, "ok")
+    _, codes = run(states, jnp.linspace(0.0, 500.0, 3))
+    with pytest.raises(eqx.EquinoxRuntimeError,
+                       match=r"the sweep: the integration failed \(2 of the 2 .*maximum number"):
+        check_result_codes(codes, "the sweep")
+
+
 def test_solve_ensemble_in_blocks_is_each_block_solved_alone():
     """``block``: 6 trajectories in blocks of 4 are bit for bit the solve of the first 4 and the
     solve of the last 2 padded with copies of the last one (per-trajectory gains split with

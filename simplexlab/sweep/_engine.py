@@ -404,6 +404,8 @@ def _execute(plan: _Plan, *, out, name: str, resume: bool, progress: bool):
                     with deferred():
                         fn = fn or _program(prog.batch, mesh)
                         part = _compute(fn, mesh, kd, arr)
+                        if prog.batch.check is not None:
+                            part = prog.batch.check(part)
                         if store is not None and lead:
                             store.save(digest, part)
                         computed += 1

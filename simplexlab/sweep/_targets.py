@@ -45,6 +45,11 @@ class Batch:
     vmapped: bool = False  #: runs batched with vmap (working memory per run) or one at a time
     #: XLA options of the compiled program (``jax.jit(..., compiler_options=...)``)
     compiler_options: dict[str, Any] | None = None
+    #: a host check of each computed chunk, ``check(outputs) -> outputs``: raises on a failed
+    #: run and returns the outputs that ``dims`` names (dropping the program's status outputs).
+    #: Checking on the host keeps host callbacks out of the program, which JAX's persistent
+    #: compilation cache needs.
+    check: Any = None
 
 
 class SweepTarget(abc.ABC):
@@ -311,7 +316,7 @@ class MeanFieldTarget(SweepTarget):
 
     def batch(self, static, batching):
         from ..theory import State, Verifier
-        from ..theory.internal import map_blocks, solve_block
+        from ..theory.internal import check_result_codes, map_blocks, solve_block
 
         K, M, block = static["K"], static["M"], static["block"]
         n_save = static["n_save"]
@@ -334,9 +339,16 @@ class MeanFieldTarget(SweepTarget):
             ky, kz = jax.vmap(jax.random.split, out_axes=1)(keys)
             y0 = jax.vmap(lambda k: simplex(k, K))(ky)
             z0 = jax.vmap(lambda k: simplex(k, M))(kz)
-            sol = solve_block(dynamics(a), State(a["p0"], y0, z0), saveat=saveat,
-                              time=static["time"], rtol=static["rtol"], atol=static["atol"])
-            return {k: getattr(sol, k) for k in outputs}
+            with trusted_inputs():  # every parameter checked on the host (validate)
+                sol, code = solve_block(dynamics(a), State(a["p0"], y0, z0), saveat=saveat,
+                                        time=static["time"], rtol=static["rtol"],
+                                        atol=static["atol"])
+            return {**{k: getattr(sol, k) for k in outputs}, "_result": code}
+
+        def check(part):  # diffrax's result codes, on the host after the program has run
+            part = dict(part)
+            check_result_codes(part.pop("_result"), "the meanfield sweep")
+            return part
 
         def fn(kd, arrays):  # blocks padded by repeating the last run, one after another
             return map_blocks(solve_one_block, block, kd, arrays)
@@ -363,7 +375,7 @@ class MeanFieldTarget(SweepTarget):
             work_per_run = block * work + per  # the engine counts it once: one block at a time
         return Batch(fn=fn, dims=dims, coords=coords, bytes_out=per,
                      bytes_per_run=work_per_run, vmapped=vmapped,
-                     compiler_options=COMPILER_OPTIONS)
+                     compiler_options=COMPILER_OPTIONS, check=check)
 
     def block_size(self, static) -> int:
         return static["block"]

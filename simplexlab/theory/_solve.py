@@ -39,7 +39,8 @@ from ._closed_forms import concentration
 from ._fields import AbstractDynamics
 from ._state import State, make_state
 
-__all__ = ["Solution", "solve", "solve_block", "solve_each", "solve_ensemble"]
+__all__ = ["Solution", "check_result_codes", "solve", "solve_block", "solve_each",
+           "solve_ensemble"]
 
 
 class Solution(eqx.Module):
@@ -123,7 +124,16 @@ def _throw(sol, result, who: str):
     ``jit`` or ``vmap``) gets diffrax's own run-time check (``error_if``). Returns ``sol``."""
     if result.is_traced():
         return result.error_if(sol, ~diffrax.is_okay(result))
-    codes = np.asarray(result._value)  # on the host: no compiled comparison, no callback
+    check_result_codes(result._value, who)  # on the host: no compiled comparison, no callback
+    return sol
+
+
+def check_result_codes(codes, who: str) -> None:
+    """Raise ``equinox.EquinoxRuntimeError`` naming diffrax's message(s) if any of the (host)
+    result ``codes`` of an integration is a failure (neither successful nor an event): the
+    host half of :func:`_throw`, also for the sweep engine, which gets :func:`solve_block`'s
+    codes as an output of its compiled program."""
+    codes = np.asarray(codes)
     okay = [int(r._value) for r in (diffrax.RESULTS.successful, diffrax.RESULTS.event_occurred)]
     bad = ~np.isin(codes, okay)
     if np.any(bad):
@@ -131,7 +141,6 @@ def _throw(sol, result, who: str):
         where = f" ({int(np.sum(bad))} of the {bad.size} trajectories)" if bad.ndim else ""
         raise eqx.EquinoxRuntimeError(f"{who}: the integration failed{where}: "
                                       + " / ".join(messages))
-    return sol
 
 
 def solve(
@@ -535,13 +544,17 @@ def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, r
 
 def solve_block(dynamics: AbstractDynamics, states: State, *, saveat, time="physical",
                 rtol: float = 1e-6, atol: float = 1e-9, max_steps: int = 1_000_000,
-                p_floor: float = 1e-12) -> Solution:
-    r""":func:`solve_ensemble` without the eager argument checks, for callers that have
-    validated their inputs already and call it inside a trace (the sweep engine, under
-    ``shard_map``). Tsit5, PID control in the max norm over the block; ``saveat`` is a
-    concrete 1-D array whose ends are ``t0`` and ``t1``."""
+                p_floor: float = 1e-12) -> tuple[Solution, jax.Array]:
+    r""":func:`solve_ensemble` without the eager argument checks and without a run-time check of
+    the result, for callers that have validated their inputs already and call it inside a
+    trace (the sweep engine, under ``shard_map`` and :func:`simplexlab._checks.trusted_inputs`).
+    Tsit5, PID control in the max norm over the block; ``saveat`` is a concrete 1-D array whose
+    ends are ``t0`` and ``t1``. Returns the solution and diffrax's result code, one per
+    trajectory, for the caller to pass to :func:`check_result_codes` on the host once the
+    program has run: a program with no host callback, which JAX's persistent compilation cache
+    can keep."""
     saveat = jnp.asarray(saveat, dtype=float)
-    return _throw(*_solve_ensemble(dynamics.checked(), states, saveat[0], saveat[-1], saveat,
-                                   diffrax.Tsit5(), None, diffrax.ForwardMode(), rtol=rtol,
-                                   atol=atol, max_steps=max_steps, p_floor=p_floor, time=time),
-                  "solve_block")
+    sol, result = _solve_ensemble(dynamics.checked(), states, saveat[0], saveat[-1], saveat,
+                                  diffrax.Tsit5(), None, diffrax.ForwardMode(), rtol=rtol,
+                                  atol=atol, max_steps=max_steps, p_floor=p_floor, time=time)
+    return sol, jnp.broadcast_to(result._value, states.p.shape)

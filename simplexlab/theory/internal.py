@@ -8,11 +8,12 @@ name is re-exported from the layer's private modules.
 
 from ._closed_forms import unchecked
 from ._gains import SCHEDULE_KINDS, check_kind
-from ._solve import map_blocks, solve_block, solve_each
+from ._solve import check_result_codes, map_blocks, solve_block, solve_each
 
 __all__ = [
     "SCHEDULE_KINDS",
     "check_kind",
+    "check_result_codes",
     "map_blocks",
     "solve_block",
     "solve_each",
