@@ -192,16 +192,12 @@ def check(
         with jax.ensure_compile_time_eval():
             res = bad(arr)
         if isinstance(res, jax.core.Tracer):  # ``bad`` closes over a traced value
-            if _TRUSTED.get():
-                return x
-            return eqx.error_if(jnp.asarray(x), jnp.any(res) | _any_nan(arr), message)
+            return error_if(jnp.asarray(x), jnp.any(res) | _any_nan(arr), message)
         flagged = bool(np.any(np.asarray(res))) or bool(_any_nan(arr))
         if flagged:
             raise ValueError(f"{message}; got {_describe(arr)}" if show else message)
         return jnp.asarray(x) if isinstance(x, jax.Array) else x
-    if _TRUSTED.get():
-        return x
-    return eqx.error_if(x, jnp.any(bad(x)) | _any_nan(x), message)
+    return error_if(x, jnp.any(bad(x)) | _any_nan(x), message)
 
 
 def _any_nan(a):
@@ -222,9 +218,7 @@ def check_pair(x, y, bad, message: str):
             i = tuple(np.argwhere(mask)[0]) if mask.ndim else ()
             raise ValueError(f"{message}; got {a[i].item()!r} and {b[i].item()!r}")
         return x
-    if _TRUSTED.get():
-        return x
-    return eqx.error_if(jnp.asarray(x), jnp.any(bad(x, y)), message)
+    return error_if(jnp.asarray(x), jnp.any(bad(x, y)), message)
 
 
 def check_finite(x, name: str):
