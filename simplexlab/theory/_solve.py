@@ -488,43 +488,40 @@ def _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoin
     return eqx.tree_at(lambda s: s.ts, sol, saveat), result
 
 
-class _EnsAug(eqx.Module):
-    state: State
-    clock: jnp.ndarray
-    active_time: jnp.ndarray
-
-
 @eqx.filter_jit
 def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol,
                     max_steps, p_floor, time):
-    def f(t, aug, args):
-        s = aug.state
-        p = s.p
+    K, M = states.y.shape[-1], states.z.shape[-1]
+
+    def f(t, x, args):
+        p, y, z = x[0], x[1:1 + K], x[1 + K:1 + K + M]
         active = ((p >= p_floor) & (p <= 1.0 - p_floor) & jnp.isfinite(p)).astype(p.dtype)
         p_safe = jnp.where(active > 0, p, 0.5)  # keep frozen entries finite
-        s = State(p_safe, s.y, s.z)
+        s = State(p_safe, y.T, z.T)
         k = dynamics.kappa(p_safe)
         if time == "physical":
             d, dclock = dynamics.vector_field(t, s), k
         else:
             d, dclock = dynamics.inner_vector_field(t, s), 1.0 / k
-        d = State(d.p * active, d.y * active[:, None], d.z * active[:, None])
-        return _EnsAug(d, dclock * active, active)
+        return jnp.concatenate([(d.p * active)[None], (d.y * active[:, None]).T,
+                                (d.z * active[:, None]).T, (dclock * active)[None],
+                                active[None]])
 
     zeros = jnp.zeros_like(states.p)
+    x0 = jnp.concatenate([states.p[None], states.y.T, states.z.T, zeros[None], zeros[None]])
     with _checked_before():  # the arguments: by _prepare; the result: by the caller (_throw)
         sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(f), solver, t0, t1, dt0, _EnsAug(states, zeros, zeros),
+            diffrax.ODETerm(f), solver, t0, t1, dt0, x0,
             saveat=diffrax.SaveAt(ts=saveat),
             stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, norm=_max_norm),
             max_steps=max_steps, adjoint=adjoint, throw=False,
         )
-    ys = sol.ys  # leaves (T, n, ...)
-    st = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, 1), ys.state)
-    clock = ys.clock.T
-    p_last = ys.state.p[-1]
+    ys = jnp.transpose(sol.ys, (2, 0, 1))  # (n, T, 1 + K + M + 2)
+    st = State(ys[..., 0], ys[..., 1:1 + K], ys[..., 1 + K:1 + K + M])
+    clock = ys[..., -2]
+    p_last = st.p[:, -1]
     stopped = (p_last < p_floor) | (p_last > 1.0 - p_floor) | ~jnp.isfinite(p_last)
-    t_end = jnp.where(stopped, t0 + ys.active_time[-1], t1)
+    t_end = jnp.where(stopped, t0 + ys[:, -1, -1], t1)
     reached = jnp.minimum(saveat[None, :], t_end[:, None])
     t_phys, tau = (reached, clock) if time == "physical" else (clock, reached)
     n = states.p.shape[0]
