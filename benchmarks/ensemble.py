@@ -1,6 +1,6 @@
 """Goal 3 (issue 2): a batch of (p, y, z) trajectories per trajectory ≥ 200× faster than scipy
 ``solve_ivp`` looped per trajectory (the former ``bench_meanfield.py``); issue 28: then ≥ 500× for
-10^5 trajectories through ``solve_ensemble`` in shared-step blocks of 2,048 (``block=``; same law
+10^5 trajectories through ``solve_ensemble`` in shared-step blocks of 512 (``block=``; same law
 of initial states, same tolerances).
 
 2,048 trajectories of G²RPO eq. (56) with schedule B (random λ0 ∈ [0, 3], p0 ∈ [0.2, 0.9] per
@@ -27,7 +27,7 @@ RTOL, ATOL = 1e-8, 1e-10
 GOAL_RATIO = 200.0
 BIG_GOAL_RATIO = 500.0
 #: the 10^5 trajectories go through solve_ensemble in shared-step blocks of this many
-BIG_BLOCK = 2048
+BIG_BLOCK = 512
 
 
 def shapes(quick: bool) -> dict:
