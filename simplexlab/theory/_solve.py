@@ -441,6 +441,7 @@ def solve_ensemble(
         dynamics, states, t0, t1, time, saveat, n_save, solver, True, dt0, p_floor, None, rtol,
         atol, max_steps, ensemble=True)
     kw = dict(rtol=rtol, atol=atol, max_steps=max_steps, p_floor=float(p_floor), time=time)
+    solver = _unrolled(solver)
     if block is None or block >= states.p.shape[0]:
         out = _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, **kw)
     else:
@@ -488,6 +489,62 @@ def _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoin
     return eqx.tree_at(lambda s: s.ts, sol, saveat), result
 
 
+def _combine(coefficients, ks):
+    """``Σ_j coefficients[j] · ks[j]`` in order, zero coefficients skipped."""
+    out = None
+    for a, k in zip(np.asarray(coefficients).tolist(), ks, strict=True):
+        if a != 0:
+            out = a * k if out is None else out + a * k
+    return out
+
+
+class _Unrolled(eqx.Module):
+    r"""A diffrax explicit Runge–Kutta pair with FSAL and SSAL (Tsit5, Dopri5, Dopri8: the same
+    tableau, error estimate and dense interpolation) with its stages written out, for
+    :func:`solve_ensemble`'s state of one array. diffrax's own step loops over the stages and
+    combines them as a matrix-vector product with a zero-padded tableau row; XLA's CPU backend
+    gives that product to a library whose last bits, for the same block, differed between
+    programs (one device or four: the sweep engine's guarantee that a result does not depend
+    on the layout broke), and which reads every stage at every stage. Here a stage's input is
+    ``y0 + Σ_j a_ij k_j`` over the stages before it, in order, as plain multiply-adds. Each is
+    divided by ``one`` (an array holding 1.0, exact) so that XLA computes it once per stage
+    (a division is not duplicated into the several loops that read it), not once per reader.
+    Same numbers as the diffrax solver up to round-off (its sums run in another order)."""
+
+    one: jax.Array = eqx.field(default_factory=lambda: jnp.ones(()))
+
+    def init(self, terms, t0, t1, y0, args):
+        return terms.vf(t0, y0, args)  # f(t0, y0): the first stage of the first step (FSAL)
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        f0 = solver_state
+        if made_jump is not False:  # after a jump the stored f(t0, y0) is stale
+            f0 = jax.lax.cond(made_jump, lambda: terms.vf(t0, y0, args), lambda: f0)
+        tab = self.tableau
+        control = terms.contr(t0, t1)
+        dt = t1 - t0
+        k0 = terms.prod(f0, control)
+        ks = jnp.zeros((len(tab.c) + 1,) + k0.shape, k0.dtype).at[0].set(k0)
+        for i, (a_i, c_i) in enumerate(zip(tab.a_lower, tab.c, strict=True)):
+            yi = (y0 + _combine(a_i, [ks[j] for j in range(len(a_i))])) / self.one
+            fi = terms.vf(t0 + c_i * dt, yi, args)
+            ks = ks.at[i + 1].set(terms.prod(fi, control))
+        # SSAL: the last stage's input is y1, and its field f(t1, y1) the next step's first
+        y_error = _combine(tab.b_error, [ks[j] for j in range(ks.shape[0])])
+        return yi, y_error, dict(y0=y0, y1=yi, k=ks), fi, diffrax.RESULTS.successful
+
+
+#: the diffrax solvers :func:`solve_ensemble` runs with their stages written out
+_UNROLLED = {base: type(f"_{base.__name__}Unrolled", (_Unrolled, base), {})
+             for base in (diffrax.Tsit5, diffrax.Dopri5, diffrax.Dopri8)}
+
+
+def _unrolled(solver):
+    """``solver`` with its stages written out (:class:`_Unrolled`) where it is one of
+    :data:`_UNROLLED`'s (exactly that class, default settings), else ``solver``."""
+    return _UNROLLED[type(solver)]() if type(solver) in _UNROLLED else solver
+
+
 @eqx.filter_jit
 def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, rtol, atol,
                     max_steps, p_floor, time):
@@ -511,15 +568,19 @@ def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, r
                                 active[None]])
 
     zeros = jnp.zeros_like(states.p)
-    x0 = jnp.concatenate([states.p[None], states.y.T, states.z.T, zeros[None], zeros[None]])
+    # the rows from columns (slices, no transpose): XLA cannot then lay out the caller's y, z
+    # (or what computes them) with the trajectories minor, which would change the order of
+    # their sums over K, and with it their bits, from one program to another
+    x0 = jnp.stack([states.p, *(states.y[:, i] for i in range(K)),
+                    *(states.z[:, i] for i in range(M)), zeros, zeros])
     with _checked_before():  # the arguments: by _prepare; the result: by the caller (_throw)
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(f), solver, t0, t1, dt0, x0,
-            saveat=diffrax.SaveAt(ts=saveat),
+            saveat=diffrax.SaveAt(ts=saveat, fn=lambda t, x, args: x.T),  # (n, rows)
             stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, norm=_max_norm),
             max_steps=max_steps, adjoint=adjoint, throw=False,
         )
-    ys = jnp.transpose(sol.ys, (2, 0, 1))  # (n, T, 1 + K + M + 2)
+    ys = jnp.moveaxis(sol.ys, 0, 1)  # (n, T, 1 + K + M + 2)
     st = State(ys[..., 0], ys[..., 1:1 + K], ys[..., 1 + K:1 + K + M])
     clock = ys[..., -2]
     p_last = st.p[:, -1]
@@ -542,6 +603,7 @@ def solve_block(dynamics: AbstractDynamics, states: State, *, saveat, time="phys
     concrete 1-D array whose ends are ``t0`` and ``t1``."""
     saveat = jnp.asarray(saveat, dtype=float)
     return _throw(*_solve_ensemble(dynamics.checked(), states, saveat[0], saveat[-1], saveat,
-                                   diffrax.Tsit5(), None, diffrax.ForwardMode(), rtol=rtol,
-                                   atol=atol, max_steps=max_steps, p_floor=p_floor, time=time),
+                                   _unrolled(diffrax.Tsit5()), None, diffrax.ForwardMode(),
+                                   rtol=rtol, atol=atol, max_steps=max_steps, p_floor=p_floor,
+                                   time=time),
                   "solve_block")
