@@ -507,11 +507,10 @@ class _Unrolled(eqx.Module):
     programs (one device or four: the sweep engine's guarantee that a result does not depend
     on the layout broke), and which reads every stage at every stage. Here a stage's input is
     ``y0 + Σ_j a_ij k_j`` over the stages before it, in order, as plain multiply-adds. Each is
-    divided by ``one`` (an array holding 1.0, exact) so that XLA computes it once per stage
-    (a division is not duplicated into the several loops that read it), not once per reader.
-    Same numbers as the diffrax solver up to round-off (its sums run in another order)."""
-
-    one: jax.Array = eqx.field(default_factory=lambda: jnp.ones(()))
+    divided by a 1.0 that XLA cannot see is 1 (from the step size's sign: exact), so that XLA
+    computes it once per stage, not once in every loop that reads it (it duplicates cheap
+    producers into each reader, not a division). Same numbers as the diffrax solver up to
+    round-off (its sums run in another order)."""
 
     def init(self, terms, t0, t1, y0, args):
         return terms.vf(t0, y0, args)  # f(t0, y0): the first stage of the first step (FSAL)
@@ -523,10 +522,11 @@ class _Unrolled(eqx.Module):
         tab = self.tableau
         control = terms.contr(t0, t1)
         dt = t1 - t0
+        one = (dt > 0).astype(dt.dtype) + (dt <= 0).astype(dt.dtype)  # 1.0, opaque to XLA
         k0 = terms.prod(f0, control)
         ks = jnp.zeros((len(tab.c) + 1,) + k0.shape, k0.dtype).at[0].set(k0)
         for i, (a_i, c_i) in enumerate(zip(tab.a_lower, tab.c, strict=True)):
-            yi = (y0 + _combine(a_i, [ks[j] for j in range(len(a_i))])) / self.one
+            yi = (y0 + _combine(a_i, [ks[j] for j in range(len(a_i))])) / one
             fi = terms.vf(t0 + c_i * dt, yi, args)
             ks = ks.at[i + 1].set(terms.prod(fi, control))
         # SSAL: the last stage's input is y1, and its field f(t1, y1) the next step's first
