@@ -414,7 +414,10 @@ def solve_ensemble(
     whole ensemble, so every trajectory meets ``rtol``/``atol`` (a stricter test than
     :func:`solve`'s RMS norm over one trajectory); the step count is that of the hardest
     trajectory. This is the fast path for sweeps: the same batch through ``vmap(solve)`` pays
-    for batched control flow at every step.
+    for batched control flow at every step. Inside, the batch is one array with the
+    trajectories on its minor axis, and ``"tsit5"``, ``"dopri5"``, ``"dopri8"`` run with their
+    stages written out (:class:`_Unrolled`: the same pairs, round-off apart), which keeps every
+    trajectory's bits independent of the program around it (one device or several).
 
     Boundary rule: a trajectory whose ``p`` leaves ``[p_floor, 1 − p_floor]`` is frozen (its
     derivative, and its clocks', set to zero) while the others go on; ``stopped`` and ``t_end``
