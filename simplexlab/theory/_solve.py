@@ -416,8 +416,9 @@ def solve_ensemble(
     trajectory. This is the fast path for sweeps: the same batch through ``vmap(solve)`` pays
     for batched control flow at every step. Inside, the batch is one array with the
     trajectories on its minor axis, and ``"tsit5"``, ``"dopri5"``, ``"dopri8"`` run with their
-    stages written out (:class:`_Unrolled`: the same pairs, round-off apart), which keeps every
-    trajectory's bits independent of the program around it (one device or several).
+    stages written out (:class:`_Unrolled`: the same pairs, round-off apart), which keeps a
+    block's bits independent of the program around it (the sweep engine's layout test: one
+    device or four).
 
     Boundary rule: a trajectory whose ``p`` leaves ``[p_floor, 1 − p_floor]`` is frozen (its
     derivative, and its clocks', set to zero) while the others go on; ``stopped`` and ``t_end``
@@ -571,9 +572,7 @@ def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, r
                                 active[None]])
 
     zeros = jnp.zeros_like(states.p)
-    # the rows from columns (slices, no transpose): XLA cannot then lay out the caller's y, z
-    # (or what computes them) with the trajectories minor, which would change the order of
-    # their sums over K, and with it their bits, from one program to another
+    # the rows: p, the columns of y and z, the two clocks (stacked from slices, not transposed)
     x0 = jnp.stack([states.p, *(states.y[:, i] for i in range(K)),
                     *(states.z[:, i] for i in range(M)), zeros, zeros])
     with _checked_before():  # the arguments: by _prepare; the result: by the caller (_throw)
