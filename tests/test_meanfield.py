@@ -422,6 +422,12 @@ def test_solve_ensemble_matches_vmapped_solve_and_freezes_at_the_boundary():
     for a, b in [(ens.p, ref.p), (ens.y, ref.y), (ens.z, ref.z), (ens.tau, ref.tau)]:
         assert_close(a, b, rtol=1e-6, atol=1e-7)
     assert not np.any(np.asarray(ens.stopped))
+    # the order-8 pair, its 14 stages written out by solve_ensemble: the same trajectories
+    ens8 = sl.solve_ensemble(sl.Neutralized(sl.ScheduleB(lam), verifier=ver), states, t1=20.0,
+                             n_save=11, solver="dopri8")
+    for a, b in [(ens8.p, ref.p), (ens8.y, ref.y), (ens8.z, ref.z), (ens8.tau, ref.tau)]:
+        assert_close(a, b, rtol=1e-6, atol=1e-7)
+    assert int(ens8.num_steps[0]) < int(ens.num_steps[0])
     # boundary: half of the trajectories start near p = 0 and reach the floor in inner time
     p0 = jnp.where(jnp.arange(n) < n // 2, 1e-9, 0.5)
     ens = sl.solve_ensemble(sl.GRPO(), sl.State(p0, states.y, states.z), t1=12.0, time="inner",
