@@ -84,7 +84,7 @@ for method in ("grpo", "g2rpo"):
 # %%
 task = ArithmeticTask()
 model = tiny_model(task.vocab_size, seed=0)
-warm_start(model, task, steps=150 if QUICK else 800, seed=0)
+warm_start(model, task, steps=60 if QUICK else 800, seed=0)
 start = copy.deepcopy(model.state_dict())
 pi = task.mode_probabilities(model)
 y = pi[:, :task.K] / pi[:, :task.K].sum(-1, keepdims=True)

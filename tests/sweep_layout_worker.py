@@ -20,7 +20,9 @@ ap.add_argument("out")
 ap.add_argument("--devices", type=int, default=1)
 ap.add_argument("--only", nargs="*", default=None, help="run only these cases")
 args = ap.parse_args()
-os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
+# the caller's flags (the suite's optimization level, tests/conftest.py) and the device count
+os.environ["XLA_FLAGS"] = (f"{os.environ.get('XLA_FLAGS', '')} "
+                           f"--xla_force_host_platform_device_count={args.devices}").strip()
 os.environ["JAX_PLATFORMS"] = "cpu"
 
 import jax  # noqa: E402

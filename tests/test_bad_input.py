@@ -782,7 +782,8 @@ def test_run_time_errors_reach_the_caller_on_an_asynchronous_backend():
     import sys
 
     env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+           "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} "
+                        "--xla_force_host_platform_device_count=2".strip()}
     proc = subprocess.run([sys.executable, "-c", ASYNC_CHILD], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -33,7 +33,7 @@ def test_registry_rejects_bad_cost():
 
 
 @pytest.mark.slow
-def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path):
+def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path, capsys):
     """End to end through the installed entry point, as a newcomer would run it."""
     env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", MPLBACKEND="Agg")
     proc = subprocess.run(
@@ -57,12 +57,11 @@ def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path):
     # the experiment's claims were evaluated first, into the same folder
     report = json.loads((tmp_path / "claims" / "claims.json").read_text())
     assert {c["experiment"] for c in report["claims"]} == {"phase-portraits"}
-    # --resume skips a finished experiment
-    proc = subprocess.run(
-        [sys.executable, "-m", "simplexlab", "reproduce", "phase-portraits", "--quick",
-         "--out", str(tmp_path), "--resume"], cwd=ROOT, env=env, capture_output=True, text=True,
-        timeout=300)
-    assert proc.returncode == 0 and "skipping" in proc.stdout
+    # --resume skips a finished experiment (in this process: nothing left to run end to end)
+    capsys.readouterr()
+    assert main(["--experiments-dir", str(ROOT / "experiments"), "reproduce", "phase-portraits",
+                 "--quick", "--out", str(tmp_path), "--resume"]) == 0
+    assert "skipping" in capsys.readouterr().out
 
 
 def test_help_does_not_import_jax():
@@ -216,7 +215,7 @@ def test_deferred_interrupt_waits_for_the_block_and_a_swallowed_one_is_checked()
 
 
 @pytest.mark.slow
-def test_train_config_end_to_end_with_a_verified_schedule(tmp_path):
+def test_train_config_end_to_end_with_a_verified_schedule(tmp_path, capsys):
     """``simplexlab train CONFIG`` on a model saved with save_pretrained, loaded by path, with a
     schedule JSON: a failed verification is refused without --force; results, checkpoint and
     figure are written (resuming is tested in test_llm_driver.py)."""
@@ -237,12 +236,15 @@ def test_train_config_end_to_end_with_a_verified_schedule(tmp_path):
                    f'"{tmp_path / "model"}"\n[warm_start]\nsteps = 5\n[train]\nmethod = "g2rpo"\n'
                    'schedule = "bad.json"\nsteps = 2\nprompts_per_step = 2\ngroup_size = 4\n'
                    'pass_k = 2\n')
+    # refused before any work (in this process); then end to end through the entry point
+    capsys.readouterr()
+    assert main(["train", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.json" in err, err[-2000:]
+    assert not (tmp_path / "runs" / "tiny.json").exists()
     env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", MPLBACKEND="Agg")
-    run = [sys.executable, "-m", "simplexlab", "train", str(cfg)]
-    proc = subprocess.run(run, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 2 and "bad.json" in proc.stderr, proc.stderr[-2000:]
-    proc = subprocess.run(run + ["--force"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "simplexlab", "train", str(cfg), "--force"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     rec = json.loads((tmp_path / "runs" / "tiny.json").read_text())
     assert [r["step"] for r in rec["history"]] == [0, 1, 2]
