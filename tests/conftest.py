@@ -41,7 +41,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # programs (XLA's own passes unchanged) about a quarter faster on CPU (a tiny sweep of every
 # simulator: 15.9 s -> 11.5 s of CPU). The numbers differ from the default level's only in the
 # last bits (floating-point contraction): no test compares against a number computed outside the
-# suite's own processes, and the subprocess workers add their flags to these (tests/sweep_*.py).
+# suite's own processes. The workers of the layout tests (tests/sweep_*worker.py, the cluster
+# test) compile at the default level: the bits they compare are those of the programs users run.
 # Results and figures (`simplexlab reproduce`, benchmarks) are computed at XLA's default level.
 _flags = os.environ.get("XLA_FLAGS", "")
 if "--xla_backend_optimization_level" not in _flags:
