@@ -117,8 +117,9 @@ import numpy as np
 
 from .._version import install_command
 
-__all__ = ["EMBEDDING_DIM", "MAX_SEQ_LENGTH", "METHODS", "MODEL_NAME", "NOISE", "ModeStats",
-           "Modes", "discover_modes", "embed", "mode_stats", "model_path"]
+__all__ = ["EMBEDDING_DIM", "MAX_SEQ_LENGTH", "METHODS", "MODEL_NAME", "NOISE", "NUM_LAYERS",
+           "POOLINGS", "ModeStats", "Modes", "discover_modes", "embed", "mode_stats",
+           "model_path"]
 
 #: the embedding model (G² App. G.1)
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -133,8 +134,13 @@ EPS, MIN_SAMPLES, METRIC = 0.5, 2, "euclidean"
 NOISE = ("singleton", "minus_one", "nearest")
 #: the clustering methods of :func:`discover_modes` (the first is the default)
 METHODS = ("agglomerative", "dbscan")
+#: transformer layers of the model (:func:`embed`'s ``layers`` keeps the first ones)
+NUM_LAYERS = 6
+#: how :func:`embed` pools the word-piece vectors: the model's mean, or weighted by how rare
+#: each word piece is among the texts of its group (issue 25)
+POOLINGS = ("mean", "rarity")
 #: agglomerative defaults (issue 25, chosen on the development problems of the benchmark)
-THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS = 0.95, "average", 0.05, False
+THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS, POOLING = 0.95, "average", 0.05, False, "rarity"
 LINKAGES = ("average", "complete", "single")
 _NUMBER = re.compile(r"\d+(?:[.,/]\d+)*")
 
@@ -190,10 +196,10 @@ def _device(device) -> Any:
 
 
 @functools.lru_cache(maxsize=4)
-def _encoder(device: str, quantize: bool = False):
+def _encoder(device: str, quantize: bool = False, layers: int = NUM_LAYERS):
     """(tokenizer, model) of all-MiniLM-L6-v2 on ``device``, from the package's folder only;
-    ``quantize``: the feed-forward Linear layers as dynamic int8 (per output channel), CPU only
-    (:func:`embed`)."""
+    ``quantize``: the feed-forward Linear layers as dynamic int8 (per output channel), CPU only;
+    ``layers``: only the first ``layers`` of the six transformer layers are kept (:func:`embed`)."""
     import transformers
 
     path = model_path()
@@ -205,6 +211,11 @@ def _encoder(device: str, quantize: bool = False):
     finally:
         if bar:
             transformers.utils.logging.enable_progress_bar()
+    if layers < len(model.encoder.layer):
+        import torch
+
+        model.encoder.layer = torch.nn.ModuleList(list(model.encoder.layer)[:layers])
+        model.config.num_hidden_layers = layers
     model = model.eval().to(device)
     if quantize:
         import warnings
@@ -241,8 +252,43 @@ def _pos_int(v, name: str, lower: int = 1, upper: int | None = None) -> int:
     return int(v)
 
 
+def rarity_weights(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable],
+                   special: Sequence[int] = ()) -> list[np.ndarray]:
+    """Group-rarity weights of word pieces (issue 25; ``embed(..., pooling="rarity")``).
+
+    ``token_ids[i]``: the word-piece ids of text ``i``; ``groups[i]``: its group. The weight of
+    a word piece ``t`` of text ``i`` in group ``g`` of ``n_g`` texts is ``1 − df_g(t) / n_g``,
+    ``df_g(t)`` the number of the group's texts that contain ``t`` (at least once; identical
+    texts count as often as they occur) -- 0 for what every text of the group says (the
+    problem's restatement, its numbers, the final answer, a shared opener), near 1 for what
+    one text alone says -- and 0 for the ids in ``special`` ([CLS], [SEP], ...). A TF-IDF-like
+    weight within the group ("centring at the word-piece level"). Returns one float64 array per
+    text, aligned with its ids; all zeros where the text has nothing of its own (e.g. a group of
+    one text)."""
+    if len(token_ids) != len(groups):
+        raise ValueError(f"groups must have one entry per text ({len(token_ids)}); got "
+                         f"{len(groups)}")
+    sets = [set(map(int, ids)) for ids in token_ids]
+    size: dict[Hashable, int] = {}
+    df: dict[tuple[Hashable, int], int] = {}
+    for g, ts in zip(groups, sets, strict=True):
+        size[g] = size.get(g, 0) + 1
+        for t in ts:
+            df[g, t] = df.get((g, t), 0) + 1
+    skip = set(map(int, special))
+    return [np.array([0.0 if t in skip else 1.0 - df[g, t] / size[g] for t in map(int, ids)])
+            for ids, g in zip(token_ids, groups, strict=True)]
+
+
+def _check_pooling(pooling, layers):
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}; got {pooling!r}")
+    _pos_int(layers, "layers", 1, NUM_LAYERS)
+
+
 def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
-          max_length: int = MAX_SEQ_LENGTH, quantize: bool = False) -> np.ndarray:
+          max_length: int = MAX_SEQ_LENGTH, quantize: bool = False, pooling: str = "mean",
+          groups: Sequence[Hashable] | None = None, layers: int = NUM_LAYERS) -> np.ndarray:
     """All-MiniLM-L6-v2 embeddings of ``texts``: float32 ``(n, 384)``, unit L2 norm.
 
     ``texts``: a non-empty list of strings (``""`` is allowed). Each is cut to ``max_length``
@@ -253,13 +299,27 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
     ``batch_size`` beyond float rounding (~1e-7); 16–32 is fastest on a 2-core CPU (the
     activations stay in cache; 128 is ~15 % slower), a GPU wants more.
 
+    ``pooling="mean"`` (default): the model's own mean over the word pieces, i.e. the
+    sentence-transformers embedding. ``pooling="rarity"`` (issue 25; the default of
+    :func:`discover_modes`): each word piece's vector is weighted by how rare the word piece is
+    among the texts of the same group, ``1 − df/n`` (:func:`rarity_weights`; [CLS] and [SEP]
+    get 0), so what every completion of a prompt says -- the restated problem, its numbers, the
+    answer, boilerplate -- drops out and the words of the text's own method dominate; a text
+    with no word piece of its own gets the plain mean. ``groups``: one hashable group id per
+    text (default: all texts one group); only ``"rarity"`` reads it. A text's vector then
+    depends on the rest of its group.
+
     ``quantize=True`` (CPU only; default ``False``): the six feed-forward blocks (two thirds of
     the encoder's FLOPs) run as dynamic int8 matrix products (``torch.ao.quantization.
     quantize_dynamic``, per-channel weights). On the labelled benchmark (issue 25,
     ``python -m benchmarks.modes_compare``) it embeds 256 × 16 completions ~1.4× faster on the
     2-core CPU, the vectors stay within cosine 0.93 of the float ones (0.98 on average), and the
-    held-out ARI of the default clustering is unchanged (0.64 / 0.79 short / long) but the
-    development ARI on long texts drops (0.76 → 0.71); so it is not the default.
+    held-out ARI of the (mean-pooled) default clustering is unchanged (0.64 / 0.79 short / long)
+    but the development ARI on long texts drops (0.76 → 0.71); so it is not the default.
+
+    ``layers`` (1–6, default 6): pool the output of the ``layers``-th transformer layer and run
+    only the first ``layers`` (a ~``6/layers``× cheaper embedding); anything but 6 is not the
+    model's embedding (BENCHMARKS.md: the lower layers separate methods less well).
     """
     import torch
 
@@ -272,24 +332,63 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
     if quantize and dev.type != "cpu":
         raise ValueError(f"quantize=True runs on the CPU only (torch's dynamic int8 kernels); "
                          f"got device {device!r}")
-    tok, model = _encoder(str(dev), bool(quantize))
+    _check_pooling(pooling, layers)
+    if groups is not None:
+        if isinstance(groups, str) or not isinstance(groups, Sequence | np.ndarray) or \
+                getattr(groups, "ndim", 1) != 1 or len(groups) != len(texts):
+            raise ValueError(f"groups must be a list of {len(texts)} group ids (one per text); "
+                             f"got {type(groups).__name__} of length "
+                             f"{len(groups) if hasattr(groups, '__len__') else '?'}")
+        groups = [g.item() if isinstance(g, np.generic) else g for g in groups]
+        for i, g in enumerate(groups):
+            if not isinstance(g, Hashable):
+                raise ValueError(f"groups[{i}] = {g!r} is not hashable")
+    tok, model = _encoder(str(dev), bool(quantize), int(layers))
     unique = list(dict.fromkeys(texts))  # identical texts are embedded once
     enc = tok(unique, truncation=True, max_length=max_length, padding=False)["input_ids"]
+    row = {t: i for i, t in enumerate(unique)}
+    if pooling == "mean":
+        pairs = [(u, None) for u in range(len(unique))]  # one output per distinct text
+        where = [row[t] for t in texts]
+    else:  # one output per distinct (text, group): the weights depend on the group
+        gs = [0] * len(texts) if groups is None else groups
+        w = rarity_weights([enc[row[t]] for t in texts], gs, tok.all_special_ids)
+        at = {}
+        for t, g, wi in zip(texts, gs, w, strict=True):
+            at.setdefault((row[t], g), wi)
+        pairs = list(at)
+        slot = {p: k for k, p in enumerate(pairs)}
+        where = [slot[row[t], g] for t, g in zip(texts, gs, strict=True)]
+    of_text: dict[int, list[int]] = {}
+    for k, (u, _) in enumerate(pairs):
+        of_text.setdefault(u, []).append(k)
     order = np.argsort([-len(ids) for ids in enc], kind="stable")
-    out = np.empty((len(unique), EMBEDDING_DIM), np.float32)
+    out = np.empty((len(pairs), EMBEDDING_DIM), np.float32)
     with torch.inference_mode():
         for s in range(0, len(unique), batch_size):
             idx = order[s:s + batch_size]
             batch = tok.pad({"input_ids": [enc[i] for i in idx]}, return_tensors="pt")
             batch = {k: v.to(dev) for k, v in batch.items()}
             hidden = model(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            out[idx] = torch.nn.functional.normalize(mean, p=2, dim=1).float().cpu().numpy()
-    if len(unique) == len(texts):
+            mask = batch["attention_mask"].to(hidden.dtype)
+            if pooling == "mean":
+                W, src, dst = mask, torch.arange(len(idx)), [of_text[u][0] for u in idx]
+            else:
+                rows_, src, dst = [], [], []
+                for j, u in enumerate(idx):
+                    for k in of_text[u]:
+                        wk = torch.zeros(mask.shape[1], dtype=hidden.dtype)
+                        wk[:len(enc[u])] = torch.as_tensor(at[pairs[k]], dtype=hidden.dtype)
+                        rows_.append(wk if wk.sum() > 0 else mask[j].cpu())  # nothing its own
+                        src.append(j)
+                        dst.append(k)
+                W, src = torch.stack(rows_).to(dev), torch.as_tensor(src)
+            W = W.unsqueeze(-1)
+            pooled = (hidden[src.to(dev)] * W).sum(1) / W.sum(1).clamp(min=1e-9)
+            out[dst] = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu().numpy()
+    if where == list(range(len(texts))):
         return out
-    row = {t: i for i, t in enumerate(unique)}
-    return out[[row[t] for t in texts]]
+    return out[where]
 
 
 # ---- groups ----------------------------------------------------------------------------------
@@ -396,7 +495,9 @@ def _cluster(X: np.ndarray, eps, min_samples, metric, noise) -> np.ndarray:
     return out
 
 
-def _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize=False):
+def _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize=False,
+                  pooling=POOLING, layers=NUM_LAYERS):
+    _check_pooling(pooling, layers)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     for name, v, lo, hi in (("threshold", threshold, 0.0, 2.0), ("merge", merge, 0.0, 2.0)):
@@ -451,7 +552,8 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
                    merge: float = MERGE, mask_numbers: bool = MASK_NUMBERS, eps: float = EPS,
                    min_samples: int = MIN_SAMPLES, metric=METRIC, noise: str = "singleton",
                    embeddings=None, batch_size: int = 32, device="cpu",
-                   quantize: bool = False) -> Modes:
+                   quantize: bool = False, pooling: str = POOLING,
+                   layers: int = NUM_LAYERS) -> Modes:
     """Reasoning modes of free-text completions: all-MiniLM-L6-v2 embeddings clustered within
     each prompt's group (G² §5 "Mode discovery", App. G.1; Alg. 1 lines 3–4).
 
@@ -500,13 +602,18 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     ``min_samples < 1``, an unknown metric or noise rule, mismatched
     ``groups``/``rewards``/``embeddings``) is a ``ValueError`` naming the value.
     """
-    _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize)
+    _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize, pooling,
+                  layers)
     _check_params(eps, min_samples, metric, noise)
     flat, shape, index, _ = _layout(completions, groups)
     correct = _rewards(rewards, shape)
     if embeddings is None:
+        part = np.zeros(len(flat), np.int64)  # the set each completion is clustered in
+        for p, idx in enumerate(index):
+            part[idx] = 2 * p + (0 if correct is None else correct[idx])
         X = embed([_NUMBER.sub("N", t) for t in flat] if mask_numbers else flat,
-                  batch_size=batch_size, device=device, quantize=quantize)
+                  batch_size=batch_size, device=device, quantize=quantize, pooling=pooling,
+                  groups=part.tolist(), layers=layers)
     else:
         X = np.asarray(embeddings.detach().cpu() if hasattr(embeddings, "detach")
                        else embeddings)
