@@ -16,7 +16,8 @@ incorrect ones.
   ``mean_tokens``, Normalize), i.e. what ``SentenceTransformer(...).encode`` returns (checked
   equal to 1e-6 in ``tests/test_modes.py`` when ``sentence-transformers`` is importable). Nothing
   is downloaded: no hub call is made, with or without ``HF_HUB_OFFLINE=1``.
-- :func:`discover_modes` -- clustering of those embeddings, per prompt (and per correctness when
+- :func:`discover_modes` -- clustering of those embeddings (by default pooled with
+  :func:`distinct_weights`), per prompt (and per correctness when
   ``rewards`` is given): ``method="agglomerative"`` (default) or ``"dbscan"``, returning integer
   mode ids that the bridge takes as ``modes``
   (:func:`simplexlab.llm.advantages`) together with the ``num_clusters`` it needs.
@@ -132,8 +133,8 @@ import numpy as np
 from .._version import install_command
 
 __all__ = ["EMBEDDING_DIM", "MAX_SEQ_LENGTH", "METHODS", "MODEL_NAME", "NOISE", "NUM_LAYERS",
-           "POOLINGS", "ModeStats", "Modes", "discover_modes", "embed", "mode_stats",
-           "model_path"]
+           "POOLINGS", "ModeStats", "Modes", "discover_modes", "distinct_weights", "embed",
+           "mode_stats", "model_path"]
 
 #: the embedding model (G² App. G.1)
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -150,8 +151,8 @@ NOISE = ("singleton", "minus_one", "nearest")
 METHODS = ("agglomerative", "dbscan")
 #: transformer layers of the model (:func:`embed`'s ``layers`` keeps the first ones)
 NUM_LAYERS = 6
-#: how :func:`embed` pools the word-piece vectors: the model's mean, or weighted by how rare
-#: each word piece is among the texts of its group (issue 25)
+#: how :func:`embed` pools the word-piece vectors: the model's mean, or weighted by how
+#: distinctive each word piece is among the texts of its group (issue 25)
 POOLINGS = ("mean", "distinct")
 #: agglomerative defaults (issue 25, chosen on the development problems of the benchmark)
 THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS, POOLING = 0.95, "average", 0.05, False, "distinct"
@@ -267,7 +268,7 @@ def _pos_int(v, name: str, lower: int = 1, upper: int | None = None) -> int:
 
 
 def distinct_weights(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable],
-                   special: Sequence[int] = ()) -> list[np.ndarray]:
+                     special: Sequence[int] = ()) -> list[np.ndarray]:
     """Distinctiveness weights of word pieces (issue 25; ``embed(..., pooling="distinct")``).
 
     ``token_ids[i]``: the word-piece ids of text ``i``; ``groups[i]``: its group. The weight of
