@@ -124,6 +124,7 @@ def _pool(pieces, F):
 EMBEDDINGS = {"int8": dict(quantize=True), "distinct": dict(pooling="distinct"),
               "distinct int8": dict(pooling="distinct", quantize=True),
               "distinct 5 layers": dict(pooling="distinct", layers=5),
+              "distinct auto": dict(pooling="distinct", layers="auto"),
               "5 layers": dict(layers=5)}
 
 
@@ -295,10 +296,12 @@ AGG = [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95
        1.1]
 OLD = "today's default: DBSCAN eps 0.5 (euclidean), raw text"
 PREV = "previous default: mean pooling, centred + average 0.95, merge 0.05 (pooling=\"mean\")"
-NEW = "NEW DEFAULT: distinct pooling, centred + average 0.95, merge 0.05 (raw text)"
+NEW = ("NEW DEFAULT: distinct pooling, layers=\"auto\" (5 of 6 for groups of >= 40 words), "
+       "centred + average 0.95, merge 0.05 (raw text)")
+L6 = "distinct pooling, all 6 layers (layers=6), centred + average 0.95, merge 0.05"
 PREV8 = "previous default, int8 feed-forward layers (quantize=True)"
-INT8 = "new default, int8 feed-forward layers (quantize=True)"
-L5 = "new default, 5 of the 6 layers (layers=5)"
+INT8 = "distinct pooling (6 layers), int8 feed-forward layers (quantize=True)"
+L5 = "distinct pooling, 5 of the 6 layers for every group (layers=5)"
 METHODS = {
     OLD: ("raw", "old default", None),
     "DBSCAN, eps calibrated (cosine)": ("raw", "dbscan", DB),
@@ -336,7 +339,8 @@ METHODS = {
     "distinct pooling + centred + average, calibrated": ("distinct", "average", AGG, True),
     "distinct pooling, 5 of 6 layers + centred + average": ("distinct 5 layers", "average", AGG,
                                                           True),
-    NEW: ("distinct", "default", None),
+    L6: ("distinct", "default", None),
+    NEW: ("distinct auto", "default", None),
     INT8: ("distinct int8", "default", None),
     L5: ("distinct 5 layers", "default", None),
 }
@@ -384,7 +388,8 @@ def _single(rows, groups, E, spec, param, length):
 
 # the timed rows: name -> (embed() options, clustering); the groups of distinct pooling: prompts
 TIMED = {OLD: ({}, "old default"), PREV: ({}, "default"),
-         NEW: (dict(pooling="distinct"), "default"),
+         L6: (dict(pooling="distinct"), "default"),
+         NEW: (dict(pooling="distinct", layers="auto"), "default"),
          INT8: (dict(pooling="distinct", quantize=True), "default"),
          L5: (dict(pooling="distinct", layers=5), "default")}
 

@@ -514,6 +514,26 @@ def test_distinct_pooling_and_layers_against_the_hidden_states():
     np.testing.assert_array_equal(got.ids, ref.ids)
 
 
+def test_auto_layers_by_the_groups_median_length():
+    """``layers="auto"``: the texts of a group whose median text has >= 40 words are embedded
+    with the first 5 layers, the others with all 6 (counted here by hand), each group as
+    ``embed`` embeds it alone with that layer count."""
+    long_ = "We add the ones first and carry the ten to the tens column " * 4  # 52 words
+    texts = ["3 + 4 = 7.", long_ + "so 7.", "Count on from 3: 7.", long_ + "giving 7.",
+             "Short one.", "Another short one, with exactly eight words."]
+    groups = ["a", "b", "a", "b", "c", "c"]
+    assert [len(t.split()) >= 40 for t in texts] == [False, True, False, True, False, False]
+    assert _modes.auto_layers(texts, groups) == [6, 5, 6, 5, 6, 6]
+    # one group: its median (the 3rd and 4th of six lengths: 3 and 8 words) is short
+    assert _modes.auto_layers(texts) == [6] * 6
+    got = embed(texts, pooling="distinct", groups=groups, layers="auto")
+    for g, L in (("a", 6), ("b", 5), ("c", 6)):
+        idx = [i for i, h in enumerate(groups) if h == g]
+        ref = embed([texts[i] for i in idx], pooling="distinct", layers=L)
+        np.testing.assert_allclose(got[idx], ref, atol=2e-6)
+    assert not np.allclose(embed(texts[1:2], layers=5), embed(texts[1:2]), atol=1e-3)
+
+
 def test_mask_numbers_before_embedding():
     """``mask_numbers`` embeds the texts with every number replaced by ``N``."""
     texts = ["12 + 30 = 42, so 42.", "7 + 5 = 12, so 12.", "x = 2.5 or x = 3"]
@@ -597,6 +617,7 @@ BAD_CALLS = [
     (lambda: discover_modes(["a"], layers=0), r"layers must be an integer in \[1, 6\]; got 0"),
     (lambda: embed(["a"], layers=7), r"layers must be an integer in \[1, 6\]; got 7"),
     (lambda: embed(["a"], layers=2.5), "layers .*got 2.5"),
+    (lambda: discover_modes(["a"], layers="all"), r"layers must be .* or 'auto'; got 'all'"),
     (lambda: embed(["a", "b"], pooling="distinct", groups=[0]), "groups must be a list of 2"),
     (lambda: embed(["a"], pooling="distinct", groups=[[0]]), r"groups\[0\] = \[0\] is not"),
     (lambda: mode_stats(np.array([0.5, 1.0])), "integer array"),

@@ -30,7 +30,15 @@ Importing this package imports torch (``import simplexlab`` never does). It sits
 from ._bridge import DTYPES, STATS, advantages, group_stats, to_jax, to_torch
 from ._driver import DEFAULT_SCHEDULE, TrainConfig, clipped_token_loss, train, warm_start
 from ._model import load_model, tiny_model
-from ._modes import Modes, ModeStats, discover_modes, distinct_weights, embed, mode_stats
+from ._modes import (
+    Modes,
+    ModeStats,
+    auto_layers,
+    discover_modes,
+    distinct_weights,
+    embed,
+    mode_stats,
+)
 from ._prediction import fit_time_scale, initial_states, predict
 from ._task import FAMILIES, ArithmeticTask
 from ._verl import VerlEstimator, rarity_bonus, with_rarity_bonus
@@ -59,6 +67,7 @@ __all__ = [
     "TrainConfig",
     "VerlEstimator",
     "advantages",
+    "auto_layers",
     "clipped_token_loss",
     "discover_modes",
     "distinct_weights",

@@ -41,9 +41,12 @@ dominate; :func:`distinct_weights`), subtract the group's mean embedding and ren
 (``center``; what every completion of a prompt still has in common), then average-linkage
 agglomerative clustering of the cosine distances cut at ``threshold = 0.95`` (calibrated on the
 development problems: ~ "merge while the mean centred similarity is positive"), with
-near-duplicates (cosine distance ≤ ``merge = 0.05`` before centring) always together. On the
-held-out problems this reaches an ARI of ~0.69 on short texts and ~0.79 on long ones
-(development 0.69 / 0.80), against 0.64 / 0.79 (development 0.66 / 0.76) for the same clustering
+near-duplicates (cosine distance ≤ ``merge = 0.05`` before centring) always together; for a
+set of long completions (median ≥ 40 words) only the first 5 of the model's 6 layers run
+(``layers="auto"``, :func:`auto_layers`: development ARI 0.82 against 0.80 with all six on long
+texts, 0.59 against 0.69 on short ones, and a sixth less work). On the held-out problems this
+reaches an ARI of ~0.69 on short texts and ~0.83 on long ones (development 0.69 / 0.82), against
+0.64 / 0.79 (development 0.66 / 0.76) for the same clustering
 of the model's mean-pooled embedding (``pooling="mean"``, the first round's default) and ~0.4 /
 ~0.3 for DBSCAN at its best eps and less for today's eps (BENCHMARKS.md
 has the table). Tried and not better: HDBSCAN, complete linkage, masking numbers (kept as
@@ -59,8 +62,9 @@ is held out of the learning -- it learns the templates' wording); in the second 
 distinctiveness weights): a log weight ``log((n+1)/(df+1))`` (0.68 / 0.83 development against
 0.69 / 0.84 at the calibrated thresholds), the square or the square root of ``1 − df/n``, the
 distinct pooling without centring (0.53 / 0.52), pooling a lower layer (development 0.57 / 0.61
-for layer 5 mean-pooled; 0.48–0.59 / 0.69–0.82 for layers 1–5 distinct-pooled: ``layers=5`` is
-kept as an opt-in for long texts, 0.59 / 0.82) or the mean of layers 4–6 or 1–6, and a Jaccard
+for layer 5 mean-pooled; 0.48–0.59 / 0.69–0.82 for layers 1–5 distinct-pooled: layer 5 is
+what ``layers="auto"`` uses for long texts, 0.59 / 0.82) or the mean of layers 4–6 or 1–6
+(layers 5–6: 0.68 / 0.85 development, but all six layers run), and a Jaccard
 distance of the numbers a completion states beyond those most of the group states (within
 ±0.03, not better in both lengths).
 No other offline sentence-embedding model was usable: of the PyPI packages found,
@@ -71,7 +75,7 @@ that differ are always two modes, and small modes beside a large one can merge w
 the benchmark's texts are templates, not model samples (``benchmarks/modes_data.py``), and the
 development and test problems share their method templates (other numbers and names), so the
 threshold's calibration has seen every method's wording. The issue's target of ARI ≥ 0.8 on
-short texts is not met (0.69); the one for long texts (≥ 0.7) is. The distinct pooling makes a
+short texts is not met (0.69); the one for long texts (≥ 0.7) is (0.83). The distinct pooling makes a
 completion's vector depend on the rest of its group (a completion alone, or a group of identical
 ones, gets the model's plain mean).
 
@@ -132,9 +136,9 @@ import numpy as np
 
 from .._version import install_command
 
-__all__ = ["EMBEDDING_DIM", "MAX_SEQ_LENGTH", "METHODS", "MODEL_NAME", "NOISE", "NUM_LAYERS",
-           "POOLINGS", "ModeStats", "Modes", "discover_modes", "distinct_weights", "embed",
-           "mode_stats", "model_path"]
+__all__ = ["EMBEDDING_DIM", "LONG_LAYERS", "LONG_WORDS", "MAX_SEQ_LENGTH", "METHODS",
+           "MODEL_NAME", "NOISE", "NUM_LAYERS", "POOLINGS", "ModeStats", "Modes", "auto_layers",
+           "discover_modes", "distinct_weights", "embed", "mode_stats", "model_path"]
 
 #: the embedding model (G² App. G.1)
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -151,11 +155,15 @@ NOISE = ("singleton", "minus_one", "nearest")
 METHODS = ("agglomerative", "dbscan")
 #: transformer layers of the model (:func:`embed`'s ``layers`` keeps the first ones)
 NUM_LAYERS = 6
+#: ``layers="auto"`` (:func:`auto_layers`): groups whose median completion has at least
+#: ``LONG_WORDS`` words are embedded with the first ``LONG_LAYERS`` layers
+LONG_WORDS, LONG_LAYERS = 40, 5
 #: how :func:`embed` pools the word-piece vectors: the model's mean, or weighted by how
 #: distinctive each word piece is among the texts of its group (issue 25)
 POOLINGS = ("mean", "distinct")
 #: agglomerative defaults (issue 25, chosen on the development problems of the benchmark)
 THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS, POOLING = 0.95, "average", 0.05, False, "distinct"
+LAYERS = "auto"
 LINKAGES = ("average", "complete", "single")
 _NUMBER = re.compile(r"\d+(?:[.,/]\d+)*")
 
@@ -298,12 +306,32 @@ def distinct_weights(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashab
 def _check_pooling(pooling, layers):
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}; got {pooling!r}")
-    _pos_int(layers, "layers", 1, NUM_LAYERS)
+    if not (isinstance(layers, str) and layers == "auto"):
+        if isinstance(layers, str):
+            raise ValueError(f"layers must be an integer in [1, {NUM_LAYERS}] or 'auto'; got "
+                             f"{layers!r}")
+        _pos_int(layers, "layers", 1, NUM_LAYERS)
+
+
+def auto_layers(texts: Sequence[str], groups: Sequence[Hashable] | None = None) -> list[int]:
+    """The layer count ``layers="auto"`` uses for each text (issue 25): ``LONG_LAYERS`` (5) for
+    every text of a group whose median length is at least ``LONG_WORDS`` (40) words (the
+    issue's "long" completions), ``NUM_LAYERS`` (6, the whole model) otherwise; ``groups``
+    ``None``: all texts one group. Chosen on the development problems of the labelled benchmark
+    (``python -m benchmarks.modes_compare``): with distinct pooling, 5 layers score 0.82 on long
+    texts against 0.80 with 6 (and run 5/6 of the model), but 0.59 on short ones against 0.69."""
+    gs = [0] * len(texts) if groups is None else list(groups)
+    words: dict[Hashable, list[int]] = {}
+    for t, g in zip(texts, gs, strict=True):
+        words.setdefault(g, []).append(len(t.split()))
+    long = {g: float(np.median(w)) >= LONG_WORDS for g, w in words.items()}
+    return [LONG_LAYERS if long[g] else NUM_LAYERS for g in gs]
 
 
 def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
           max_length: int = MAX_SEQ_LENGTH, quantize: bool = False, pooling: str = "mean",
-          groups: Sequence[Hashable] | None = None, layers: int = NUM_LAYERS) -> np.ndarray:
+          groups: Sequence[Hashable] | None = None,
+          layers: int | str = NUM_LAYERS) -> np.ndarray:
     """All-MiniLM-L6-v2 embeddings of ``texts``: float32 ``(n, 384)``, unit L2 norm.
 
     ``texts``: a non-empty list of strings (``""`` is allowed). Each is cut to ``max_length``
@@ -336,8 +364,9 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
     only the first ``layers`` (a ~``6/layers``× cheaper embedding); anything but 6 is not the
     model's embedding. On the labelled benchmark (issue 25) ``layers=5`` with distinct pooling
     and the default clustering scores 0.59 / 0.82 development ARI on short / long texts against
-    0.69 / 0.80 with all six: an opt-in for long texts; the lower layers separate methods less
-    well (BENCHMARKS.md).
+    0.69 / 0.80 with all six; the lower layers separate methods less well (BENCHMARKS.md).
+    ``layers="auto"`` (the default of :func:`discover_modes`): 5 for the texts of a group whose
+    median text has at least 40 words, 6 for the others (:func:`auto_layers`).
     """
     import torch
 
@@ -361,6 +390,16 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
         for i, g in enumerate(groups):
             if not isinstance(g, Hashable):
                 raise ValueError(f"groups[{i}] = {g!r} is not hashable")
+    if layers == "auto":  # each group with its own layer count (auto_layers), one call each
+        per = np.asarray(auto_layers(texts, groups))
+        out = np.empty((len(texts), EMBEDDING_DIM), np.float32)
+        for L in np.unique(per):
+            idx = np.flatnonzero(per == L)
+            out[idx] = embed([texts[i] for i in idx], batch_size=batch_size, device=device,
+                             max_length=max_length, quantize=quantize, pooling=pooling,
+                             groups=None if groups is None else [groups[i] for i in idx],
+                             layers=int(L))
+        return out
     tok, model = _encoder(str(dev), bool(quantize), int(layers))
     unique = list(dict.fromkeys(texts))  # identical texts are embedded once
     enc = tok(unique, truncation=True, max_length=max_length, padding=False)["input_ids"]
@@ -514,7 +553,7 @@ def _cluster(X: np.ndarray, eps, min_samples, metric, noise) -> np.ndarray:
 
 
 def _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize=False,
-                  pooling=POOLING, layers=NUM_LAYERS):
+                  pooling=POOLING, layers=LAYERS):
     _check_pooling(pooling, layers)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
@@ -571,7 +610,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
                    min_samples: int = MIN_SAMPLES, metric=METRIC, noise: str = "singleton",
                    embeddings=None, batch_size: int = 32, device="cpu",
                    quantize: bool = False, pooling: str = POOLING,
-                   layers: int = NUM_LAYERS) -> Modes:
+                   layers: int | str = LAYERS) -> Modes:
     """Reasoning modes of free-text completions: all-MiniLM-L6-v2 embeddings clustered within
     each prompt's group (G² §5 "Mode discovery", App. G.1; Alg. 1 lines 3–4).
 
@@ -596,7 +635,9 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     (default ``"distinct"``; ``"mean"`` is the model's own embedding, the default before)
     pools each completion's word pieces weighted by how many of the completions it is clustered
     with lack them (:func:`embed`; the set is the group, or the group's class with ``rewards``);
-    ``layers`` (default 6): :func:`embed` runs only the first ``layers``; ``center``
+    ``layers`` (default ``"auto"``: the first 5 of the model's 6 layers for a set whose median
+    completion has at least 40 words, all 6 below, :func:`auto_layers`; or 1–6): :func:`embed`
+    runs only the first ``layers``; ``center``
     subtracts each group's (class's) mean embedding -- the words every completion of the prompt
     shares -- and renormalises; average-``linkage`` agglomerative clustering (scikit-learn) of
     the cosine distances of the centred embeddings, cut at ``threshold`` (default 0.95,
