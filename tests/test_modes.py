@@ -210,7 +210,8 @@ def test_method_families_are_recovered(vectors, name):
     assert C == 3
     np.testing.assert_array_equal(ids, labels)
     # the cosine form of the same neighbourhoods, and the texts embedded afresh
-    same = discover_modes(texts, method="dbscan", metric="cosine", eps=0.125, pooling="mean")
+    same = discover_modes(texts, method="dbscan", metric="cosine", eps=0.125, pooling="mean",
+                          layers=6)
     np.testing.assert_array_equal(same.ids, labels)
     # the separating window (reported in the module docstring): cosine eps in ~[0.10, 0.19)
     merged = discover_modes(texts, embeddings=vectors[name], method="dbscan", metric="cosine",

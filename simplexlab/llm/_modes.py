@@ -75,9 +75,9 @@ that differ are always two modes, and small modes beside a large one can merge w
 the benchmark's texts are templates, not model samples (``benchmarks/modes_data.py``), and the
 development and test problems share their method templates (other numbers and names), so the
 threshold's calibration has seen every method's wording. The issue's target of ARI ≥ 0.8 on
-short texts is not met (0.69); the one for long texts (≥ 0.7) is (0.83). The distinct pooling makes a
-completion's vector depend on the rest of its group (a completion alone, or a group of identical
-ones, gets the model's plain mean).
+short texts is not met (0.69); the one for long texts (≥ 0.7) is (0.83). The distinct pooling
+makes a completion's vector depend on the rest of its group (a completion alone, or a group of
+identical ones, gets the model's plain mean).
 
 **DBSCAN's settings** (``method="dbscan"``, the default until issue 25). The paper names the
 algorithm and the library only: §5, App. G.1 and Listing 1 (``labels = dbscan([E[i] for i in
@@ -648,7 +648,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
 
     ``method="dbscan"``: the previous default (issue 16), DBSCAN (scikit-learn) with ``eps``,
     ``min_samples`` and ``metric`` on the unit-norm embeddings of the raw texts (pass
-    ``pooling="mean"`` for exactly the old behaviour; the defaults ``0.5``, ``2``,
+    ``pooling="mean", layers=6`` for exactly the old behaviour; the defaults ``0.5``, ``2``,
     ``"euclidean"``: cosine similarity >= 0.875); ``noise``: what a point DBSCAN labels noise
     becomes -- ``"singleton"`` (default) a mode of its own, as the paper counts every correct
     rollout in some mode (Alg. 1 line 7, Listing 1 (g), App. B Remark B.10: ``ŷ_j >= 1/G``);
