@@ -171,7 +171,8 @@ def _tree_draws(key, e, n: int, parallel: bool = False):
     """``n`` i.i.d. indices drawn from ``e / Σe`` by descending the block tree: one uniform
     ``u ∈ [0, total)`` per draw; at each level the entry ``c`` of the current block with
     ``prefix[c-1] <= u < prefix[c]`` is found by a branch-free binary search (``c`` = the number
-    of the block's prefix sums ``<= u``; six steps over 64 entries) and ``u`` becomes the residual
+    of the block's prefix sums ``<= u``; six steps over 64 entries; in the top block, the one
+    block every draw starts from, that number is counted directly) and ``u`` becomes the residual
     ``u − prefix[c-1]`` (clamped below the chosen entry's mass, which is exactly the next level's
     block total). Each level is inverse-CDF sampling within a block, so the draw is action ``i``
     with probability ``π_i`` up to the rounding of the prefix sums. Returns the indices and the
@@ -188,6 +189,9 @@ def _tree_draws(key, e, n: int, parallel: bool = False):
     total = levels[-1][-1, 0]
     u = uniforms_below(key, n, total)
     r = jnp.zeros((n,), jnp.int32)
+    top_size = e.shape[0]  # entries of the top block that hold mass (the rest are padding)
+    for _ in levels[1:]:
+        top_size = -(-top_size // _BLOCK)
     for lvl in range(len(levels) - 1, -1, -1):
         flat = levels[lvl].reshape(-1)
         r_len = levels[lvl].shape[1]
@@ -199,9 +203,15 @@ def _tree_draws(key, e, n: int, parallel: bool = False):
             s = jnp.right_shift(jnp.int32(_BLOCK // 2), i)
             return jnp.where(get(pos + (s - 1)) <= u, pos + s, pos)
 
-        # a rolled loop on CPU: XLA compiles the six dependent gathers faster than unrolled
-        pos = jax.lax.fori_loop(0, _LOG2_BLOCK, search, jnp.zeros((n,), jnp.int32),
-                                unroll=parallel)
+        if r_len == 1:
+            # the top block, the same for every draw: the search's answer, the number of its
+            # prefix sums <= u, counted directly (no dependent gathers); its padding entries
+            # hold the total, > u, and are left out
+            pos = jnp.sum(levels[lvl][:top_size, 0] <= u[:, None], axis=1, dtype=jnp.int32)
+        else:
+            # a rolled loop on CPU: XLA compiles the six dependent gathers faster than unrolled
+            pos = jax.lax.fori_loop(0, _LOG2_BLOCK, search, jnp.zeros((n,), jnp.int32),
+                                    unroll=parallel)
         prev = jnp.where(pos > 0, get(jnp.maximum(pos, 1) - 1), zero)
         r = pos * r_len + r
         if lvl > 0:
