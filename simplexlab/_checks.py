@@ -197,6 +197,8 @@ def check(
         if flagged:
             raise ValueError(f"{message}; got {_describe(arr)}" if show else message)
         return jnp.asarray(x) if isinstance(x, jax.Array) else x
+    if _TRUSTED.get():  # not even the predicate: under an eager vmap it would run op by op
+        return x
     return error_if(x, jnp.any(bad(x)) | _any_nan(x), message)
 
 
@@ -217,6 +219,8 @@ def check_pair(x, y, bad, message: str):
         if np.any(mask):
             i = tuple(np.argwhere(mask)[0]) if mask.ndim else ()
             raise ValueError(f"{message}; got {a[i].item()!r} and {b[i].item()!r}")
+        return x
+    if _TRUSTED.get():  # as in check(): no predicate
         return x
     return error_if(jnp.asarray(x), jnp.any(bad(x, y)), message)
 
