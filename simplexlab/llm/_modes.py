@@ -136,9 +136,10 @@ import numpy as np
 
 from .._version import install_command
 
-__all__ = ["EMBEDDING_DIM", "LONG_LAYERS", "LONG_WORDS", "MAX_SEQ_LENGTH", "METHODS",
-           "MODEL_NAME", "NOISE", "NUM_LAYERS", "POOLINGS", "ModeStats", "Modes", "auto_layers",
-           "discover_modes", "distinct_weights", "embed", "mode_stats", "model_path"]
+__all__ = ["DISTANCES", "EMBEDDING_DIM", "LONG_LAYERS", "LONG_WORDS", "MAX_SEQ_LENGTH",
+           "METHODS", "MODEL_NAME", "NOISE", "NUM_LAYERS", "POOLINGS", "ModeStats", "Modes",
+           "auto_layers", "discover_modes", "distinct_weights", "embed", "mode_stats",
+           "model_path", "token_f1"]
 
 #: the embedding model (G² App. G.1)
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -164,6 +165,13 @@ POOLINGS = ("mean", "distinct")
 #: agglomerative defaults (issue 25, chosen on the development problems of the benchmark)
 THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS, POOLING = 0.95, "average", 0.05, False, "distinct"
 LAYERS = "auto"
+#: the distances of :func:`discover_modes`' agglomerative clustering (the first is the default):
+#: the sentence distance mixed with a token-matching one (:func:`token_f1`), or the sentence
+#: distance alone (the default before, with its own threshold)
+DISTANCES = ("tokens", "sentence")
+DISTANCE, TOKEN_WEIGHT = "tokens", 0.7
+#: the default ``threshold`` of each distance (calibrated on the benchmark's development problems)
+THRESHOLDS = {"tokens": 0.99, "sentence": THRESHOLD}
 LINKAGES = ("average", "complete", "single")
 _NUMBER = re.compile(r"\d+(?:[.,/]\d+)*")
 
@@ -368,6 +376,17 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
     ``layers="auto"`` (the default of :func:`discover_modes`): 5 for the texts of a group whose
     median text has at least 40 words, 6 for the others (:func:`auto_layers`).
     """
+    return _embed(texts, batch_size=batch_size, device=device, max_length=max_length,
+                  quantize=quantize, pooling=pooling, groups=groups, layers=layers)[0]
+
+
+def _embed(texts, *, batch_size=32, device="cpu", max_length=MAX_SEQ_LENGTH, quantize=False,
+           pooling="mean", groups=None, layers=NUM_LAYERS, tokens=False):
+    """:func:`embed`, and with ``tokens=True`` also each text's distinctive word pieces:
+    ``(X, toks)``, ``toks[i] = (U, w)`` -- the unit vectors ``U`` (float32 ``(m, 384)``) of the
+    pooled layer's word pieces of text ``i`` whose weight :func:`distinct_weights` within its
+    group is > 0, and those weights ``w`` (``m`` of them; a text with none: its non-special
+    pieces with weight 1, or all its pieces if it has none); ``toks`` is ``None`` without."""
     import torch
 
     texts = _check_texts(texts)
@@ -393,18 +412,23 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
     if layers == "auto":  # each group with its own layer count (auto_layers), one call each
         per = np.asarray(auto_layers(texts, groups))
         out = np.empty((len(texts), EMBEDDING_DIM), np.float32)
+        toks: list | None = [None] * len(texts) if tokens else None
         for L in np.unique(per):
             idx = np.flatnonzero(per == L)
-            out[idx] = embed([texts[i] for i in idx], batch_size=batch_size, device=device,
-                             max_length=max_length, quantize=quantize, pooling=pooling,
-                             groups=None if groups is None else [groups[i] for i in idx],
-                             layers=int(L))
-        return out
+            out[idx], tk = _embed([texts[i] for i in idx], batch_size=batch_size,
+                                  device=device, max_length=max_length, quantize=quantize,
+                                  pooling=pooling,
+                                  groups=None if groups is None else [groups[i] for i in idx],
+                                  layers=int(L), tokens=tokens)
+            if tokens:
+                for i, t in zip(idx, tk, strict=True):
+                    toks[i] = t
+        return out, toks
     tok, model = _encoder(str(dev), bool(quantize), int(layers))
     unique = list(dict.fromkeys(texts))  # identical texts are embedded once
     enc = tok(unique, truncation=True, max_length=max_length, padding=False)["input_ids"]
     row = {t: i for i, t in enumerate(unique)}
-    if pooling == "mean":
+    if pooling == "mean" and not tokens:
         pairs = [(u, None) for u in range(len(unique))]  # one output per distinct text
         where = [row[t] for t in texts]
     else:  # one output per distinct (text, group): the weights depend on the group
@@ -421,6 +445,8 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
         of_text.setdefault(u, []).append(k)
     order = np.argsort([-len(ids) for ids in enc], kind="stable")
     out = np.empty((len(pairs), EMBEDDING_DIM), np.float32)
+    toks = [None] * len(pairs)
+    special_ids = set(tok.all_special_ids)
     with torch.inference_mode():
         for s in range(0, len(unique), batch_size):
             idx = order[s:s + batch_size]
@@ -428,8 +454,25 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
             batch = {k: v.to(dev) for k, v in batch.items()}
             hidden = model(**batch).last_hidden_state
             mask = batch["attention_mask"].to(hidden.dtype)
+            if tokens:
+                unit = torch.nn.functional.normalize(hidden.float(), p=2, dim=-1).cpu().numpy()
+                for j, u in enumerate(idx):
+                    ids = enc[u]
+                    for k in of_text[u]:
+                        wk = np.asarray(at[pairs[k]], np.float32)
+                        keep = wk > 0
+                        if not keep.any():  # nothing of its own: its ordinary pieces, or all
+                            wk = np.array([t not in special_ids for t in ids], np.float32)
+                            keep = wk > 0 if wk.any() else np.ones(len(ids), bool)
+                            wk = np.ones(len(ids), np.float32)
+                        toks[k] = (unit[j, :len(ids)][keep], wk[keep])
             if pooling == "mean":
-                W, src, dst = mask, torch.arange(len(idx)), [of_text[u][0] for u in idx]
+                W, src = mask, torch.arange(len(idx))
+                dst = [of_text[u][0] for u in idx]
+                if tokens:  # one row per (text, group): the same mean for each
+                    src = torch.as_tensor([j for j, u in enumerate(idx) for _ in of_text[u]])
+                    dst = [k for u in idx for k in of_text[u]]
+                    W = mask[src.to(mask.device)]
             else:
                 rows_, src, dst = [], [], []
                 for j, u in enumerate(idx):
@@ -443,9 +486,10 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
             W = W.unsqueeze(-1)
             pooled = (hidden[src.to(dev)] * W).sum(1) / W.sum(1).clamp(min=1e-9)
             out[dst] = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu().numpy()
+    toks = [toks[k] for k in where] if tokens else None
     if where == list(range(len(texts))):
-        return out
-    return out[where]
+        return out, toks
+    return out[where], toks
 
 
 # ---- groups ----------------------------------------------------------------------------------
@@ -553,10 +597,16 @@ def _cluster(X: np.ndarray, eps, min_samples, metric, noise) -> np.ndarray:
 
 
 def _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize=False,
-                  pooling=POOLING, layers=LAYERS):
+                  pooling=POOLING, layers=LAYERS, distance=DISTANCE, token_weight=TOKEN_WEIGHT):
     _check_pooling(pooling, layers)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if not isinstance(distance, str) or distance not in DISTANCES:
+        raise ValueError(f"distance must be one of {DISTANCES}; got {distance!r}")
+    if isinstance(token_weight, bool) or not isinstance(
+            token_weight, int | float | np.integer | np.floating) or \
+            not math.isfinite(token_weight) or not 0 <= token_weight <= 1:
+        raise ValueError(f"token_weight must be a number in [0, 1]; got {token_weight!r}")
     for name, v, lo, hi in (("threshold", threshold, 0.0, 2.0), ("merge", merge, 0.0, 2.0)):
         if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) or \
                 not math.isfinite(v) or not lo < v <= hi and not (name == "merge" and v == 0):
@@ -569,14 +619,59 @@ def _check_method(method, threshold, linkage, center, merge, mask_numbers, quant
             raise ValueError(f"{name} must be True or False; got {v!r}")
 
 
-def _agglomerate(X: np.ndarray, threshold, linkage, center, merge) -> np.ndarray:
+def token_f1(toks: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Pairwise token-matching similarity of a group's texts (issue 25; ``distance="tokens"``
+    of :func:`discover_modes`): a BERTScore F1 (Zhang et al. 2020, "BERTScore", eq. 1 with
+    importance weights) over the distinctive word pieces.
+
+    ``toks[i] = (U_i, w_i)``: the unit vectors ``U_i`` (``(m_i, d)``) of text ``i``'s word
+    pieces and their weights ``w_i > 0`` (``m_i >= 1``; in :func:`discover_modes` the pieces
+    whose :func:`distinct_weights` within the group is > 0). Precision of ``a`` against ``b``:
+    ``P_ab = Σ_k w_ak max_l U_ak·U_bl / Σ_k w_ak`` (each piece of ``a`` greedily matched to its
+    most similar piece of ``b``); ``F_ab = 2 P_ab P_ba / (P_ab + P_ba)`` (0 where the sum is
+    ≤ 0), ``F_aa = 1``. Returns the symmetric float64 ``(n, n)`` matrix ``F``."""
+    n = len(toks)
+    if n == 0:
+        raise ValueError("token_f1 needs at least one text")
+    U = np.concatenate([np.asarray(u, np.float32) for u, _ in toks])
+    w = np.concatenate([np.asarray(v, np.float64) for _, v in toks])
+    sizes = np.array([len(v) for _, v in toks])
+    if (sizes < 1).any() or (w <= 0).any() or len(U) != len(w):
+        raise ValueError("token_f1 needs every text with >= 1 word piece, weights > 0 and one "
+                         "weight per vector")
+    start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    best = np.maximum.reduceat((U @ U.T).astype(np.float64), start, axis=1)  # (pieces, n)
+    P = np.add.reduceat(w[:, None] * best, start, axis=0) / np.add.reduceat(w, start)[:, None]
+    R = P.T
+    S = P + R
+    F = np.divide(2 * P * R, S, out=np.zeros_like(S), where=S > 1e-12)
+    np.fill_diagonal(F, 1.0)
+    return F
+
+
+def _centred_cosine(K: np.ndarray) -> np.ndarray:
+    """``1 − cos`` of the group-centred feature vectors of the similarity (kernel) matrix ``K``:
+    ``Kc = J K J`` (``J = I − 11ᵀ/n``), distance ``1 − Kc_ab / sqrt(Kc_aa Kc_bb)`` in [0, 2]
+    (for ``K = X Xᵀ`` exactly the cosine distance of the centred rows of ``X``)."""
+    n = len(K)
+    J = np.eye(n) - 1.0 / n
+    Kc = J @ K @ J
+    d = np.sqrt(np.clip(np.diag(Kc), 1e-12, None))
+    return np.clip(1.0 - Kc / np.outer(d, d), 0.0, 2.0)
+
+
+def _agglomerate(X: np.ndarray, threshold, linkage, center, merge, toks=None,
+                 token_weight: float = 0.0) -> np.ndarray:
     """Agglomerative labels of the rows of ``X`` (unit vectors), numbered by first appearance.
 
     Cosine distances ``1 − cos`` of the group-centred rows (``center``: the group's mean
-    embedding -- the problem's shared words -- subtracted, rows renormalised), except that rows
-    within ``merge`` of each other *before* centring are at distance 0 (near-duplicates share a
-    mode whatever the rest of the group looks like); then scikit-learn's agglomerative clustering
-    with ``linkage`` cut at ``threshold``."""
+    embedding -- the problem's shared words -- subtracted, rows renormalised); with ``toks``
+    (one ``(U, w)`` per row, :func:`token_f1`) the distance is ``(1 − token_weight)`` times that
+    plus ``token_weight`` times the token distance (the centred cosine distance of the
+    :func:`token_f1` kernel, ``1 − F`` without ``center``); rows within ``merge`` of each other
+    *before* centring (sentence cosine) are at distance 0 (near-duplicates share a mode whatever
+    the rest of the group looks like); then scikit-learn's agglomerative clustering with
+    ``linkage`` cut at ``threshold``."""
     n = len(X)
     if n == 1:
         return np.zeros(1, np.int32)
@@ -589,6 +684,10 @@ def _agglomerate(X: np.ndarray, threshold, linkage, center, merge) -> np.ndarray
         D = np.clip(1.0 - Y @ Y.T, 0.0, 2.0)
     else:
         D = raw.copy()
+    if toks is not None and token_weight > 0:
+        F = token_f1(toks)
+        T = _centred_cosine(F) if center else np.clip(1.0 - F, 0.0, 2.0)
+        D = (1.0 - token_weight) * D + token_weight * T
     D[raw <= merge] = 0.0
     np.fill_diagonal(D, 0.0)
     if not (D > threshold).any():
@@ -605,12 +704,13 @@ def _agglomerate(X: np.ndarray, threshold, linkage, center, merge) -> np.ndarray
 
 
 def discover_modes(completions, *, groups=None, rewards=None, method: str = "agglomerative",
-                   threshold: float = THRESHOLD, linkage: str = LINKAGE, center: bool = True,
+                   threshold: float | None = None, linkage: str = LINKAGE, center: bool = True,
                    merge: float = MERGE, mask_numbers: bool = MASK_NUMBERS, eps: float = EPS,
                    min_samples: int = MIN_SAMPLES, metric=METRIC, noise: str = "singleton",
                    embeddings=None, batch_size: int = 32, device="cpu",
                    quantize: bool = False, pooling: str = POOLING,
-                   layers: int | str = LAYERS) -> Modes:
+                   layers: int | str = LAYERS, distance: str = DISTANCE,
+                   token_weight: float = TOKEN_WEIGHT) -> Modes:
     """Reasoning modes of free-text completions: all-MiniLM-L6-v2 embeddings clustered within
     each prompt's group (G² §5 "Mode discovery", App. G.1; Alg. 1 lines 3–4).
 
@@ -665,18 +765,22 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     their range, ``eps <= 0``, ``min_samples < 1``, an unknown metric or noise rule, mismatched
     ``groups``/``rewards``/``embeddings``) is a ``ValueError`` naming the value.
     """
+    if threshold is None and isinstance(distance, str) and distance in THRESHOLDS:
+        threshold = THRESHOLDS[distance]
     _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize, pooling,
-                  layers)
+                  layers, distance, token_weight)
     _check_params(eps, min_samples, metric, noise)
     flat, shape, index, _ = _layout(completions, groups)
     correct = _rewards(rewards, shape)
+    toks = None
     if embeddings is None:
         part = np.zeros(len(flat), np.int64)  # the set each completion is clustered in
         for p, idx in enumerate(index):
             part[idx] = 2 * p + (0 if correct is None else correct[idx])
-        X = embed([_NUMBER.sub("N", t) for t in flat] if mask_numbers else flat,
-                  batch_size=batch_size, device=device, quantize=quantize, pooling=pooling,
-                  groups=part.tolist(), layers=layers)
+        tokens = method == "agglomerative" and distance == "tokens" and token_weight > 0
+        X, toks = _embed([_NUMBER.sub("N", t) for t in flat] if mask_numbers else flat,
+                         batch_size=batch_size, device=device, quantize=quantize,
+                         pooling=pooling, groups=part.tolist(), layers=layers, tokens=tokens)
     else:
         X = np.asarray(embeddings.detach().cpu() if hasattr(embeddings, "detach")
                        else embeddings)
@@ -700,7 +804,9 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
                 if method == "dbscan":
                     lab = _cluster(X[part], eps, min_samples, metric, noise)
                 else:
-                    lab = _agglomerate(X[part], threshold, linkage, center, merge)
+                    lab = _agglomerate(X[part], threshold, linkage, center, merge,
+                                       None if toks is None else [toks[i] for i in part],
+                                       token_weight)
                 ids[part] = lab
                 C = max(C, int(lab.max(initial=-1)) + 1)
     return Modes(ids.reshape(shape), C)
