@@ -765,7 +765,11 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     their range, ``eps <= 0``, ``min_samples < 1``, an unknown metric or noise rule, mismatched
     ``groups``/``rewards``/``embeddings``) is a ``ValueError`` naming the value.
     """
-    if threshold is None and isinstance(distance, str) and distance in THRESHOLDS:
+    if not isinstance(distance, str) or distance not in DISTANCES:
+        raise ValueError(f"distance must be one of {DISTANCES}; got {distance!r}")
+    if embeddings is not None:  # no word pieces: the sentence distance
+        distance = "sentence"
+    if threshold is None:
         threshold = THRESHOLDS[distance]
     _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize, pooling,
                   layers, distance, token_weight)
