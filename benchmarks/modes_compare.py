@@ -143,11 +143,11 @@ def _embed_tokens(texts, cache: Path | None, rows):
         key = hashlib.sha1("\x00".join([TOKENS] + texts + keys).encode()).hexdigest()[:20]
         path = cache / f"{key}.npz" if cache else None
         if path is not None and path.is_file():
-            z = np.load(path)
-            start = np.concatenate([[0], np.cumsum(z["sizes"])])
-            toks = [(z["U"][a:b], z["w"][a:b]) for a, b in zip(start[:-1], start[1:],
-                                                                  strict=True)]
-            out[name] = (z["X"], toks)
+            with np.load(path) as z:  # each z[key] reads the file again
+                X, U, w, sizes = z["X"], z["U"], z["w"], z["sizes"]
+            start = np.concatenate([[0], np.cumsum(sizes)])
+            toks = [(U[a:b], w[a:b]) for a, b in zip(start[:-1], start[1:], strict=True)]
+            out[name] = (X, toks)
             continue
         X, toks = embed_tokens(texts, pooling="distinct", layers="auto", groups=keys,
                                tokens=True)

@@ -628,8 +628,8 @@ def token_f1(toks: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     pieces and their weights ``w_i > 0`` (``m_i >= 1``; in :func:`discover_modes` the pieces
     whose :func:`distinct_weights` within the group is > 0). Precision of ``a`` against ``b``:
     ``P_ab = Σ_k w_ak max_l U_ak·U_bl / Σ_k w_ak`` (each piece of ``a`` greedily matched to its
-    most similar piece of ``b``); ``F_ab = 2 P_ab P_ba / (P_ab + P_ba)`` (0 where the sum is
-    ≤ 0), ``F_aa = 1``. Returns the symmetric float64 ``(n, n)`` matrix ``F``."""
+    most similar piece of ``b``), clipped at 0; ``F_ab = 2 P_ab P_ba / (P_ab + P_ba)`` (0 where
+    both are 0), ``F_aa = 1``. Returns the symmetric float64 ``(n, n)`` matrix ``F``."""
     n = len(toks)
     if n == 0:
         raise ValueError("token_f1 needs at least one text")
@@ -642,6 +642,7 @@ def token_f1(toks: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     best = np.maximum.reduceat((U @ U.T).astype(np.float64), start, axis=1)  # (pieces, n)
     P = np.add.reduceat(w[:, None] * best, start, axis=0) / np.add.reduceat(w, start)[:, None]
+    P = np.maximum(P, 0.0)
     R = P.T
     S = P + R
     F = np.divide(2 * P * R, S, out=np.zeros_like(S), where=S > 1e-12)
