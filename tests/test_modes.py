@@ -380,8 +380,9 @@ def _shared(rng, sizes, shared=4.0, spread=0.35, d=64):
 
 
 def test_default_separates_methods_under_a_shared_restatement():
-    """The new default (group-centred embeddings, average linkage at 0.95) recovers methods that
-    share most of their embedding, where the old default (DBSCAN, eps 0.5) merges them all."""
+    """The default on given embeddings (group-centred, average linkage at 0.95) recovers methods
+    that share most of their embedding, where the old default (DBSCAN, eps 0.5) merges them
+    all."""
     rng = np.random.default_rng(3)
     for sizes in ([6, 5, 5], [4, 4, 4, 4]):
         X, labels = _shared(rng, sizes)
