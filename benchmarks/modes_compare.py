@@ -24,7 +24,8 @@ timing on 16 × 16.
 
 Timing (the last two columns): 256 prompts × 16 completions, fresh texts of the same generator
 (other numbers), never cached: embedded once per set of :func:`simplexlab.llm.embed` options
-(``TIMED``: mean or distinct pooling, float or int8, 6 or 5 layers) and clustered by each timed
+(``TIMED``: mean or distinct pooling, float or int8, 6 or 5 layers, with or without the word
+pieces of the token distance) and clustered by each timed
 method (today's default and the previous default share the float mean-pooled embedding, so they
 share its time); embed and cluster seconds separately, on this machine, with the load average
 printed before and after each (a shared machine inflates both; the ratios in one run are what
