@@ -24,7 +24,8 @@ timing on 16 × 16.
 
 Timing (the last two columns): 256 prompts × 16 completions, fresh texts of the same generator
 (other numbers), never cached: embedded once per set of :func:`simplexlab.llm.embed` options
-(``TIMED``: mean or distinct pooling, float or int8, 6 or 5 layers) and clustered by each timed
+(``TIMED``: mean or distinct pooling, float or int8, 6 or 5 layers, with or without the word
+pieces of the token distance) and clustered by each timed
 method (today's default and the previous default share the float mean-pooled embedding, so they
 share its time); embed and cluster seconds separately, on this machine, with the load average
 printed before and after each (a shared machine inflates both; the ratios in one run are what
@@ -128,6 +129,38 @@ EMBEDDINGS = {"int8": dict(quantize=True), "distinct": dict(pooling="distinct"),
               "5 layers": dict(layers=5)}
 
 
+TOKENS = "distinct auto + tokens"  # the embedding of distance="tokens": vectors + word pieces
+
+
+def _embed_tokens(texts, cache: Path | None, rows):
+    """{name: (X, toks)} of :data:`TOKENS` (``simplexlab.llm.internal.embed_tokens``, distinct
+    pooling, ``layers="auto"``), grouped as the clustering groups them (and per method for
+    ``name + " /1-method"``), from the disk cache where present (``.npz``: the vectors, the
+    word-piece vectors concatenated, their weights and each text's count)."""
+    from simplexlab.llm.internal import embed_tokens
+
+    out = {}
+    for name, keys in ((TOKENS, _keys(rows)), (TOKENS + " /1-method", _keys(rows, True))):
+        key = hashlib.sha1("\x00".join([TOKENS] + texts + keys).encode()).hexdigest()[:20]
+        path = cache / f"{key}.npz" if cache else None
+        if path is not None and path.is_file():
+            with np.load(path) as z:  # each z[key] reads the file again
+                X, U, w, sizes = z["X"], z["U"], z["w"], z["sizes"]
+            start = np.concatenate([[0], np.cumsum(sizes)])
+            toks = [(U[a:b], w[a:b]) for a, b in zip(start[:-1], start[1:], strict=True)]
+            out[name] = (X, toks)
+            continue
+        X, toks = embed_tokens(texts, pooling="distinct", layers="auto", groups=keys,
+                               tokens=True)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(path, X=X, U=np.concatenate([u for u, _ in toks]),
+                     w=np.concatenate([w for _, w in toks]),
+                     sizes=np.array([len(w) for _, w in toks]))
+        out[name] = (X, toks)
+    return out
+
+
 def _keys(rows, by_method=False):
     """The group of each row for distinct pooling: the set it is clustered in."""
     return [f"{r['split']}|{r['length']}|{r['problem']}|{r['correct']}"
@@ -204,7 +237,11 @@ def _tfidf(texts):
 
 def _features(rows, idx, E, emb, single=False):
     """The rows of one group in embedding ``emb`` (``single``: a group of one method's
-    completions, pooled within it where the pooling depends on the group)."""
+    completions, pooled within it where the pooling depends on the group); for :data:`TOKENS`
+    ``(rows, their word pieces)``."""
+    if emb == TOKENS:
+        X, toks = E[emb + " /1-method" if single else emb]
+        return X[idx], [toks[i] for i in idx]
     if single and emb + " /1-method" in E:
         return E[emb + " /1-method"][idx]
     if emb == "tfidf":
@@ -253,12 +290,20 @@ def _lda(rows, E, length, held_out):
     return _LDA[key]
 
 
-def _labels(X, algo, param, center=False, merge=0.0):
-    """Cluster labels of the rows of X (unit rows) by ``algo`` with its free number ``param``."""
+def _labels(X, algo, param, center=False, merge=0.0, weight=None):
+    """Cluster labels of the rows of X (unit rows) by ``algo`` with its free number ``param``
+    (``X`` a pair (rows, word pieces) for the token distance: ``algo`` "tokens default" is
+    discover_modes' default, "tokens" average linkage at ``param`` with token weight
+    ``weight``)."""
     from sklearn.cluster import DBSCAN, HDBSCAN, AgglomerativeClustering
 
     from simplexlab.llm import discover_modes
+    from simplexlab.llm.internal import LINKAGE, MERGE, THRESHOLDS, TOKEN_WEIGHT, agglomerate
 
+    if algo == "tokens default":
+        return agglomerate(X[0], THRESHOLDS["tokens"], LINKAGE, True, MERGE, X[1], TOKEN_WEIGHT)
+    if algo == "tokens":
+        return agglomerate(X[0], param, "average", True, 0.05, X[1], weight)
     n = len(X)
     if algo == "default":
         return discover_modes([""] * n, embeddings=X).ids
@@ -296,8 +341,12 @@ AGG = [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95
        1.1]
 OLD = "today's default: DBSCAN eps 0.5 (euclidean), raw text"
 PREV = "previous default: mean pooling, centred + average 0.95, merge 0.05 (pooling=\"mean\")"
-NEW = ("NEW DEFAULT: distinct pooling, layers=\"auto\" (5 of 6 for groups of >= 40 words), "
-       "centred + average 0.95, merge 0.05 (raw text)")
+NEW = ("third step's default: distinct pooling, layers=\"auto\" (5 of 6 for groups of >= 40 "
+       "words), centred + average 0.95, merge 0.05 (distance=\"sentence\")")
+TOK = ("NEW DEFAULT (fourth step): distance=\"tokens\": the third step's centred sentence distance "
+       "(0.3) + centred token-matching F1 distance (0.7), average 0.99, merge 0.05")
+# thresholds of the token-distance rows (their distances sit near 1)
+TOKGRID = [round(0.8 + 0.01 * i, 2) for i in range(31)]
 L6 = "distinct pooling, all 6 layers (layers=6), centred + average 0.95, merge 0.05"
 PREV8 = "previous default, int8 feed-forward layers (quantize=True)"
 INT8 = "distinct pooling (6 layers), int8 feed-forward layers (quantize=True)"
@@ -343,8 +392,11 @@ METHODS = {
     NEW: ("distinct auto", "default", None),
     INT8: ("distinct int8", "default", None),
     L5: ("distinct 5 layers", "default", None),
+    TOK: (TOKENS, "tokens default", None),
+    **{f"sentence (1 − w) + token F1 (w = {w:g}) distances, centred + average, calibrated":
+       (TOKENS, "tokens", TOKGRID, True, w) for w in (0.3, 0.5, 0.6, 0.7, 0.8, 1.0)},
 }
-QUICK = {OLD, "DBSCAN, eps calibrated (cosine)", "centred + average, calibrated", PREV, NEW,
+QUICK = {OLD, "DBSCAN, eps calibrated (cosine)", "centred + average, calibrated", PREV, NEW, TOK,
          INT8}
 
 
@@ -361,11 +413,12 @@ def _score(rows, groups, E, spec, param, split, length):
 
     emb, algo = spec[0], spec[1]
     center = len(spec) > 3 and spec[3]
+    weight = spec[4] if len(spec) > 4 else None
     ari, kerr = [], []
     for (s, L, _), idx in groups.items():
         if s != split or L != length:
             continue
-        lab = _labels(_features(rows, idx, E, emb), algo, param, center)
+        lab = _labels(_features(rows, idx, E, emb), algo, param, center, weight=weight)
         true = [rows[i]["mode"] for i in idx]
         ari.append(adjusted_rand_score(true, lab))
         kerr.append(abs(len(set(lab)) - len(set(true))))
@@ -375,6 +428,7 @@ def _score(rows, groups, E, spec, param, split, length):
 def _single(rows, groups, E, spec, param, length):
     emb, algo = spec[0], spec[1]
     center = len(spec) > 3 and spec[3]
+    weight = spec[4] if len(spec) > 4 else None
     ks = []
     for (s, L, _), idx in groups.items():
         if s != "test" or L != length:
@@ -382,7 +436,7 @@ def _single(rows, groups, E, spec, param, length):
         for m in sorted({rows[i]["mode"] for i in idx}):
             sub = [i for i in idx if rows[i]["mode"] == m]
             ks.append(len(set(_labels(_features(rows, sub, E, emb, True), algo, param,
-                                      center))))
+                                      center, weight=weight))))
     return float(np.mean(ks))
 
 
@@ -391,7 +445,8 @@ TIMED = {OLD: ({}, "old default"), PREV: ({}, "default"),
          L6: (dict(pooling="distinct"), "default"),
          NEW: (dict(pooling="distinct", layers="auto"), "default"),
          INT8: (dict(pooling="distinct", quantize=True), "default"),
-         L5: (dict(pooling="distinct", layers=5), "default")}
+         L5: (dict(pooling="distinct", layers=5), "default"),
+         TOK: (dict(pooling="distinct", layers="auto", tokens=True), "tokens default")}
 
 
 def _timing(P, G, quick_note, names):
@@ -400,13 +455,13 @@ def _timing(P, G, quick_note, names):
     each embedding."""
     from sklearn.metrics import adjusted_rand_score
 
-    from simplexlab.llm import embed
+    from simplexlab.llm.internal import embed_tokens
 
     embeddings = {}
     for name in names:
         embeddings.setdefault(tuple(sorted(TIMED[name][0].items())), []).append(name)
     for key in embeddings:  # load and warm up every model first
-        embed(["warm up the model"] * 4, **dict(key))
+        embed_tokens(["warm up the model"] * 4, **dict(key))
     out = {}
     for length in ("short", "long"):
         tx, labels = synthetic_groups(P, G, length)
@@ -418,12 +473,14 @@ def _timing(P, G, quick_note, names):
                 options["groups"] = [p for p in range(P) for _ in range(G)]
             la = os.getloadavg()[0]
             t0 = time.perf_counter()
-            X = embed(flat, **options)
+            X, toks = embed_tokens(flat, **options)  # (X, None) without tokens=True
             e_s = time.perf_counter() - t0
             lb = os.getloadavg()[0]
             for name in rows:
                 t0 = time.perf_counter()
-                labs = [_labels(X[p * G:(p + 1) * G], TIMED[name][1], None) for p in range(P)]
+                labs = [_labels(X[p * G:(p + 1) * G] if toks is None else
+                                (X[p * G:(p + 1) * G], toks[p * G:(p + 1) * G]),
+                                TIMED[name][1], None) for p in range(P)]
                 c_s = time.perf_counter() - t0
                 ari = float(np.mean([adjusted_rand_score(labels[p], labs[p]) for p in range(P)]))
                 print(f"#   {name}: cluster {c_s:.2f} s, mean ARI against the methods "
@@ -460,13 +517,16 @@ def main(argv=None):
                and (not args.only or args.only.lower() in k.lower())}
     cache = Path(args.cache) if args.cache else None
     t0 = time.perf_counter()
-    derived = {"tfidf", "tfidf + raw", "lda leave-type-out", "lda same types"} | set(EMBEDDINGS)
+    derived = {"tfidf", "tfidf + raw", "lda leave-type-out", "lda same types", TOKENS} | \
+        set(EMBEDDINGS)
     need = {m[0] for m in methods.values()} - derived | {"raw"}
     E = _embed_variants(texts, sorted(need), cache)
     for name, options in EMBEDDINGS.items():
         if any(m[0] == name for m in methods.values()):
             for k, X in _embed_variants(texts, ["raw"], cache, options, rows).items():
                 E[k.replace("raw", name)] = X
+    if any(m[0] == TOKENS for m in methods.values()):
+        E.update(_embed_tokens(texts, cache, rows))
     print(f"# benchmark texts ({len(texts)}) in {len(E)} embeddings: "
           f"{time.perf_counter() - t0:.0f} s (from the cache where present)", flush=True)
     P = 16 if args.quick else 256

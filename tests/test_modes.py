@@ -380,8 +380,9 @@ def _shared(rng, sizes, shared=4.0, spread=0.35, d=64):
 
 
 def test_default_separates_methods_under_a_shared_restatement():
-    """The new default (group-centred embeddings, average linkage at 0.95) recovers methods that
-    share most of their embedding, where the old default (DBSCAN, eps 0.5) merges them all."""
+    """The default on given embeddings (group-centred, average linkage at 0.95) recovers methods
+    that share most of their embedding, where the old default (DBSCAN, eps 0.5) merges them
+    all."""
     rng = np.random.default_rng(3)
     for sizes in ([6, 5, 5], [4, 4, 4, 4]):
         X, labels = _shared(rng, sizes)
@@ -511,8 +512,93 @@ def test_distinct_pooling_and_layers_against_the_hidden_states():
     part = [0, 0, 1, 2, 2]  # (group, class)
     ref = discover_modes(texts, groups=groups, rewards=rewards,
                          embeddings=embed(texts, pooling="distinct", groups=part))
-    got = discover_modes(texts, groups=groups, rewards=rewards)
+    got = discover_modes(texts, groups=groups, rewards=rewards, distance="sentence")
     np.testing.assert_array_equal(got.ids, ref.ids)
+    # distance="tokens" (the default): the unit word-piece vectors of the pooled layer whose
+    # distinctiveness weight is > 0, with those weights (the hidden states above)
+    X, toks = _modes._embed(texts, pooling="distinct", groups=groups, tokens=True,
+                            batch_size=2)
+    np.testing.assert_allclose(X, embed(texts, pooling="distinct", groups=groups), atol=2e-6)
+    for (U, wt), wi, h in zip(toks, w, hs, strict=True):
+        keep = wi > 0
+        H = h[6][0].numpy()[keep]
+        np.testing.assert_allclose(U, H / np.linalg.norm(H, axis=1, keepdims=True), atol=2e-6)
+        np.testing.assert_allclose(wt, wi[keep], atol=1e-7)
+    # a group of identical texts (nothing of their own): the ordinary word pieces, weight 1
+    U, wt = _modes._embed(texts[4:5] * 2, pooling="distinct", tokens=True)[1][0]
+    assert len(U) == len(ids[4]) - 2 and (wt == 1).all()
+    # the default clusters each group with those vectors and pieces
+    lab = _modes._agglomerate(X[:3], _modes.THRESHOLDS["tokens"], "average", True,
+                              _modes.MERGE, toks[:3], _modes.TOKEN_WEIGHT)
+    np.testing.assert_array_equal(discover_modes(texts, groups=groups).ids[:3], lab)
+
+
+def _f1_loops(toks):
+    """Independent BERTScore F1: explicit loops over the pairs of texts and word pieces."""
+    n = len(toks)
+    F = np.eye(n)
+    for a in range(n):
+        for b in range(n):
+            if a == b:
+                continue
+            (Ua, wa), (Ub, wb) = toks[a], toks[b]
+            p = sum(w * max(float(u @ v) for v in Ub)
+                    for u, w in zip(Ua, wa, strict=True)) / sum(wa)
+            r = sum(w * max(float(v @ u) for u in Ua)
+                    for v, w in zip(Ub, wb, strict=True)) / sum(wb)
+            p, r = max(p, 0.0), max(r, 0.0)
+            F[a, b] = 2 * p * r / (p + r) if p + r > 0 else 0.0
+    return F
+
+
+def _pieces(rng, n, d=6):
+    out = []
+    for _ in range(n):
+        U = rng.normal(size=(int(rng.integers(1, 5)), d))
+        out.append((U / np.linalg.norm(U, axis=1, keepdims=True), rng.uniform(0.1, 1, len(U))))
+    return out
+
+
+def test_token_f1_by_hand():
+    """``token_f1``: greedy matching of word pieces, weighted precision / recall (clipped at 0),
+    F1; a text against itself 1; a one-piece text matched to an identical piece gives
+    precision 1."""
+    rng = np.random.default_rng(7)
+    toks = _pieces(rng, 5)
+    np.testing.assert_allclose(_modes.token_f1(toks), _f1_loops(toks), atol=1e-6)
+    e = np.eye(3)
+    F = _modes.token_f1([(e[:1], [1.0]), (e[:2], [1.0, 3.0])])
+    # P(0 vs 1) = 1; P(1 vs 0) = (1·1 + 3·0)/4 = 1/4; F1 = 2·1·(1/4)/(5/4) = 0.4
+    np.testing.assert_allclose(F, [[1, 0.4], [0.4, 1]])
+    with pytest.raises(ValueError, match="weights > 0"):
+        _modes.token_f1([(e[:1], [0.0])])
+
+
+def test_token_distance_equals_numpy_and_scipy():
+    """The default distance (``distance="tokens"``): ``(1 − w)`` × the centred sentence cosine
+    distance + ``w`` × the centred token distance (the F1 matrix double-centred,
+    ``1 − Kc_ab / sqrt(Kc_aa Kc_bb)``), cut by scipy's average linkage (an independent
+    implementation); without centring ``1 − F``."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    rng = np.random.default_rng(5)
+    X, _ = _shared(rng, [4, 3, 3], spread=0.8)
+    toks = _pieces(rng, len(X))
+    F = _f1_loops(toks)
+    Kc = F - F.mean(0) - F.mean(1)[:, None] + F.mean()
+    T = 1 - Kc / np.sqrt(np.outer(np.diag(Kc), np.diag(Kc)))
+    Y = X - X.mean(0)
+    Y /= np.linalg.norm(Y, axis=1, keepdims=True)
+    for w, center in ((0.7, True), (0.4, True), (1.0, False)):
+        S = 1 - Y @ Y.T if center else 1 - X @ X.T
+        D = (1 - w) * S + w * (T if center else 1 - F)
+        np.fill_diagonal(D, 0)
+        for threshold in (0.6, 0.99):
+            ref = fcluster(linkage(squareform(np.clip(D, 0, 2), checks=False), "average"),
+                           t=threshold, criterion="distance")
+            got = _modes._agglomerate(X, threshold, "average", center, 0.0, toks, w)
+            assert adjusted_rand_score(ref, got) == 1.0
 
 
 def test_auto_layers_by_the_groups_median_length():
@@ -614,6 +700,11 @@ BAD_CALLS = [
     (lambda: embed(["a"], quantize="yes"), "quantize must be True or False; got 'yes'"),
     (lambda: discover_modes(["a"], quantize=1), "quantize must be True or False; got 1"),
     (lambda: discover_modes(["a"], pooling="max"), "pooling must be one of .*; got 'max'"),
+    (lambda: discover_modes(["a"], distance="bertscore"),
+     "distance must be one of .*; got 'bertscore'"),
+    (lambda: discover_modes(["a"], token_weight=1.5),
+     r"token_weight must be a number in \[0, 1\]; got 1.5"),
+    (lambda: _modes.token_f1([]), "at least one text"),
     (lambda: embed(["a"], pooling="cls"), "pooling must be one of .*; got 'cls'"),
     (lambda: discover_modes(["a"], layers=0), r"layers must be an integer in \[1, 6\]; got 0"),
     (lambda: embed(["a"], layers=7), r"layers must be an integer in \[1, 6\]; got 7"),

@@ -38,6 +38,7 @@ from ._modes import (
     distinct_weights,
     embed,
     mode_stats,
+    token_f1,
 )
 from ._prediction import fit_time_scale, initial_states, predict
 from ._task import FAMILIES, ArithmeticTask
@@ -83,6 +84,7 @@ __all__ = [
     "tiny_model",
     "to_jax",
     "to_torch",
+    "token_f1",
     "train",
     "unregister_verl",
     "verl_compute_advantage",

@@ -8,12 +8,20 @@ name is re-exported from the layer's private modules.
 
 from ._bridge import _advantages_program as advantages_program
 from ._bridge import _schedule_key as schedule_key
-from ._modes import MAX_SEQ_LENGTH, model_path
+from ._modes import LINKAGE, MAX_SEQ_LENGTH, MERGE, THRESHOLDS, TOKEN_WEIGHT, model_path
+from ._modes import _agglomerate as agglomerate
+from ._modes import _embed as embed_tokens
 from ._modes import _encoder as encoder
 
 __all__ = [
+    "LINKAGE",
     "MAX_SEQ_LENGTH",
+    "MERGE",
+    "THRESHOLDS",
+    "TOKEN_WEIGHT",
     "advantages_program",
+    "agglomerate",
+    "embed_tokens",
     "encoder",
     "model_path",
     "schedule_key",
