@@ -702,6 +702,8 @@ BAD_CALLS = [
     (lambda: discover_modes(["a"], pooling="max"), "pooling must be one of .*; got 'max'"),
     (lambda: discover_modes(["a"], distance="bertscore"),
      "distance must be one of .*; got 'bertscore'"),
+    (lambda: discover_modes(["a", "b"], embeddings=np.eye(2), distance="tokens"),
+     "distance='tokens' needs the word pieces"),
     (lambda: discover_modes(["a"], token_weight=1.5),
      r"token_weight must be a number in \[0, 1\]; got 1.5"),
     (lambda: _modes.token_f1([]), "at least one text"),

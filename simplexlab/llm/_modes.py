@@ -724,7 +724,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
                    min_samples: int = MIN_SAMPLES, metric=METRIC, noise: str = "singleton",
                    embeddings=None, batch_size: int = 32, device="cpu",
                    quantize: bool = False, pooling: str = POOLING,
-                   layers: int | str = LAYERS, distance: str = DISTANCE,
+                   layers: int | str = LAYERS, distance: str | None = None,
                    token_weight: float = TOKEN_WEIGHT) -> Modes:
     """Reasoning modes of free-text completions: all-MiniLM-L6-v2 embeddings clustered within
     each prompt's group (G² §5 "Mode discovery", App. G.1; Alg. 1 lines 3–4).
@@ -780,9 +780,10 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
 
     ``embeddings``: precomputed rows ``(n, d)`` (or ``(P, G, d)``) in the flat order, used as
     given instead of calling :func:`embed` (``mask_numbers``, ``pooling`` and ``layers`` then
-    have no effect, and without word pieces the distance is ``"sentence"``, its threshold 0.95
-    unless given; ``batch_size``, ``device``, ``quantize`` (int8 feed-forward layers on the
-    CPU, default ``False``): passed to :func:`embed`).
+    have no effect, and without word pieces the default distance is ``"sentence"`` (its
+    threshold 0.95 unless given; ``distance="tokens"`` is a ``ValueError``); ``batch_size``,
+    ``device``, ``quantize`` (int8 feed-forward layers on the CPU, default ``False``): passed
+    to :func:`embed`).
 
     Bad input (an empty list or an empty group, a non-string, ragged nesting, an unknown
     ``method``, ``linkage``, ``pooling`` or ``distance``, ``threshold``, ``merge``,
@@ -790,10 +791,13 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     unknown metric or noise rule, mismatched ``groups``/``rewards``/``embeddings``) is a
     ``ValueError`` naming the value.
     """
+    if distance is None:  # the default: without word pieces (embeddings given), the sentence's
+        distance = DISTANCE if embeddings is None else "sentence"
     if not isinstance(distance, str) or distance not in DISTANCES:
         raise ValueError(f"distance must be one of {DISTANCES}; got {distance!r}")
-    if embeddings is not None:  # no word pieces: the sentence distance
-        distance = "sentence"
+    if embeddings is not None and distance == "tokens":
+        raise ValueError("distance='tokens' needs the word pieces, which given embeddings do not "
+                         "have: leave distance unset (the sentence distance) or pass texts only")
     if threshold is None:
         threshold = THRESHOLDS[distance]
     _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize, pooling,
