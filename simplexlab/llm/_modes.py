@@ -566,9 +566,14 @@ def _rewards(rewards, shape, what="rewards") -> np.ndarray | None:
 
 # ---- clustering ------------------------------------------------------------------------------
 
+def _finite_number(v) -> bool:
+    """``v`` is a finite real scalar (a Python or NumPy number, not a bool)."""
+    return (not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating)
+            and math.isfinite(v))
+
+
 def _check_params(eps, min_samples, metric, noise):
-    if isinstance(eps, bool) or not isinstance(eps, int | float | np.integer | np.floating) or \
-            not math.isfinite(eps) or eps <= 0:
+    if not _finite_number(eps) or eps <= 0:
         raise ValueError(f"eps must be a finite number > 0; got {eps!r}")
     _pos_int(min_samples, "min_samples")
     if noise not in NOISE:
@@ -611,19 +616,16 @@ def _cluster(X: np.ndarray, eps, min_samples, metric, noise) -> np.ndarray:
 
 
 def _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize=False,
-                  pooling=POOLING, layers=LAYERS, distance=DISTANCE, token_weight=TOKEN_WEIGHT):
+                  pooling=POOLING, layers=LAYERS, token_weight=TOKEN_WEIGHT):
+    """The clustering options of :func:`discover_modes` (``distance`` is checked there, where
+    it picks the default threshold)."""
     _check_pooling(pooling, layers)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    if not isinstance(distance, str) or distance not in DISTANCES:
-        raise ValueError(f"distance must be one of {DISTANCES}; got {distance!r}")
-    if isinstance(token_weight, bool) or not isinstance(
-            token_weight, int | float | np.integer | np.floating) or \
-            not math.isfinite(token_weight) or not 0 <= token_weight <= 1:
+    if not _finite_number(token_weight) or not 0 <= token_weight <= 1:
         raise ValueError(f"token_weight must be a number in [0, 1]; got {token_weight!r}")
     for name, v, lo, hi in (("threshold", threshold, 0.0, 2.0), ("merge", merge, 0.0, 2.0)):
-        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) or \
-                not math.isfinite(v) or not lo < v <= hi and not (name == "merge" and v == 0):
+        if not _finite_number(v) or not lo < v <= hi and not (name == "merge" and v == 0):
             raise ValueError(f"{name} must be a cosine distance in "
                              f"{'[' if name == 'merge' else '('}{lo:g}, {hi:g}]; got {v!r}")
     if linkage not in LINKAGES:
@@ -801,7 +803,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     if threshold is None:
         threshold = THRESHOLDS[distance]
     _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize, pooling,
-                  layers, distance, token_weight)
+                  layers, token_weight)
     _check_params(eps, min_samples, metric, noise)
     flat, shape, index, _ = _layout(completions, groups)
     correct = _rewards(rewards, shape)
