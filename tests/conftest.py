@@ -18,6 +18,7 @@ import shutil
 import tempfile
 
 import jax
+import jaxlib
 
 from simplexlab._env import CACHE_VAR, use_compilation_cache
 
@@ -35,18 +36,29 @@ os.environ.setdefault("SIMPLEXLAB_PROGRESS", "0")
 # waits for a core (the TRL README block: 28 s instead of 49 s on a loaded 2-core machine). Read
 # by torch when it loads, so set before any test imports it; a caller's setting is kept.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# XLA's backend (LLVM) at optimization level 0 in the test processes and every subprocess they
-# start (a caller's level is kept). Most of the suite's time is compiling (thousands of small
-# programs, a few diffrax solvers), little of it running them: level 0 compiles the same HLO
-# programs (XLA's own passes unchanged) about a quarter faster on CPU (a tiny sweep of every
-# simulator: 15.9 s -> 11.5 s of CPU). The numbers differ from the default level's only in the
-# last bits (floating-point contraction): no test compares against a number computed outside the
+# XLA compiles faster in the test processes and every subprocess they start (a caller's setting of
+# either flag is kept). Most of the suite's time is compiling (thousands of small programs, a few
+# diffrax solvers), little of it running them: per pytest worker about a third of the CPU time is
+# XLA's backend compile (4,410 programs, 333 s in a full run), another seventh tracing and
+# lowering. Two settings, both affecting only how XLA's CPU backend turns the same HLO program
+# into machine code:
+# - LLVM at optimization level 0: a tiny sweep of every simulator, 15.9 s -> 11.5 s of CPU;
+# - XLA's older loop emitters instead of its MLIR fusion emitters (--xla_cpu_use_fusion_emitters
+#   =false): tests/test_meanfield.py 62 s -> 49 s in one process; 480 small eager ops 20 s -> 13 s.
+# The numbers differ from the default build's only in the last bits (floating-point contraction,
+# the order of a vectorised reduction): no test compares against a number computed outside the
 # suite's own processes. The workers of the layout tests (tests/sweep_*worker.py, the cluster
-# test) compile at the default level: the bits they compare are those of the programs users run.
-# Results and figures (`simplexlab reproduce`, benchmarks) are computed at XLA's default level.
+# test) compile with XLA's defaults: the bits they compare are those of the programs users run.
+# Results and figures (`simplexlab reproduce`, benchmarks) are computed with XLA's defaults.
+# The emitter flag only with the jaxlib it was checked on (XLA aborts on a flag it does not know).
+_FAST_COMPILE_FLAGS = ["--xla_backend_optimization_level=0"]
+if tuple(int(v) for v in jaxlib.__version__.split(".")[:2]) == (0, 10):
+    _FAST_COMPILE_FLAGS.append("--xla_cpu_use_fusion_emitters=false")
 _flags = os.environ.get("XLA_FLAGS", "")
-if "--xla_backend_optimization_level" not in _flags:
-    os.environ["XLA_FLAGS"] = f"{_flags} --xla_backend_optimization_level=0".strip()
+for _flag in _FAST_COMPILE_FLAGS:
+    if _flag.split("=")[0] not in _flags:
+        _flags = f"{_flags} {_flag}".strip()
+os.environ["XLA_FLAGS"] = _flags
 use_compilation_cache(min_compile_time=0.2)
 
 import numpy as np  # noqa: E402

@@ -46,9 +46,9 @@ print(json.dumps({"folder": None if folder is None else str(folder), "out": out,
 
 def _env_with(value):
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS",)}
-    # no device count of the caller's; the suite's optimization level kept (tests/conftest.py)
+    # no device count of the caller's; the suite's compile-speed flags kept (tests/conftest.py)
     level = [f for f in os.environ.get("XLA_FLAGS", "").split()
-             if f.startswith("--xla_backend_optimization_level")]
+             if f.startswith(("--xla_backend_optimization_level", "--xla_cpu_use_fusion_emitters"))]
     if level:
         env["XLA_FLAGS"] = " ".join(level)
     env.update({"JAX_PLATFORMS": "cpu", _env.CACHE_VAR: str(value)})
