@@ -12,11 +12,10 @@ JAX's default single CPU device as before (times: best of 3 after a compiling ca
 of the same trajectories; the suite checks that all of them agree (``solver="dopri8"``, the
 order-8 Dormand–Prince pair, takes about a third of Tsit5's steps at these tolerances).
 
-Measured 2026-11-25 09:43 UTC on a LOADED 2-core machine (load average 6.5–6.7; the speed probe
-read as on an idle machine): solve_ensemble 16.7 µs per trajectory (2,048, Tsit5; 29.4 µs
-before the rows layout, same conditions), 11.6 µs with dopri8; 10^5 in blocks of 512: 8.9 µs
-(Tsit5), 6.1 µs (dopri8), against 45.8 µs before (blocks of 2,048); scipy 3.97 ms, so 238×,
-343×, 445×, 652× (BENCHMARKS.md, issue 28's ensemble section).
+Measured 2026-11-25 14:54 UTC on an idle 2-core machine (load average 0.9 -> 1.4; after the
+error norm became row-wise maxima, f11c58d): solve_ensemble 12.7 µs per trajectory (2,048,
+Tsit5), 8.9 µs with dopri8; 10^5 in blocks of 512: 7.3 µs (Tsit5; 8.2 µs before), 5.0 µs
+(dopri8); scipy 3.95 ms, so 312×, 445×, 540×, 784× (BENCHMARKS.md, issue 28's CPU goals).
 """
 
 from __future__ import annotations
