@@ -408,12 +408,15 @@ def _groups(rows):
     return out
 
 
+def _unpack(spec):
+    """A :data:`METHODS` entry as ``(embedding, algorithm, centre, token weight)``."""
+    return spec[0], spec[1], len(spec) > 3 and spec[3], spec[4] if len(spec) > 4 else None
+
+
 def _score(rows, groups, E, spec, param, split, length):
     from sklearn.metrics import adjusted_rand_score
 
-    emb, algo = spec[0], spec[1]
-    center = len(spec) > 3 and spec[3]
-    weight = spec[4] if len(spec) > 4 else None
+    emb, algo, center, weight = _unpack(spec)
     ari, kerr = [], []
     for (s, L, _), idx in groups.items():
         if s != split or L != length:
@@ -426,9 +429,7 @@ def _score(rows, groups, E, spec, param, split, length):
 
 
 def _single(rows, groups, E, spec, param, length):
-    emb, algo = spec[0], spec[1]
-    center = len(spec) > 3 and spec[3]
-    weight = spec[4] if len(spec) > 4 else None
+    emb, algo, center, weight = _unpack(spec)
     ks = []
     for (s, L, _), idx in groups.items():
         if s != "test" or L != length:
