@@ -462,7 +462,6 @@ def solve_ensemble(
         dynamics, states, t0, t1, time, saveat, n_save, solver, True, dt0, p_floor, None, rtol,
         atol, max_steps, ensemble=True)
     kw = dict(rtol=rtol, atol=atol, max_steps=max_steps, p_floor=float(p_floor), time=time)
-    solver = _unrolled(solver, reads=1 + states.y.shape[-1] + states.z.shape[-1])
     if block is None or block >= states.p.shape[0]:
         out = _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, **kw)
     else:
@@ -541,7 +540,7 @@ class _Unrolled(eqx.Module):
     ``reads``: the field reads only the state's first ``reads`` rows (:func:`solve_ensemble`'s
     two clocks are written, never read), so an inner stage divides only those; the rest of its
     rows, which no one reads, are left to XLA (the last stage's input, ``y1``, is divided
-    whole). ``None``: all rows."""
+    whole; ``None``, the dataclass default after diffrax's fields: all rows)."""
 
     reads: int | None = eqx.field(static=True, default=None)
 
@@ -577,7 +576,7 @@ _UNROLLED = {base: type(f"_{base.__name__}Unrolled", (_Unrolled, base), {})
              for base in (diffrax.Tsit5, diffrax.Dopri5, diffrax.Dopri8)}
 
 
-def _unrolled(solver, reads=None):
+def _unrolled(solver, reads: int):
     """``solver`` with its stages written out (:class:`_Unrolled`, the field reading the first
     ``reads`` rows) where it is one of :data:`_UNROLLED`'s (exactly that class, default
     settings), else ``solver``."""
@@ -591,6 +590,8 @@ def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, r
     # trajectories on the minor axis: XLA's CPU loops vectorise across trajectories (not over
     # K = 3 or M = 2), and diffrax combines the stages of one leaf, not of five
     K, M = states.y.shape[-1], states.z.shape[-1]
+    # Tsit5 / Dopri5 / Dopri8 with their stages written out, the field reading rows 0..K+M
+    solver = _unrolled(solver, reads=1 + K + M)
 
     def f(t, x, args):
         p, y, z = x[0], x[1:1 + K], x[1 + K:1 + K + M]
@@ -643,10 +644,8 @@ def solve_block(dynamics: AbstractDynamics, states: State, *, saveat, time="phys
     program has run: a program with no host callback, which JAX's persistent compilation cache
     can keep."""
     saveat = jnp.asarray(saveat, dtype=float)
-    K, M = states.y.shape[-1], states.z.shape[-1]
     sol, result = _solve_ensemble(dynamics.checked(), states, saveat[0], saveat[-1], saveat,
-                                  _unrolled(diffrax.Tsit5(), reads=1 + K + M), None,
-                                  diffrax.ForwardMode(),
+                                  diffrax.Tsit5(), None, diffrax.ForwardMode(),
                                   rtol=rtol, atol=atol, max_steps=max_steps, p_floor=p_floor,
                                   time=time)
     return sol, jnp.broadcast_to(result._value, states.p.shape)
