@@ -303,7 +303,7 @@ def _labels(X, algo, param, center=False, merge=0.0, weight=None):
     if algo == "tokens default":
         return agglomerate(X[0], THRESHOLDS["tokens"], LINKAGE, True, MERGE, X[1], TOKEN_WEIGHT)
     if algo == "tokens":
-        return agglomerate(X[0], param, "average", True, 0.05, X[1], weight)
+        return agglomerate(X[0], param, "average", True, MERGE, X[1], weight)
     n = len(X)
     if algo == "default":
         return discover_modes([""] * n, embeddings=X).ids
