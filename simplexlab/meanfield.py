@@ -2,7 +2,8 @@
 
 Systems: :class:`GRPO` (eq. 22), :class:`GoodBonus` (eq. 48; with :class:`ScheduleA` the adaptive
 system 50–51), :class:`Neutralized` (eq. 56; with :class:`ScheduleA` eq. 62–65, with
-:class:`ScheduleB` eq. 67–70). :func:`solve` integrates any of them in physical or internal time;
+:class:`ScheduleB` eq. 67–70): the papers' G → ∞ limits; :class:`FiniteGroup`, the exact expected
+step of any advantage rule at a finite group size G (:func:`expected_update` at one policy). :func:`solve` integrates any of them in physical or internal time;
 :func:`solve_ensemble` integrates a batch as one system (the fast path for sweeps).
 """
 
@@ -11,7 +12,10 @@ from .theory import (
     AbstractDynamics,
     AbstractGain,
     ConstantGain,
+    ExpectedUpdate,
+    FiniteGroup,
     GoodBonus,
+    GroupRule,
     Neutralized,
     Rates,
     ScheduleA,
@@ -23,6 +27,7 @@ from .theory import (
     attenuation,
     collision_field,
     concentration,
+    expected_update,
     flip_threshold,
     gain_schedule_a,
     gain_schedule_b,
@@ -46,7 +51,10 @@ __all__ = [
     "AbstractDynamics",
     "AbstractGain",
     "ConstantGain",
+    "ExpectedUpdate",
+    "FiniteGroup",
     "GoodBonus",
+    "GroupRule",
     "Neutralized",
     "Rates",
     "ScheduleA",
@@ -58,6 +66,7 @@ __all__ = [
     "attenuation",
     "collision_field",
     "concentration",
+    "expected_update",
     "flip_threshold",
     "gain_schedule_a",
     "gain_schedule_b",

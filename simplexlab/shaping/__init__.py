@@ -37,6 +37,7 @@ from ._diversity import (
     sequence_entropy,
     token_entropy,
 )
+from ._finite import MethodRule, group_rule
 from ._g2rpo import G2RPOStats, g2rpo_advantages, g2rpo_bonus, g2rpo_stats
 from ._methods import (
     METHOD_PARAMS,
@@ -86,6 +87,7 @@ __all__ = [
     "METHODS",
     "METHOD_PARAMS",
     "Method",
+    "MethodRule",
     "NegativeOnly",
     "Pipeline",
     "RampedGain",
@@ -114,6 +116,7 @@ __all__ = [
     "grpo_advantages",
     "grpo_n",
     "grpo_tn_advantages",
+    "group_rule",
     "iac_advantages",
     "lookup_method",
     "low_prob_confidence",

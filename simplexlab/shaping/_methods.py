@@ -94,9 +94,16 @@ class Method(NamedTuple):
     logp: bool = False  #: needs the rollouts' log-probabilities
     group_local: bool = True  #: a group's advantages depend on that group alone
     min_group_size: int = 1  #: the smallest group size its formula is defined for
-    #: ``meanfield(schedule, verifier, eta, step_time)``: the mean-field system of
-    #: :mod:`simplexlab.meanfield` it follows (``None``: none in the package)
+    #: ``meanfield(schedule, verifier, eta, step_time)``: the G → ∞ mean-field system of
+    #: :mod:`simplexlab.meanfield` it follows (``None``: none in the package; every rule has a
+    #: finite-group system, :func:`meanfield_system` with ``group_size``)
     meanfield: Callable | None = None
+    #: what its advantages depend on, for the finite-group theory
+    #: (:attr:`simplexlab.theory.GroupRule.structure`): ``"counts"`` (a rollout's own reward
+    #: and the group's success count), ``"clusters"`` (the cluster counts, symmetric in the
+    #: mode ids within the correct-scored and within the incorrect-scored rollouts) or
+    #: ``"general"``
+    structure: str = "general"
 
     @property
     def group_function(self) -> Callable | None:
@@ -106,7 +113,9 @@ class Method(NamedTuple):
 
 
 def _of_rewards(function, **needs) -> Method:
-    """A rule of the rewards alone, with no parameter of its own."""
+    """A rule of the rewards alone, with no parameter of its own (on binary rewards a function
+    of a rollout's reward and the group's success count)."""
+    needs.setdefault("structure", "counts")
     return Method((), lambda g, q, *_: function(g.rewards, g.mask), function, **needs)
 
 
@@ -118,7 +127,7 @@ def _g2rpo_system(schedule, verifier, eta, step_time):
     return schedule.meanfield(eta=eta, verifier=verifier, step_time=step_time)
 
 
-_G2 = {"binary": True, "modes": True, "schedule": True}
+_G2 = {"binary": True, "modes": True, "schedule": True, "structure": "clusters"}
 
 METHODS: dict[str, Method] = {
     "raw": _of_rewards(raw_advantages),
@@ -127,11 +136,13 @@ METHODS: dict[str, Method] = {
     "dr_grpo": _of_rewards(dr_grpo_advantages),
     "rloo": _of_rewards(rloo_advantages, min_group_size=2),  # divides by G − 1
     # REINFORCE++ normalizes over the whole batch of groups
-    "reinforce_pp": _of_rewards(reinforce_pp_advantages, group_local=False),
+    "reinforce_pp": _of_rewards(reinforce_pp_advantages, group_local=False,
+                                structure="general"),
     "f_grpo": Method(("focal_gamma",),
-                     lambda g, q, *_: f_grpo(q["focal_gamma"])(g.rewards, g.mask), binary=True),
+                     lambda g, q, *_: f_grpo(q["focal_gamma"])(g.rewards, g.mask), binary=True,
+                     structure="counts"),
     "iac": Method(("iac_alpha",), lambda g, q, *_: dapo_iac(q["iac_alpha"])(g.rewards, g.mask),
-                  binary=True),
+                  binary=True, structure="counts"),
     "grpo_n": _of_rewards(grpo_n()),
     "g2rpo": Method(("gain",), _g2rpo, **_G2, meanfield=_g2rpo_system),
     # the G²RPO bonus B_i alone (Alg. 1 lines 5–11), to add to another estimator's normalized
@@ -155,22 +166,47 @@ def lookup_method(name, who: str = "") -> Method:
 
 def meanfield_system(method: str, schedule: GainSchedule | None = None, *,
                      verifier: Verifier | None = None, eta=1.0, gain=None,
-                     step_time: float = 1.0):
+                     step_time: float = 1.0, group_size: int | None = None,
+                     params: dict[str, Any] | None = None, num_groups: int | None = None,
+                     surrogate: str = "log_likelihood", reduction: str = "mean",
+                     path: str = "auto", **options):
     r"""The mean-field system of :mod:`simplexlab.meanfield` that advantage rule ``method``
-    follows: ``grpo`` -> :class:`~simplexlab.meanfield.GRPO` (eq. 22); ``g2rpo`` -> the
-    schedule's (:meth:`GainSchedule.meanfield`, default :class:`GainSchedule`):
+    follows.
+
+    With ``group_size = G``: the finite-group system
+    (:class:`~simplexlab.meanfield.FiniteGroup`): the exact expected SGD step at ``G`` rollouts
+    per group, for every method (``params``: the method's own parameters; ``num_groups``: groups
+    per batch, for REINFORCE++; ``surrogate``, ``reduction``, ``path`` and ``options``
+    (``max_size``, ``num_samples``, ``seed``) as :class:`~simplexlab.meanfield.FiniteGroup`
+    takes them).
+
+    With ``group_size=None``: the papers' ``G → ∞`` limit, where the package has one: ``grpo``
+    -> :class:`~simplexlab.meanfield.GRPO` (eq. 22); ``g2rpo`` -> the schedule's
+    (:meth:`GainSchedule.meanfield`, default :class:`GainSchedule`):
     :class:`~simplexlab.meanfield.Neutralized` (eq. 56) with ``neutralize``, else
-    :class:`~simplexlab.meanfield.GoodBonus` (eq. 48), with its gain (eq. 62 / 67). ``gain``
-    (may be traced) replaces the schedule's; ``eta``: the system's step size; ``step_time``:
-    the mean-field time of one training step (a warm-up lasts ``ramp_steps · step_time``);
-    ``verifier``: default perfect. Other rules have no system in the package
-    (``ValueError``)."""
+    :class:`~simplexlab.meanfield.GoodBonus` (eq. 48), with its gain (eq. 62 / 67); other rules
+    raise ``ValueError`` (pass ``group_size``).
+
+    ``gain`` (may be traced) replaces the schedule's; ``eta``: the system's step size;
+    ``step_time``: the mean-field time of one training step (a warm-up lasts
+    ``ramp_steps · step_time``); ``verifier``: default perfect."""
     m = lookup_method(method)
+    verifier = Verifier() if verifier is None else verifier
+    if group_size is not None:
+        from ..theory import FiniteGroup
+        from ._finite import group_rule
+        q = dict(params or {})
+        if gain is not None:
+            q["gain"] = gain
+        rule = group_rule(method, params=q, schedule=schedule, verifier=verifier,
+                          step_time=step_time, num_groups=num_groups)
+        return FiniteGroup(rule, group_size=group_size, eta=eta, verifier=verifier,
+                           surrogate=surrogate, reduction=reduction, path=path, **options)
     if m.meanfield is None:
         have = " and ".join(repr(k) for k, v in METHODS.items() if v.meanfield is not None)
-        raise ValueError(f"no mean-field system for method {method!r} (only {have} have one)")
-    return m.meanfield(_schedule(schedule, gain), Verifier() if verifier is None else verifier,
-                       eta, step_time)
+        raise ValueError(f"no G → ∞ mean-field system for method {method!r} (only {have} have "
+                         "one); pass group_size for its finite-group system")
+    return m.meanfield(_schedule(schedule, gain), verifier, eta, step_time)
 
 
 def _schedule(schedule, gain=None) -> GainSchedule:

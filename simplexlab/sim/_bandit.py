@@ -324,7 +324,8 @@ class Bandit(AbstractSimulator, WithDtype):
         :class:`~simplexlab.meanfield.GoodBonus` (eq. 48, ``neutralize=False``) or
         :class:`~simplexlab.meanfield.Neutralized` (eq. 56) with ``ConstantGain`` /
         ``ScheduleA`` / ``ScheduleB`` (eq. 62 / 67) of ``gain``; both with the run's verifier.
-        Other methods have no mean-field system in the package (``ValueError``); so has a run
+        Other methods have no ``G → ∞`` system in the package (``ValueError``; every method has
+        a finite-group system, :meth:`finite_group`); so has a run
         with ``M = 0`` (the bad block is empty) or with an optimizer other than SGD on the
         mean-reduced log-likelihood surrogate (the ODE describes ``E[Δθ] = η J(π) A``).
 
@@ -351,10 +352,40 @@ class Bandit(AbstractSimulator, WithDtype):
         dyn = meanfield_system(self.method, self.schedule, verifier=verifier, eta=1.0,
                                gain=float(q["gain"]) if "gain" in q else None,
                                step_time=float(q["eta"]))
+        return dyn, self._state0(q)
+
+    def finite_group(self, params: dict[str, Any] | None = None, **options):
+        r"""The finite-group system this run follows as ``η → 0`` at its own group size ``G``
+        and its initial state: ``(dynamics, state0)`` as :meth:`meanfield` returns them (time map
+        ``t = step · η``), with :class:`~simplexlab.meanfield.FiniteGroup`: the exact expected
+        step of the run's rule (any method; its schedule, verifier, surrogate and reduction; for
+        REINFORCE++ the batch is the run's ``num_prompts`` groups, taken as drawn from one
+        policy). No ``O(1/G)`` error is left: the ensemble mean follows it up to ``O(η)``.
+        ``options`` go to :class:`~simplexlab.meanfield.FiniteGroup` (``path``, ``max_size``,
+        ...). Only SGD is covered (a momentum or Adam step is not the mean of its gradient:
+        ``ValueError``), and ``M >= 1``."""
+        q = {**self.default_params(), **(params or {})}
+        self.check_params(q)
+        if self.optimizer != "sgd":
+            raise ValueError(f"bandit: the finite-group theory is that of SGD (E[Δθ] = η E[g]); "
+                             f"optimizer={self.optimizer!r} is not covered (its step is not the "
+                             "mean of its gradient)")
+        if self.M == 0:
+            raise ValueError("bandit: the (p, y, z) system needs M >= 1 bad modes")
+        verifier = Verifier(float(q["delta_fn"]), float(q["delta_fp"]),
+                            allow_flipped=self.allow_flipped)
+        own = {k: float(q[k]) for k in METHODS[self.method] if k != "gain"}
+        dyn = meanfield_system(self.method, self.schedule, verifier=verifier, eta=1.0,
+                               gain=float(q["gain"]) if "gain" in q else None,
+                               step_time=float(q["eta"]), group_size=int(q["group_size"]),
+                               params=own, num_groups=self.num_prompts,
+                               surrogate=self.surrogate, reduction=self.reduction, **options)
+        return dyn, self._state0(q)
+
+    def _state0(self, q):
         pi = np.asarray(jax.nn.softmax(self.initial_logits(q), -1), float)
         p = pi[:, self.K:].sum(-1)
-        state0 = make_state(p, pi[:, :self.K] / (1.0 - p)[:, None], pi[:, self.K:] / p[:, None])
-        return dyn, state0
+        return make_state(p, pi[:, :self.K] / (1.0 - p)[:, None], pi[:, self.K:] / p[:, None])
 
     # ---- protocol --------------------------------------------------------------------------
 

@@ -43,6 +43,13 @@ from ._fixed_points import (
     tangent_jacobian,
     uniform_on_support,
 )
+from ._finite import (
+    ExpectedUpdate,
+    FiniteGroup,
+    GroupRule,
+    cell_totals,
+    expected_update,
+)
 from ._focal import (
     focal_weight,
 )
@@ -152,9 +159,12 @@ __all__ = [
     "CategoricalBatch",
     "ConstantGain",
     "DiscreteDistribution",
+    "ExpectedUpdate",
+    "FiniteGroup",
     "FixedPoint",
     "GRPO",
     "GoodBonus",
+    "GroupRule",
     "MCEstimate",
     "Neutralized",
     "ProductMoments",
@@ -174,6 +184,7 @@ __all__ = [
     "attenuation",
     "bad_mass_drift",
     "bad_mass_envelopes",
+    "cell_totals",
     "baseline_advantages",
     "batch_optimal_policy",
     "batch_ratio_r",
@@ -191,6 +202,7 @@ __all__ = [
     "conditional_sampled_masses",
     "expected_group_advantages",
     "expected_logit_update",
+    "expected_update",
     "expected_trajectory",
     "find_fixed_points",
     "flip_threshold",

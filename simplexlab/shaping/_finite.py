@@ -1,0 +1,379 @@
+r"""Every advantage rule as a :class:`~simplexlab.theory.GroupRule`, with the exact reductions
+of the rules that have one (the finite-group theory of :mod:`simplexlab.theory`).
+
+:func:`group_rule` wraps a method of :data:`METHODS` (its parameters, G²RPO's schedule and the
+verifier) so that the theory runs the rule itself on the groups it enumerates or samples (no
+second copy of a rule). The structure each method declares (:attr:`Method.structure`) lets the
+theory take its ``"counts"`` or ``"clusters"`` path; three rules also reduce their own
+expectation exactly (the ``"rule"`` path):
+
+* **G²RPO** (Listing 1 with ``B_max = ∞`` and an inactive ``ŷ`` floor, ``ρ <= 1/G``; the
+  neutralizer only under schedule B, whose neutralizer is affine in ``L̂_y``). With ``n_c``
+  the cluster's count, ``n_good`` the correct-scored rollouts and ``K̂`` the occupied good
+  clusters, the centred bonus is ``B_c = λ (n_good/(K̂ n_c) − 1)`` (centring is exact:
+  ``Σ ŷ_j B_j = 0``), so a cluster's total bonus is ``n_c B_c = λ (n_good/K̂ − n_c)`` and the
+  neutralizer (53) is (55) at the plug-in statistics: ``B_b = λ (1/K̂ − L̂_y)/(p̂ (L̂_y +
+  L̂_z))``. Their expectations need the joint law of ``(n_good, K̂)``, the first moment of
+  ``Σ n_c²`` on it and the own cluster's count: a dynamic programme over the correct-scored
+  cells on ``(n_good, K̂)`` with Poissonised counts (each cell's count Poisson(G q_c), the
+  product conditioned on the total ``G``), once per cell with that cell left out; the
+  incorrect-scored side (``L̂_z``) by its compositions. ``O(K³ G²)``.
+* **ProGRPO** as the bandit runs it (a rollout's confidence is its probability ``π_c``, the
+  prompt's the geometric mean over the group, PG eq. 4–6 with fraction 1): with
+  ``α_r = Σ_k q_{r,k} π_k^{1/G}``, ``E[c(q) 1{S'=s} | own c] = π_c^{1/G} C(G−1, s) α_1^s
+  α_0^{G−1−s}``; ``O(G)``.
+* **REINFORCE++** (batch normalisation over ``num_groups`` groups drawn from the same policy):
+  a rollout's advantage is ``(r − S/G)/(sd + ε)`` with ``sd² = Σ_b S_b(G − S_b)/(B G²)``; the law
+  of the other groups' sum by convolution.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln, xlogy
+
+from .._checks import as_int, check_finite, trusted_inputs
+from ..theory import GroupRule, Verifier
+from ..theory.internal import (
+    compositions,
+    counts_totals,
+    poisson_pmf,
+    unchecked,
+)
+from ._advantages import grpo_advantages
+from ._schedule import GainSchedule
+
+__all__ = ["MethodRule", "group_rule"]
+
+#: bound on the compositions of the incorrect-scored side in G²RPO's reduction
+_MAX_BAD_ROWS = 2_000_000
+#: bound on the support of the other groups' variance sum in REINFORCE++'s reduction
+_MAX_BATCH_SUPPORT = 2_000_000
+
+
+class _ZScore(GroupRule):
+    """GRPO's z-score with a given ε (the part of G²RPO and ProGRPO that is a count rule)."""
+
+    eps: float = eqx.field(static=True)
+    structure = "counts"
+
+    def advantages(self, rewards, modes, logp, t, num_clusters):
+        with trusted_inputs():
+            return grpo_advantages(rewards, eps=self.eps)
+
+
+class MethodRule(GroupRule):
+    r"""A method of :data:`simplexlab.shaping.METHODS` as the finite-group theory sees it
+    (:class:`~simplexlab.theory.GroupRule`); made by :func:`group_rule`."""
+
+    method: str = eqx.field(static=True)
+    params: dict[str, Any]
+    schedule: GainSchedule | None
+    verifier: Verifier
+    step_time: float = eqx.field(default=1.0, static=True)
+    groups: int = eqx.field(default=1, static=True)
+
+    @property
+    def _m(self):
+        from ._methods import METHODS
+        return METHODS[self.method]
+
+    @property
+    def structure(self) -> str:  # type: ignore[override]
+        return self._m.structure
+
+    @property
+    def group_local(self) -> bool:
+        return self._m.group_local
+
+    @property
+    def min_group_size(self) -> int:
+        return max(2, self._m.min_group_size)
+
+    @property
+    def num_groups(self) -> int:
+        return self.groups
+
+    def checked(self):
+        params = {k: check_finite(jnp.asarray(v), f"{self.method} parameter {k}")
+                  for k, v in self.params.items()}
+        return eqx.tree_at(lambda r: r.params, self, params)
+
+    def _step(self, t):
+        return jnp.asarray(t) / self.step_time
+
+    def advantages(self, rewards, modes, logp, t, num_clusters):
+        from ._methods import Groups, advantages
+        with trusted_inputs():  # representative or sampled groups: valid by construction
+            return advantages(self.method, Groups(rewards, modes, None, logp),
+                              params=dict(self.params), schedule=self.schedule,
+                              step=self._step(t), verifier=self.verifier,
+                              num_clusters=num_clusters)
+
+    # ---- the rules' own reductions
+
+    def _g2rpo_config(self, t):
+        return self.schedule.config(self._step(t), self.verifier)
+
+    def _g2rpo_applies(self, G: int) -> bool:
+        s = self.schedule
+        return (math.isinf(float(s.B_max)) and float(s.rho) <= 1.0 / G
+                and (not s.neutralize or s.kind == "B"))
+
+    def reduction_size(self, K, M, group_size, active):
+        G = group_size
+        if self.method in ("g2rpo", "g2rpo_bonus"):
+            if not self._g2rpo_applies(G):
+                return None
+            n1, n0 = len(active[0]), len(active[1])
+            bad = (math.comb(G + n0, n0) if self.schedule.cluster_bad
+                   and (self.schedule.kind == "B" or self.schedule.neutralize) else 0)
+            if bad > _MAX_BAD_ROWS:
+                return None
+            return n1 * n1 * (G + 1) ** 2 * (n1 + 1) + bad * max(n0, 1) * n1
+        if self.method == "progrpo":
+            return 4 * (G + 1) * (K + M)
+        if self.method == "reinforce_pp":
+            support = (self.groups - 1) * (G * G // 4) + 1
+            if support > _MAX_BATCH_SUPPORT:
+                return None
+            return support * (G * G // 4 + 1)
+        return None
+
+    def cell_totals(self, q1, q0, probs, group_size, t, num_clusters, active):
+        if self.method in ("g2rpo", "g2rpo_bonus"):
+            return _g2rpo_totals(self, q1, q0, probs, group_size, t, num_clusters, active)
+        if self.method == "progrpo":
+            return _progrpo_totals(self, q1, q0, probs, group_size, t, num_clusters)
+        if self.method == "reinforce_pp":
+            return _reinforce_pp_totals(self, q1, q0, probs, group_size)
+        return None
+
+
+def group_rule(method: str, *, params: dict[str, Any] | None = None,
+               schedule: GainSchedule | None = None, verifier: Verifier | None = None,
+               step_time: float = 1.0, num_groups: int | None = None) -> MethodRule:
+    r"""The advantage rule ``method`` (a name of :data:`METHODS`) as a
+    :class:`~simplexlab.theory.GroupRule` for the finite-group theory: ``params`` (its own
+    parameters, defaults :data:`METHOD_PARAMS`), ``schedule`` (G²RPO; default
+    :class:`GainSchedule`), ``verifier`` (for G²RPO's schedules A/B; default perfect),
+    ``step_time`` (the mean-field time of one training step: a warm-up of ``ramp_steps`` steps
+    lasts ``ramp_steps · step_time``), ``num_groups`` (groups per batch; REINFORCE++ normalises
+    over them and needs it)."""
+    from ._methods import METHOD_PARAMS, _schedule, lookup_method
+
+    m = lookup_method(method)
+    unknown = sorted(set(params or {}) - set(METHOD_PARAMS))
+    if unknown:
+        raise ValueError(f"unknown method parameter(s) {unknown}; known: {sorted(METHOD_PARAMS)}")
+    q = {k: (params or {}).get(k, METHOD_PARAMS[k]) for k in m.params}
+    for k, v in q.items():
+        if not isinstance(v, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(v, float))):
+            raise ValueError(f"{method}: parameter {k} must be finite; got {v!r}")
+    if m.schedule:
+        schedule = _schedule(schedule, (params or {}).get("gain"))
+        q.pop("gain", None)
+    else:
+        schedule = None
+    if not m.group_local:
+        if num_groups is None:
+            raise ValueError(f"method {method!r} normalises over the whole batch of groups: "
+                             "its finite-group theory needs num_groups (groups per batch)")
+        num_groups = as_int(num_groups, "num_groups", lower=1)
+    else:
+        num_groups = 1 if num_groups is None else as_int(num_groups, "num_groups", lower=1)
+    if not (isinstance(step_time, int | float) and math.isfinite(step_time) and step_time > 0):
+        raise ValueError(f"step_time must be a finite number > 0; got {step_time!r}")
+    dt = jnp.result_type(float)
+    return MethodRule(method, {k: jnp.asarray(v, dt) for k, v in q.items()}, schedule,
+                      Verifier() if verifier is None else verifier, float(step_time),
+                      num_groups)
+
+
+# --------------------------------------------------------------------------- G²RPO
+
+
+def _toeplitz(w, G):
+    """``T[a', a] = w[a' − a]`` for ``a' > a`` (adding a cell's count ``m >= 1``)."""
+    d = jnp.arange(G + 1)[:, None] - jnp.arange(G + 1)[None, :]
+    return jnp.where(d >= 1, w[jnp.clip(d, 0, G)], 0.0), d
+
+
+def _good_dp(weights, G, n1):
+    """``(F0, F1)`` ``(G+1, n1+1)``: over assignments of counts to the cells of ``weights``
+    ``(cells, G+1)``, ``Σ Π w`` and ``Σ Π w · Σ n²`` by total ``a`` and occupied cells ``κ``."""
+    dt = weights.dtype
+    F0 = jnp.zeros((G + 1, n1 + 1), dt).at[0, 0].set(1.0)
+    F1 = jnp.zeros((G + 1, n1 + 1), dt)
+
+    def shift(x):  # κ → κ + 1
+        return jnp.concatenate([jnp.zeros((G + 1, 1), dt), x[:, :-1]], 1)
+
+    for c in range(weights.shape[0]):
+        w = weights[c]
+        T, d = _toeplitz(w, G)
+        T2 = T * (d * d).astype(dt)
+        F0, F1 = (w[0] * F0 + shift(T @ F0), w[0] * F1 + shift(T @ F1 + T2 @ F0))
+    return F0, F1
+
+
+def _g2rpo_totals(rule: MethodRule, q1, q0, probs, G, t, C, active):
+    dt = probs.dtype
+    cfg = rule._g2rpo_config(t)
+    s = rule.schedule
+    good_ids, bad_ids = active
+    n1, n0 = len(good_ids), len(bad_ids)
+    lam0 = jnp.asarray(cfg.gain, dt)
+    n = jnp.arange(G + 1, dtype=dt)
+    Z = poisson_pmf(jnp.asarray(G, dt), jnp.asarray(G, dt))
+    gid, bid = jnp.asarray(good_ids), jnp.asarray(bad_ids)
+    w1 = poisson_pmf(G * q1[gid][:, None], n) if n1 else jnp.zeros((0, G + 1), dt)
+    lam_bad = G * q0[bid] if n0 else jnp.zeros((0,), dt)
+    Hb = poisson_pmf(jnp.sum(G * q0), n)  # Σ over incorrect-scored configs of total b
+    a = n  # the number of correct-scored rollouts
+    b = G - a
+    p_hat = b / G
+    interior = (b > 0) & (b < G)
+    p_safe = jnp.where(interior, p_hat, 0.5)
+    if s.kind == "constant":
+        lam_a = jnp.broadcast_to(lam0, a.shape)
+    else:
+        lam_a = jnp.where(interior, unchecked.gain_schedule_a(p_safe, lam0, rule.verifier), 0.0)
+    kappa = jnp.arange(1, n1 + 1, dtype=dt)  # occupied good clusters, 1..n1
+
+    # the incorrect-scored side: L̂_z by the compositions of b (only where it matters)
+    need_lz = s.kind == "B" or s.neutralize
+    U1 = U2 = V = None
+    if need_lz and n0:
+        if s.cluster_bad:
+            rows, bsum = _bad_rows(G, n0)
+            m = jnp.asarray(rows, dt)  # (R, n0)
+            bb = jnp.asarray(bsum)
+            logw = jnp.sum(xlogy(m, lam_bad[None, :]) - lam_bad[None, :] - gammaln(m + 1.0), -1)
+            wrow = jnp.exp(logw)
+            bf = bb.astype(dt)
+            Lz = jnp.where(bb > 0, jnp.sum(m * m, -1) / jnp.where(bb > 0, bf, 1.0) ** 2, 0.0)
+            Lz = jnp.where(bb > 0, jnp.maximum(Lz, s.Lz_min), Lz)
+            inv = 1.0 / (Lz[:, None] + 1.0 / kappa[None, :])  # (R, n1)
+            U1 = jax.ops.segment_sum(wrow[:, None] * inv, bb, num_segments=G + 1)
+            U2 = jax.ops.segment_sum((wrow * Lz)[:, None] * inv, bb, num_segments=G + 1)
+            V = jax.ops.segment_sum(wrow[:, None, None] * m[:, :, None] * inv[:, None, :], bb,
+                                    num_segments=G + 1)  # (G+1, n0, n1)
+        else:
+            Lz1 = jnp.maximum(1.0, s.Lz_min)
+            inv = 1.0 / (Lz1 + 1.0 / kappa)
+            U1 = Hb[:, None] * inv[None, :]
+            U2 = Lz1 * U1
+            share = lam_bad / jnp.maximum(jnp.sum(lam_bad), 1e-300)
+            V = (Hb * n)[:, None, None] * share[None, :, None] * inv[None, None, :]
+        U1 = U1.at[0].set(0.0)  # b = 0: no incorrect rollout (λ = 0 under A/B)
+        U2 = U2.at[0].set(0.0)
+
+    W = jnp.zeros((2, C), dt)
+    if n1:
+        # the correct-scored side without each cell k: (n1, G+1, n1+1) twice
+        ident = jnp.zeros((G + 1,), dt).at[0].set(1.0)
+        E0, E1 = jax.vmap(lambda k: _good_dp(
+            jnp.where((jnp.arange(n1) == k)[:, None], ident, w1), G, n1))(jnp.arange(n1))
+        E0, E1 = E0[:, :, :n1], E1[:, :, :n1]  # κ' = 0..n1-1 (the others)
+        own = jnp.arange(1, G + 1)  # the own cluster's count
+        a_tot = jnp.arange(G + 1)[:, None] + own[None, :]  # (a', n) -> a
+        valid = a_tot <= G
+        a_idx = jnp.clip(a_tot, 0, G)
+        af = a_idx.astype(dt)
+        nf = own.astype(dt)[None, :]
+        kap = kappa[None, None, :]  # κ = κ' + 1
+        lam = lam_a[a_idx][..., None]  # (a', n, 1)
+        gap = af[..., None] / kap - nf[..., None]  # a/κ − n
+        wn = w1[:, own]  # (n1, n)
+        if s.kind == "B":
+            u1 = U1[G - a_idx]  # (a', n, n1)
+            u2 = U2[G - a_idx]
+            s2 = (E1[:, :, None, :] + (nf * nf)[None, ..., None] * E0[:, :, None, :])
+            inner = s2 / (af * af)[None, ..., None] * u1[None] + E0[:, :, None, :] * u2[None]
+        else:
+            inner = E0[:, :, None, :] * Hb[G - a_idx][None, ..., None]
+        term = wn[:, None, :, None] * lam[None] * gap[None] * inner
+        term = jnp.where(valid[None, ..., None], term, 0.0)
+        W = W.at[1, jnp.asarray(good_ids)].add(jnp.sum(term, (1, 2, 3)) / Z)
+
+        if s.neutralize and n0:
+            F0, F1 = _good_dp(w1, G, n1)  # all correct-scored cells
+            F0, F1 = F0[:, 1:], F1[:, 1:]  # κ >= 1 (has a good rollout)
+            ag = jnp.arange(G + 1, dtype=dt)[:, None]
+            good_part = F0 / kappa[None, :] - F1 / jnp.where(ag > 0, ag, 1.0) ** 2  # (a, κ)
+            on = (b > 0) & (a > 0) & (p_hat >= s.p_min)
+            coef = jnp.where(on, lam_a / jnp.where(b > 0, p_hat, 1.0), 0.0)
+            if s.p_damp > 0:
+                x = jnp.clip(p_hat / s.p_damp, 0.0, 1.0)
+                coef = coef * x * x * (3.0 - 2.0 * x)
+            Vb = V[G - jnp.arange(G + 1)]  # (a, n0, n1): the incorrect side of total G − a
+            tot = jnp.einsum("a,ak,ajk->j", coef, good_part, Vb)
+            W = W.at[0, jnp.asarray(bad_ids)].add(tot / Z)
+    if rule.method == "g2rpo":
+        W = W + counts_totals(_ZScore(s.eps), q1, q0, probs, G, t, C)
+    return W
+
+
+def _bad_rows(G: int, n0: int):
+    """Every composition of every ``b <= G`` into ``n0`` parts, and its ``b``."""
+    rows = [compositions(b, n0) for b in range(G + 1)]
+    return (np.concatenate(rows), np.concatenate([np.full(len(r), b) for b, r in
+                                                  enumerate(rows)]))
+
+
+# --------------------------------------------------------------------------- ProGRPO
+
+
+def _progrpo_totals(rule: MethodRule, q1, q0, probs, G, t, C):
+    dt = probs.dtype
+    alpha = rule.params["progrpo_alpha"]
+    root = probs ** (1.0 / G)
+    a1, a0 = jnp.sum(q1 * root), jnp.sum(q0 * root)
+    s = jnp.arange(G, dtype=dt)  # the other G − 1 rollouts' successes
+    logc = gammaln(G + 0.0) - gammaln(s + 1.0) - gammaln(G - s)
+    geo = jnp.exp(logc + xlogy(s, a1) + xlogy(G - 1.0 - s, a0))
+    pmf = jnp.exp(logc + xlogy(s, jnp.sum(q1)) + xlogy(G - 1.0 - s, jnp.sum(q0)))
+    W = counts_totals(_ZScore(1e-6), q1, q0, probs, G, t, C)
+    for r, q in ((1, q1), (0, q0)):
+        mixed = ((r + s) > 0) & ((r + s) < G)
+        e_cq = root * jnp.sum(jnp.where(mixed, geo, 0.0))
+        e_co = probs * jnp.sum(jnp.where(mixed, pmf, 0.0))
+        W = W.at[r].add(G * q * alpha * (e_cq - e_co))
+    return W
+
+
+# --------------------------------------------------------------------------- REINFORCE++
+
+
+def _reinforce_pp_totals(rule: MethodRule, q1, q0, probs, G, eps=1e-8):
+    dt = probs.dtype
+    B = rule.groups
+    Q = jnp.sum(q1)
+    s = np.arange(G + 1)
+    v = s * (G - s)
+    Lk = G * G // 4 + 1
+    pmf_S = jnp.exp(gammaln(G + 1.0) - gammaln(s + 1.0) - gammaln(G - s + 1.0)
+                    + xlogy(jnp.asarray(s, dt), Q) + xlogy(jnp.asarray(G - s, dt), 1.0 - Q))
+    kernel = jnp.zeros((Lk,), dt).at[jnp.asarray(v)].add(pmf_S)  # law of S_b (G − S_b)
+    L = (B - 1) * (Lk - 1) + 1
+    dist = jnp.zeros((L,), dt).at[0].set(1.0)
+    if B > 1:
+        dist = jax.lax.fori_loop(0, B - 1, lambda i, d: jnp.convolve(d, kernel)[:L], dist)
+    vo = jnp.arange(L, dtype=dt)
+    sp = jnp.arange(G, dtype=dt)  # the other G − 1 rollouts of the own group
+    pmf = jnp.exp(gammaln(G + 0.0) - gammaln(sp + 1.0) - gammaln(G - sp)
+                  + xlogy(sp, Q) + xlogy(G - 1.0 - sp, 1.0 - Q))
+    W = jnp.zeros((2, probs.shape[-1]), dt)
+    for r, q in ((1, q1), (0, q0)):
+        S = r + sp  # (G,)
+        sd = jnp.sqrt((S * (G - S))[:, None] + vo[None, :]) / (G * math.sqrt(B))
+        a = (r - S / G)[:, None] / (sd + eps)
+        W = W.at[r].set(G * q * jnp.sum(pmf[:, None] * dist[None, :] * a))
+    return W
