@@ -2,8 +2,9 @@
 
 Systems: :class:`GRPO` (eq. 22), :class:`GoodBonus` (eq. 48; with :class:`ScheduleA` the adaptive
 system 50–51), :class:`Neutralized` (eq. 56; with :class:`ScheduleA` eq. 62–65, with
-:class:`ScheduleB` eq. 67–70): the papers' G → ∞ limits; :class:`FiniteGroup`, the exact expected
-step of any advantage rule at a finite group size G (:func:`expected_update` at one policy). :func:`solve` integrates any of them in physical or internal time;
+:class:`ScheduleB` eq. 67–70): the papers' G → ∞ limits; :class:`FiniteGroup`, the exact
+expected step of any advantage rule at a finite group size G (:func:`expected_update` at one
+policy). :func:`solve` integrates any of them in physical or internal time;
 :func:`solve_ensemble` integrates a batch as one system (the fast path for sweeps).
 """
 

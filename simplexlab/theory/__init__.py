@@ -33,6 +33,13 @@ from ._fields import (
     adaptive_field_j1,
     good_bonus_field_j1,
 )
+from ._finite import (
+    ExpectedUpdate,
+    FiniteGroup,
+    GroupRule,
+    cell_totals,
+    expected_update,
+)
 from ._fixed_points import (
     FixedPoint,
     block_field,
@@ -42,13 +49,6 @@ from ._fixed_points import (
     tangent_basis,
     tangent_jacobian,
     uniform_on_support,
-)
-from ._finite import (
-    ExpectedUpdate,
-    FiniteGroup,
-    GroupRule,
-    cell_totals,
-    expected_update,
 )
 from ._focal import (
     focal_weight,

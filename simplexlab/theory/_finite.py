@@ -394,8 +394,8 @@ def _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
         F_other = _run_dp(w_other, G, other_parts)
         # F without cell k (its weights replaced by "count 0 with weight 1"), for every k
         ident = jnp.zeros((G + 1,), dt).at[0].set(1.0)
-        excl = jax.vmap(lambda k: _run_dp(
-            jnp.where((jnp.arange(parts) == k)[:, None], ident, w_own), G, parts - 1))(
+        excl = jax.vmap(lambda k, w=w_own, n=parts, e=ident: _run_dp(
+            jnp.where((jnp.arange(n) == k)[:, None], e, w), G, n - 1))(
             jnp.arange(parts))  # (parts, states)
         rest, own_n, oth, pair, pos = (jnp.asarray(rows[:, i]) for i in range(5))
         a = adv[pair, pos] * F_other[oth] * own_n.astype(dt)  # (rows,)
