@@ -1,6 +1,7 @@
 """The ``simplexlab`` command line: ``list``, ``reproduce``, ``claims``, ``sweep``,
-``schedule verify``, ``train`` (:mod:`simplexlab.lab._train_cli`; the torch side is imported only
-when it runs) and ``docs`` (the documentation site, with MkDocs: the ``docs`` extra).
+``schedule verify``, ``plan`` (how many generations per prompt), ``train``
+(:mod:`simplexlab.lab._train_cli`; the torch side is imported only when it runs) and ``docs``
+(the documentation site, with MkDocs: the ``docs`` extra).
 
 Arguments are parsed before JAX is imported (``simplexlab --help`` answers at once). Before the
 first JAX import the CLI asks XLA for one host device per CPU core
@@ -275,6 +276,75 @@ def _cmd_schedule_verify(args) -> int:
     return 0 if report.passed else 1
 
 
+def _sizes_arg(text: str, what: str):
+    """``"2,4,8"`` -> ``[2, 4, 8]`` (``ValueError`` naming the bad entry)."""
+    out = []
+    for part in text.split(","):
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise ValueError(f"{what}: {part.strip()!r} is not an integer group size") from None
+    return out
+
+
+def _cmd_plan(args) -> int:
+    """``simplexlab plan --pass-rate P [...] [--out DIR]``: how many generations per prompt
+    (:func:`simplexlab.verify.plan`); prints the table and the recommendation for TRL and verl,
+    writes ``plan.json`` (with provenance) and ``plan.png`` under ``--out``. Exit status 0 with
+    a recommendation, 1 when no group size of the grid meets the targets, 2 on bad input."""
+    from .._results import atomic_write_bytes, atomic_write_json, provenance, writable_folder
+    from ..shaping import GainSchedule
+    from ..verify import plan
+
+    try:
+        out = writable_folder(args.out, "--out") if args.out else None  # before any compute
+        params = {}
+        for item in args.param or ():
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"--param wants NAME=VALUE; got {item!r}")
+            try:
+                params[name.strip()] = float(value)
+            except ValueError:
+                raise ValueError(f"--param {name.strip()}: {value!r} is not a number") from None
+        schedule = None
+        if args.schedule is not None or args.no_neutralize:
+            schedule = GainSchedule(kind=args.schedule or "B", neutralize=not args.no_neutralize)
+        drift_sizes = args.drift_group_sizes
+        if drift_sizes is not None and drift_sizes != "all":
+            drift_sizes = _sizes_arg(drift_sizes, "--drift-group-sizes")
+        report = plan(
+            args.pass_rate, rarest=args.rarest, num_good_modes=args.num_good_modes,
+            method=args.method, gain=args.gain, schedule=schedule, delta_fn=args.delta_fn,
+            delta_fp=args.delta_fp, num_bad_modes=args.num_bad_modes,
+            group_sizes=None if args.group_sizes is None
+            else _sizes_arg(args.group_sizes, "--group-sizes"),
+            drift_group_sizes=drift_sizes, min_signal=args.min_signal,
+            max_tail_miss=args.max_tail_miss, avoid_collision=args.avoid_collision,
+            cancel_tol=args.cancel_tol, params=params or None, num_groups=args.num_groups)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(report.to_text())
+    if out is not None:
+        import io
+
+        import matplotlib.pyplot as plt
+
+        from .plotting import plot_plan
+
+        path = atomic_write_json(out / "plan.json", {**report.to_dict(),
+                                                     "provenance": provenance()})
+        fig = plot_plan(report)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=120, bbox_inches="tight",
+                    metadata={"Software": "simplexlab plan"})
+        plt.close(fig)
+        png = atomic_write_bytes(out / "plan.png", buf.getvalue())
+        print(f"wrote {path}, {png}")
+    return 0 if report.recommended is not None else 1
+
+
 def _cmd_docs(args) -> int:
     import importlib.util
     import subprocess
@@ -380,6 +450,54 @@ def main(argv: list[str] | None = None) -> int:
     p_ver.add_argument("--report", default=None,
                        help="also write the full report with the trajectories (JSON)")
     p_ver.set_defaults(func=_cmd_schedule_verify)
+    p_plan = sub.add_parser(
+        "plan", help="how many generations per prompt: the group size G for TRL / verl",
+        description="For each group size G: the probability that a group carries signal, the "
+        "rarest good mode's tail-miss probability, the good modes a group sees and the drift "
+        "of L_y of the exact finite-group field (collision / cancel / anti-collision) at a "
+        "representative state; then the smallest G that meets the targets, as TRL's "
+        "num_generations and verl's actor_rollout_ref.rollout.n. Exit status: 0 recommended, "
+        "1 no G of the grid meets the targets, 2 bad input.")
+    p_plan.add_argument("--pass-rate", type=float, required=True,
+                        help="the policy's success probability on the prompts, in (0, 1)")
+    p_plan.add_argument("--rarest", type=float, default=None,
+                        help="policy mass of the rarest good mode worth keeping, below "
+                        "pass-rate/K (default pass-rate/(2K))")
+    p_plan.add_argument("--num-good-modes", "-K", type=int, default=None,
+                        help="K, distinct correct answers / strategies (default 4)")
+    p_plan.add_argument("--num-bad-modes", "-M", type=int, default=2, help="M (default 2)")
+    p_plan.add_argument("--method", default="g2rpo",
+                        help="advantage rule, a name of simplexlab.shaping.METHODS "
+                        "(default g2rpo)")
+    p_plan.add_argument("--gain", type=float, default=None,
+                        help="G²RPO gain λ (constant) or λ0 (schedules A, B); default 1.5")
+    p_plan.add_argument("--schedule", choices=("A", "B", "constant"), default=None,
+                        help="G²RPO gain schedule (default B)")
+    p_plan.add_argument("--no-neutralize", action="store_true",
+                        help="G²RPO without the bad-mass neutralizer")
+    p_plan.add_argument("--delta-fn", type=float, default=0.0, help="verifier false-negative rate")
+    p_plan.add_argument("--delta-fp", type=float, default=0.0, help="verifier false-positive rate")
+    p_plan.add_argument("--param", action="append", metavar="NAME=VALUE",
+                        help="a method parameter (focal_gamma, iac_alpha, progrpo_alpha); "
+                        "repeat for several")
+    p_plan.add_argument("--num-groups", type=int, default=None,
+                        help="groups per batch (reinforce_pp)")
+    p_plan.add_argument("--group-sizes", default=None, metavar="G,G,...",
+                        help="the grid (default 2,3,4,6,8,12,16,24,32,48,64,96,128,192,256)")
+    p_plan.add_argument("--drift-group-sizes", default=None, metavar="G,G,...|all",
+                        help="where the drift is computed, one compiled program each (default: "
+                        "the powers of 4 of the grid)")
+    p_plan.add_argument("--min-signal", type=float, default=0.9,
+                        help="target: P(group carries signal) >= this (default 0.9)")
+    p_plan.add_argument("--max-tail-miss", type=float, default=0.2,
+                        help="target: tail-miss of the rarest mode <= this (default 0.2)")
+    p_plan.add_argument("--avoid-collision", action="store_true",
+                        help="target: a drift regime other than collision (bisects the grid)")
+    p_plan.add_argument("--cancel-tol", type=float, default=0.05,
+                        help="the cancel band, a fraction of the G→∞ GRPO collision drift")
+    p_plan.add_argument("--out", default=None, metavar="DIR",
+                        help="also write DIR/plan.json (with provenance) and DIR/plan.png")
+    p_plan.set_defaults(func=_cmd_plan)
     from ._train_cli import add_parser as add_train_parser
 
     add_train_parser(sub)

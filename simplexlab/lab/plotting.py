@@ -29,6 +29,7 @@ __all__ = [
     "shades",
     "use_style",
     "mark_fixed_points",
+    "plot_plan",
     "plot_training",
     "simplex_grid",
     "stream_on_simplex",
@@ -324,5 +325,63 @@ def plot_training(histories: dict, predictions: dict | None = None, *, K: int | 
     legend_outside(fig, where="below", handles=handles, labels=names, ncol=2)
     if title:
         fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_plan(report):
+    """The group-size planner's report (:func:`simplexlab.verify.plan`) against ``G`` (log
+    axis), in four panels: the probability that a group carries signal, the rarest mode's
+    tail-miss probability (each with its target as a dotted line), the expected number of good
+    modes a group sees (``K`` dotted) and the drift ``dL_y/dt`` of the finite-group field at
+    the representative state (markers coloured by regime, the cancel band shaded, the G → ∞
+    drift dashed). The recommended ``G`` is marked by a vertical line on every panel. Takes the
+    report or its :meth:`~simplexlab.verify.PlanReport.to_dict`; returns the figure."""
+    import matplotlib.pyplot as plt
+
+    d = report.to_dict() if hasattr(report, "to_dict") else report
+    use_style()
+    G = np.asarray(d["group_sizes"], float)
+    inp = d["inputs"]
+    style = method_style(inp["method"])
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4.2))
+    panels = (("signal", "P(group carries signal)", inp["min_signal"], "min"),
+              ("tail_miss", "tail-miss of the rarest mode", inp["max_tail_miss"], "max"),
+              ("modes_seen", "good modes a group sees", inp["num_good_modes"], "K"))
+    for ax, (key, title, target, what) in zip(axes[:3], panels, strict=True):
+        ax.plot(G, np.asarray(d[key], float), color=style.color, marker=style.marker, ms=4)
+        ax.axhline(target, color="grey", ls=":", lw=1)
+        ax.annotate(f"{what} {target:g}", (1.0, target), xycoords=("axes fraction", "data"),
+                    fontsize=8, color="grey", ha="right", va="bottom")
+        ax.set_title(title)
+    ax = axes[3]
+    drift = np.array([np.nan if v is None else v for v in d["drift"]], float)
+    known = np.isfinite(drift)
+    ax.plot(G[known], drift[known], color=style.color, lw=1)
+    colours = {"collision": "#d62728", "cancel": "#7f7f7f", "anti-collision": "#2ca02c"}
+    for regime, colour in colours.items():
+        sel = np.array([r == regime for r in d["regime"]])
+        if sel.any():
+            ax.scatter(G[sel], drift[sel], color=colour, zorder=3, s=28, label=regime)
+    band = inp["cancel_tol"] * (d["scale"] or 0.0)
+    ax.axhspan(-band, band, color="grey", alpha=0.15, lw=0)
+    ax.axhline(0.0, color="black", lw=0.6)
+    if d["limit_drift"] is not None:
+        ax.axhline(d["limit_drift"], color=style.color, ls="--", lw=1, label="G → ∞")
+    ax.set_title("dL_y/dt (finite-G field)")
+    ax.legend(fontsize=8, frameon=False)
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("group size G")
+        ax.grid(alpha=0.3)
+        if d["recommended"] is not None:
+            ax.axvline(d["recommended"], color="black", ls="--", lw=1)
+    if d["recommended"] is not None:
+        axes[0].annotate(f"G = {d['recommended']}", (d["recommended"], 0.02),
+                         xycoords=("data", "axes fraction"), fontsize=9, ha="left")
+    fig.suptitle(f"{style.name}: pass rate {1 - d['state']['p']:.3g}, K = "
+                 f"{inp['num_good_modes']}, rarest mass {inp['rarest']:.3g} — recommended "
+                 f"G = {d['recommended'] if d['recommended'] is not None else 'none'}",
+                 fontsize=10)
     fig.tight_layout()
     return fig

@@ -136,7 +136,8 @@ class MethodRule(GroupRule):
                    and (self.schedule.kind == "B" or self.schedule.neutralize) else 0)
             if bad > _MAX_BAD_ROWS:
                 return None
-            return n1 * n1 * (G + 1) ** 2 * (n1 + 1) + bad * max(n0, 1) * n1
+            # the largest intermediate: (cell left out, a', own count, κ)
+            return max(n1 * n1 * (G + 1) * G, bad * max(n0, 1) * n1)
         if self.method == "progrpo":
             return 4 * (G + 1) * (K + M)
         if self.method == "reinforce_pp":

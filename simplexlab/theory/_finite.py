@@ -163,18 +163,23 @@ def _cells(verifier: Verifier, probs, K: int):
     return probs * p1, probs * (1.0 - p1)
 
 
-def active_cells(verifier: Verifier, K: int, M: int):
-    """The mode ids that can fill a correct-scored cell and an incorrect-scored one: static,
-    from the verifier's rates where they are known zeros (a traced rate: every mode)."""
+def known_zero_rates(verifier: Verifier) -> tuple[bool, bool]:
+    """``(δ_FN == 0, δ_FP == 0)`` where the rates are concrete (a traced rate: ``False``)."""
     def zero(v):
-        try:
-            return bool(np.all(np.asarray(v) == 0))
-        except (TypeError, jax.errors.TracerArrayConversionError,
-                jax.errors.ConcretizationTypeError):
+        if isinstance(v, jax.core.Tracer):
             return False
+        return bool(np.all(np.asarray(v) == 0))
+    return zero(verifier.delta_fn), zero(verifier.delta_fp)
+
+
+def active_cells(verifier: Verifier, K: int, M: int, zero_rates=None):
+    """The mode ids that can fill a correct-scored cell and an incorrect-scored one: static,
+    from the verifier's rates where they are known zeros (``zero_rates``, or read from the
+    verifier where it is concrete; a traced rate: every mode)."""
+    fn0, fp0 = known_zero_rates(verifier) if zero_rates is None else zero_rates
     C = K + M
-    good = tuple(range(K)) if zero(verifier.delta_fp) else tuple(range(C))
-    bad = tuple(range(K, C)) if zero(verifier.delta_fn) else tuple(range(C))
+    good = tuple(range(K)) if fp0 else tuple(range(C))
+    bad = tuple(range(K, C)) if fn0 else tuple(range(C))
     return good, bad
 
 
@@ -416,7 +421,7 @@ def _montecarlo_totals(rule, probs, verifier, K, G, t, C, num_samples, key):
     rewards = verifier.outcome(jax.random.uniform(k2, shape, dt), modes < K)
     adv = jax.vmap(lambda r, m: rule.advantages(r, m, jnp.log(probs)[m], t, C))(rewards, modes)
     cell = rewards.astype(jnp.int32) * C + modes
-    onehot = cell[..., None] == jnp.arange(2 * C)
+    onehot = cell[..., None] == jnp.arange(2 * C, dtype=jnp.int32)
     per = jnp.sum(jnp.where(onehot, adv[..., None], 0.0), -2).reshape(num_samples * B, 2, C)
     return jnp.mean(per, 0), jnp.std(per, 0, ddof=1) / jnp.sqrt(num_samples * B)
 
@@ -468,7 +473,7 @@ def _choose(rule: GroupRule, K, M, G, active, path, max_size, *, allow_montecarl
 
 def cell_totals(rule: GroupRule, probs, K: int, group_size: int, *, verifier: Verifier,
                 path: str = "auto", t=0.0, max_size: int = MAX_SIZE, num_samples: int = 4096,
-                key=None, allow_montecarlo: bool = True):
+                key=None, allow_montecarlo: bool = True, zero_rates=None):
     """``(W, stderr, path)``: the cell totals ``W`` ``(2, C)`` of ``rule`` at the full policy
     ``probs`` (one point, ``C = K + M`` modes, good first) and the path that computed them
     (module docstring); ``stderr`` is zero on the exact paths."""
@@ -476,7 +481,7 @@ def cell_totals(rule: GroupRule, probs, K: int, group_size: int, *, verifier: Ve
     C = probs.shape[-1]
     M = C - K
     G = group_size
-    active = active_cells(verifier, K, M)
+    active = active_cells(verifier, K, M, zero_rates)
     chosen = _choose(rule, K, M, G, active, path, max_size, allow_montecarlo=allow_montecarlo)
     q1, q0 = _cells(verifier, probs, K)
     zero = jnp.zeros((2, C), probs.dtype)
@@ -522,13 +527,15 @@ def _check_settings(who, group_size, surrogate, reduction, path, rule):
 def expected_update(rule: GroupRule, probs, K: int, group_size: int, *,
                     verifier: Verifier | None = None, surrogate: str = "log_likelihood",
                     reduction: str = "mean", path: str = "auto", t=0.0,
-                    max_size: int = MAX_SIZE, num_samples: int = 4096, key=None
-                    ) -> ExpectedUpdate:
+                    max_size: int = MAX_SIZE, num_samples: int = 4096, key=None,
+                    zero_rates: tuple | None = None) -> ExpectedUpdate:
     r"""The expectation of one group step of ``rule`` at the full policy ``probs`` (``C``
     modes, the first ``K`` good), per unit step size (module docstring). ``path="auto"`` takes
     the rule's own reduction, then ``"counts"``, ``"clusters"``, ``"enumerate"`` where they
     apply within ``max_size`` table entries, else Monte Carlo (``num_samples`` groups,
-    ``key``); the result names the path and, for Monte Carlo, the standard errors."""
+    ``key``); the result names the path and, for Monte Carlo, the standard errors.
+    ``zero_rates``: ``(δ_FN == 0, δ_FP == 0)`` if known (default: read from ``verifier``).
+    One compiled program per setting."""
     verifier = Verifier() if verifier is None else verifier
     G = _check_settings("expected_update", group_size, surrogate, reduction, path, rule)
     probs = jnp.asarray(probs, dtype=jnp.result_type(float))
@@ -547,8 +554,22 @@ def expected_update(rule: GroupRule, probs, K: int, group_size: int, *,
     if path == "montecarlo" and num_samples < 2:
         raise ValueError(f"expected_update: Monte Carlo needs num_samples >= 2 for its error "
                          f"bound; got {num_samples}")
+    zero_rates = known_zero_rates(verifier) if zero_rates is None else zero_rates
+    chosen = _choose(rule, K, C - K, G, active_cells(verifier, K, C - K, zero_rates), path,
+                     max_size, allow_montecarlo=True)
+    key = jax.random.key(0) if key is None else key
+    return _expected_update(rule, probs, verifier, t, key, K=K, G=G, path=chosen,
+                            surrogate=surrogate, reduction=reduction, max_size=max_size,
+                            num_samples=num_samples, zero_rates=zero_rates)
+
+
+@eqx.filter_jit
+def _expected_update(rule, probs, verifier, t, key, *, K, G, path, surrogate, reduction,
+                     max_size, num_samples, zero_rates):
+    """:func:`expected_update` after its checks, as one compiled program per setting."""
     W, se, chosen = cell_totals(rule, probs, K, G, verifier=verifier, path=path, t=t,
-                                max_size=max_size, num_samples=num_samples, key=key)
+                                max_size=max_size, num_samples=num_samples, key=key,
+                                zero_rates=zero_rates)
     scale = 1.0 / G if reduction == "mean" else 1.0
     theta = _theta(W, probs, scale, surrogate)
     # the standard error of theta: w's entries are per-cell sums; a linear map of them
@@ -571,6 +592,11 @@ def _push(state: State, g):
     p = state.p
     return State(p * (1.0 - p) * (mz - my), state.y * (gy - my[..., None]),
                  state.z * (gz - mz[..., None]))
+
+
+@eqx.filter_jit
+def _theta_drift(dyn, t, state):
+    return dyn._batched(lambda d, s: d._theta_one(t, s), state)
 
 
 class FiniteGroup(AbstractDynamics):
@@ -596,6 +622,14 @@ class FiniteGroup(AbstractDynamics):
     max_size: int = eqx.field(default=MAX_SIZE, kw_only=True, static=True)
     num_samples: int = eqx.field(default=4096, kw_only=True, static=True)
     seed: int = eqx.field(default=0, kw_only=True, static=True)
+    #: ``(δ_FN == 0, δ_FP == 0)`` known before tracing (a perfect verifier leaves half the cells
+    #: empty, which the exact paths' static tables use); ``None``: read from the verifier when
+    #: this system is built (:func:`known_zero_rates`)
+    zero_rates: tuple | None = eqx.field(default=None, kw_only=True, static=True)
+
+    def __post_init__(self):
+        if self.zero_rates is None:
+            object.__setattr__(self, "zero_rates", known_zero_rates(self.verifier))
 
     def __check_init__(self):
         _check_settings("FiniteGroup", self.group_size, self.surrogate, self.reduction,
@@ -614,12 +648,14 @@ class FiniteGroup(AbstractDynamics):
     def resolve_path(self, K: int, M: int) -> str:
         """The path the field takes for ``K`` good and ``M`` bad modes (``ValueError`` where
         none fits)."""
-        return _choose(self.rule, K, M, self.group_size, active_cells(self.verifier, K, M),
-                       self.path, self.max_size, allow_montecarlo=False)
+        return _choose(self.rule, K, M, self.group_size,
+                       active_cells(self.verifier, K, M, self.zero_rates), self.path,
+                       self.max_size, allow_montecarlo=False)
 
     def theta_drift(self, t, state: State):
-        """``dθ/dt`` at ``state`` (one point, or a batch like :meth:`vector_field`)."""
-        return self._batched(lambda d, s: d._theta_one(t, s), state)
+        """``dθ/dt`` at ``state`` (one point, or a batch like :meth:`vector_field`); one
+        compiled program per shape when called outside a trace."""
+        return _theta_drift(self, t, state)
 
     def _theta_one(self, t, state: State):
         K = state.y.shape[-1]
@@ -627,7 +663,8 @@ class FiniteGroup(AbstractDynamics):
         W, _, _ = cell_totals(self.rule, probs, K, self.group_size, verifier=self.verifier,
                               path=self.path, t=t, max_size=self.max_size,
                               num_samples=self.num_samples,
-                              key=jax.random.key(self.seed), allow_montecarlo=False)
+                              key=jax.random.key(self.seed), allow_montecarlo=False,
+                              zero_rates=self.zero_rates)
         scale = 1.0 / self.group_size if self.reduction == "mean" else 1.0
         return self.eta * _theta(W, probs, scale, self.surrogate)
 
@@ -659,4 +696,5 @@ class FiniteGroup(AbstractDynamics):
         return expected_update(self.rule, state.policy(), state.K, self.group_size,
                                verifier=self.verifier, surrogate=self.surrogate,
                                reduction=self.reduction, path=path or self.path, t=t,
-                               max_size=self.max_size, num_samples=self.num_samples, key=key)
+                               max_size=self.max_size, num_samples=self.num_samples, key=key,
+                               zero_rates=self.zero_rates)

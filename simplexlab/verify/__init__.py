@@ -14,11 +14,17 @@ finite-group :class:`~simplexlab.sim.Bandit`), below the lab and the torch bridg
   ``force=True``. :func:`load_schedule_config` reads the TOML file of
   ``simplexlab schedule verify`` (``[schedule]``: GainSchedule fields; ``[verify]``:
   :func:`verify_schedule` options, :data:`VERIFY_OPTIONS`).
+- :func:`plan`: how many generations per prompt -- at each group size, the probability that a
+  group carries signal, the rarest mode's tail-miss probability, the good modes a group sees and
+  the drift of ``L_y`` of the exact finite-group field (collision / cancel / anti-collision), and
+  the smallest size that meets the targets, for TRL (``num_generations``) and verl
+  (``actor_rollout_ref.rollout.n``): a :class:`PlanReport` (``to_text()``, ``to_dict()``).
 
 Every file is read and written through :mod:`simplexlab._results`.
 """
 
 from ._files import FORMAT, load_schedule, load_schedule_config, save_schedule
+from ._plan import DEFAULT_GROUP_SIZES, REGIMES, PlanReport, plan
 from ._report import ScheduleReport, describe_schedule
 from ._verify import (
     BOUND_GROUP_SIZES,
@@ -31,13 +37,17 @@ from ._verify import (
 __all__ = [
     "BOUND_GROUP_SIZES",
     "COMPOSITIONS",
+    "DEFAULT_GROUP_SIZES",
     "FORMAT",
+    "PlanReport",
+    "REGIMES",
     "VERIFY_OPTIONS",
     "ScheduleReport",
     "bad_bonus_growth",
     "describe_schedule",
     "load_schedule",
     "load_schedule_config",
+    "plan",
     "save_schedule",
     "verify_schedule",
 ]

@@ -1,0 +1,478 @@
+r"""How many generations per prompt? :func:`plan` answers from the finite-group theory.
+
+For each group size ``G`` of a grid the planner reports, at a *representative state* built from
+the user's pass rate, the mass of the rarest good mode worth keeping and the number of good
+modes:
+
+* **signal**: the probability that a group carries a learning signal, i.e. is mixed (F-GRPO
+  Lemma 3.1, eq. 9): ``1 − μ^G − (1 − μ)^G`` with ``μ`` the probability that a rollout is
+  *scored* correct, ``μ = (1 − δ_FN)(1 − p) + δ_FP p`` (:func:`simplexlab.theory.activity`);
+* **tail-miss**: the probability that a group is mixed yet misses the rarest mode
+  (F-GRPO Lemma 3.1, eq. 11, ``Pr(B_τ) = (1 − τ)^G − (μ − τ)^G − (1 − μ)^G`` with ``τ`` that
+  mode's correct-scored mass; :func:`simplexlab.theory.tail_miss`): such a group pushes the
+  rare mode down;
+* **modes seen**: the expected number of distinct good modes among a group's correct-scored
+  rollouts, ``Σ_j 1 − (1 − q_j)^G`` with ``q_j = (1 − p) y_j (1 − δ_FN)``;
+* **the within-good drift** ``dL_y/dt`` of the finite-group mean field
+  (:class:`simplexlab.meanfield.FiniteGroup`, the exact expected SGD step at ``G``, log-likelihood
+  surrogate, mean reduction, ``t = step · η``) at the representative state, and its regime:
+  *collision* (``L_y`` grows: the good modes concentrate, the rare one is lost), *cancel*
+  (``|dL_y/dt|`` within ``cancel_tol`` of the G → ∞ GRPO collision drift at the same state, G²RPO
+  eq. 22) or *anti-collision* (``L_y`` falls: the rare mode gains);
+* **cost**: ``G`` relative to the recommended ``G`` (a step's generation cost is ``∝ G``).
+
+The recommended ``G`` is the smallest of the grid that meets every target: ``signal >=
+min_signal``, ``tail_miss <= max_tail_miss`` and, with ``avoid_collision``, a drift regime other
+than collision (only the sizes whose drift was computed qualify then).
+
+**The representative state.** ``p = 1 − pass_rate``; the rarest good mode has policy mass
+``rarest`` (so ``y_1 = rarest / pass_rate``), the other ``K − 1`` good modes share the rest of
+the good mass equally; ``z`` is uniform over ``M`` bad modes. ``rarest`` must lie strictly below
+the average good mass ``pass_rate / K`` (at the average the state is uniform and every drift
+vanishes by symmetry); its default is half the average, ``pass_rate / (2K)``. Along this family
+``ẏ`` keeps the one-rare-mode form, so ``dL_y/dt = 2 ẏ_1 (y_1 − y_2)`` has the sign of the rare
+mode's own loss: collision means the rare mode shrinks.
+
+**Compiled programs.** ``G`` is static in the finite-group field, so each drift size is one
+compiled program (the state, the gain and the verifier rates are its arguments, so JAX's
+persistent compilation cache serves them again to any pass rate, rarest mass or gain at the same
+``K``, ``M``, method and schedule kind). The sampling columns are computed at every size of the
+grid, the drift only at ``drift_group_sizes`` (default: the powers of 4 of the grid: 4, 16, 64,
+256), compiled concurrently on the CPU cores; with ``avoid_collision`` the planner then bisects
+the grid between the last size that collides and the first that does not (``refine``), one
+program per step, taking the regime to change once between two computed sizes.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from ..shaping import METHODS, GainSchedule, group_rule, lookup_method, meanfield_system
+from ..theory import State, Verifier, activity, tail_miss
+
+__all__ = ["DEFAULT_GROUP_SIZES", "PlanReport", "REGIMES", "plan"]
+
+DEFAULT_GROUP_SIZES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+"""The planner's default grid of group sizes: a coarse grid of 2 .. 256 (each size whose drift
+is computed is one compiled program)."""
+REGIMES = ("collision", "cancel", "anti-collision")
+"""The regimes of the within-good drift, by the sign of ``dL_y/dt`` (``L_y`` grows, stays
+within the cancel band, falls)."""
+#: methods with a G → ∞ mean-field system in the package (the report's reference column)
+_LIMIT_METHODS = tuple(k for k, v in METHODS.items() if v.meanfield is not None)
+#: bound on an exact path's table (memory: ~8 bytes an entry, a few copies)
+_MAX_SIZE = 50_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanReport:
+    r"""What :func:`plan` found (module docstring): one entry per group size of
+    :attr:`group_sizes` in each column, ``None`` / NaN where the drift was not computed.
+
+    ``signal``, ``tail_miss``, ``modes_seen``, ``drift`` (``dL_y/dt`` of the finite-group field),
+    ``regime`` (:data:`REGIMES` or ``None``), ``cost`` (``G`` over the recommended ``G``, or over
+    the smallest when none is recommended); ``recommended`` (``None``: no size of the grid meets
+    the targets; ``reasons`` says which target fails); ``limit_drift`` / ``limit_regime``: the
+    G → ∞ field's drift at the same state (``grpo`` and ``g2rpo`` only); ``scale``: the G → ∞
+    GRPO collision drift there (the unit of ``cancel_tol``); ``state``: the representative
+    ``(p, y, z)``; ``inputs``: every argument; ``notes``: sizes whose drift could not be
+    computed, and why."""
+
+    group_sizes: tuple[int, ...]
+    signal: tuple[float, ...]
+    tail_miss: tuple[float, ...]
+    modes_seen: tuple[float, ...]
+    drift: tuple[float, ...]
+    regime: tuple[str | None, ...]
+    cost: tuple[float, ...]
+    recommended: int | None
+    reasons: tuple[str, ...]
+    limit_drift: float | None
+    limit_regime: str | None
+    scale: float
+    state: dict[str, Any]
+    inputs: dict[str, Any]
+    notes: tuple[str, ...] = ()
+
+    def row(self, group_size: int) -> dict[str, Any]:
+        """The columns at one group size of the grid."""
+        if group_size not in self.group_sizes:
+            raise ValueError(f"group_size {group_size!r} is not in the report's grid "
+                             f"{list(self.group_sizes)}")
+        i = self.group_sizes.index(group_size)
+        return {"group_size": group_size, "signal": self.signal[i],
+                "tail_miss": self.tail_miss[i], "modes_seen": self.modes_seen[i],
+                "drift": self.drift[i], "regime": self.regime[i], "cost": self.cost[i]}
+
+    def recommendation(self) -> str:
+        """The answer in words, for TRL and verl."""
+        if self.recommended is None:
+            return ("no group size of the grid meets the targets: " + "; ".join(self.reasons)
+                    + ". Relax a target, or widen the grid.")
+        G = self.recommended
+        r = self.row(G)
+        regime = f", drift regime {r['regime']}" if r["regime"] else ""
+        return (f"recommended group size G = {G} (signal {r['signal']:.3f}, tail-miss "
+                f"{r['tail_miss']:.3f}{regime}).\n"
+                f"  TRL:  GRPOConfig(num_generations={G})  (the generation batch size must be "
+                f"a multiple of {G})\n"
+                f"  verl: actor_rollout_ref.rollout.n={G}")
+
+    def to_text(self) -> str:
+        """The table (one row per group size) and the recommendation."""
+        s = self.state
+        inp = self.inputs
+        head = [f"plan: method {inp['method']}"
+                + (f", schedule {inp['schedule']['kind']} gain {inp['schedule']['gain']:g}"
+                   f"{' + neutralizer' if inp['schedule']['neutralize'] else ''}"
+                   if inp.get("schedule") else "")
+                + f", delta_fn {inp['delta_fn']:g}, delta_fp {inp['delta_fp']:g}",
+                f"state: pass rate {1 - s['p']:.4g}, K = {len(s['y'])} good modes (rarest "
+                f"mass {inp['rarest']:.4g}, y_1 = {s['y'][0]:.4g}), M = {len(s['z'])} bad "
+                f"modes; targets: signal >= {inp['min_signal']:g}, tail-miss <= "
+                f"{inp['max_tail_miss']:g}"
+                + (", no collision" if inp["avoid_collision"] else "")]
+        cols = f"{'G':>5} {'signal':>8} {'tail-miss':>10} {'modes seen':>11} " \
+               f"{'dL_y/dt':>11} {'regime':>15} {'cost':>7}"
+        lines = [*head, "", cols, "-" * len(cols)]
+        for i, G in enumerate(self.group_sizes):
+            d = self.drift[i]
+            mark = "  <-" if G == self.recommended else ""
+            lines.append(f"{G:>5} {self.signal[i]:>8.3f} {self.tail_miss[i]:>10.3f} "
+                         f"{self.modes_seen[i]:>11.2f} "
+                         f"{f'{d:.3e}' if math.isfinite(d) else '-':>11} "
+                         f"{self.regime[i] or '-':>15} {self.cost[i]:>6.2f}x{mark}")
+        if self.limit_drift is not None:
+            lines.append(f"{'G→∞':>5} {'':>8} {'':>10} {'':>11} {self.limit_drift:>11.3e} "
+                         f"{self.limit_regime:>15}")
+        lines += [f"(regime: sign of dL_y/dt of the exact finite-G field; cancel when "
+                  f"|dL_y/dt| <= {inp['cancel_tol']:g} x {self.scale:.3e}, the G→∞ GRPO "
+                  f"collision drift)"]
+        lines += [f"note: {n}" for n in self.notes]
+        lines += ["", self.recommendation()]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values (NaN -> ``None``)."""
+        def num(x):
+            return None if x is None or not math.isfinite(x) else float(x)
+
+        return {
+            "group_sizes": list(self.group_sizes),
+            "signal": [num(v) for v in self.signal],
+            "tail_miss": [num(v) for v in self.tail_miss],
+            "modes_seen": [num(v) for v in self.modes_seen],
+            "drift": [num(v) for v in self.drift],
+            "regime": list(self.regime),
+            "cost": [num(v) for v in self.cost],
+            "recommended": self.recommended,
+            "trl": None if self.recommended is None else {"num_generations": self.recommended},
+            "verl": (None if self.recommended is None
+                     else {"actor_rollout_ref.rollout.n": self.recommended}),
+            "reasons": list(self.reasons),
+            "limit_drift": num(self.limit_drift),
+            "limit_regime": self.limit_regime,
+            "scale": num(self.scale),
+            "state": {"p": float(self.state["p"]), "y": [float(v) for v in self.state["y"]],
+                      "z": [float(v) for v in self.state["z"]]},
+            "inputs": self.inputs,
+            "notes": list(self.notes),
+        }
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _number(x, name: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a real number; got {x!r}")
+    if not math.isfinite(float(x)):
+        raise ValueError(f"{name} must be finite; got {x!r}")
+    return float(x)
+
+
+def _count(x, name: str, lower: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, int | np.integer) or x < lower:
+        raise ValueError(f"{name} must be an integer >= {lower}; got {x!r}")
+    return int(x)
+
+
+def _sizes(values, name: str, minimum: int) -> tuple[int, ...]:
+    try:
+        values = list(values)
+    except TypeError:
+        raise ValueError(f"{name} must be a sequence of integers; got {values!r}") from None
+    if not values:
+        raise ValueError(f"{name} must not be empty")
+    for g in values:
+        if isinstance(g, bool) or not isinstance(g, int | np.integer):
+            raise ValueError(f"{name}: a group size must be an integer; got {g!r}")
+        if g < minimum:
+            raise ValueError(f"{name}: group size {g!r} is below the rule's minimum "
+                             f"{minimum}")
+    return tuple(sorted({int(g) for g in values}))
+
+
+def _schedule_of(method, schedule, gain):
+    m = lookup_method(method, "plan: ")
+    if schedule is not None and not isinstance(schedule, GainSchedule):
+        raise ValueError(f"schedule must be a GainSchedule (or None); got {schedule!r}")
+    if not m.schedule:
+        if schedule is not None or gain is not None:
+            raise ValueError(f"gain and schedule are G²RPO settings; method {method!r} takes "
+                             f"neither (got gain={gain!r}, schedule={schedule!r})")
+        return None
+    import equinox as eqx
+    import jax.numpy as jnp
+
+    schedule = GainSchedule() if schedule is None else schedule
+    gain = schedule.gain if gain is None else gain
+    if np.ndim(gain) != 0:
+        raise ValueError(f"gain must be one number; got {gain!r}")
+    gain = _number(gain.item() if hasattr(gain, "item") else gain, "gain")
+    # an array, so that the compiled drift programs take it as an argument (cache across gains)
+    return eqx.tree_at(lambda s: s.gain, schedule, jnp.asarray(gain, float))
+
+
+def _representative(pass_rate: float, rarest: float, K: int, M: int):
+    y = np.full(K, (1.0 - rarest / pass_rate) / (K - 1))
+    y[0] = rarest / pass_rate
+    return 1.0 - pass_rate, y, np.full(M, 1.0 / M)
+
+
+# --------------------------------------------------------------------------- drift programs
+
+
+def _drift_program(dyn, t: float, state: State):
+    """A compiled ``(dyn arrays, p, y, z) -> dL_y/dt`` and its arguments (``t`` fixed)."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    arrays, static = eqx.partition(dyn, eqx.is_array)
+
+    def drift(arrays, p, y, z):
+        d = eqx.combine(arrays, static)
+        v = d.vector_field(t, State(p, y, z))
+        return 2.0 * jnp.sum(y * v.y)
+
+    args = (arrays, state.p, state.y, state.z)
+    return jax.jit(drift).lower(*args), args
+
+
+def _compile(lowered, options):
+    if options:
+        try:
+            return lowered.compile(compiler_options=options)
+        except Exception:  # an XLA without the option: its defaults
+            pass
+    return lowered.compile()
+
+
+def _fast_options() -> dict[str, Any]:
+    """XLA options that compile the drift programs a few times faster (they run once, in
+    milliseconds): LLVM at optimisation level 0 and, with the jaxlib they were checked on, the
+    older loop emitters (a g2rpo program at G = 64: 5.9 s -> 1.6 s on a loaded 2-core CPU,
+    2026-11-26). Only how the CPU backend emits code changes: the same program, the same
+    numbers up to the last bits."""
+    import jaxlib
+
+    options: dict[str, Any] = {"xla_backend_optimization_level": 0}
+    if tuple(int(v) for v in jaxlib.__version__.split(".")[:2]) == (0, 10):
+        options["xla_cpu_use_fusion_emitters"] = False
+    return options
+
+
+def _run_programs(jobs, *, fast_compile: bool, workers: int | None):
+    """``{key: float}``: each job ``(key, dyn, t, state)`` traced here, compiled concurrently,
+    run."""
+    options = _fast_options() if fast_compile else None
+    lowered = {}
+    for key, dyn, t, state in jobs:
+        lowered[key] = _drift_program(dyn, t, state)
+    workers = workers or max(1, min(len(lowered), os.cpu_count() or 1))
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        futures = {k: pool.submit(_compile, low, options) for k, (low, _) in lowered.items()}
+        compiled = {k: f.result() for k, f in futures.items()}
+    return {k: float(compiled[k](*lowered[k][1])) for k in compiled}
+
+
+def _regime(drift: float, scale: float, tol: float) -> str:
+    if abs(drift) <= tol * scale:
+        return "cancel"
+    return "collision" if drift > 0 else "anti-collision"
+
+
+# --------------------------------------------------------------------------- the planner
+
+
+def plan(pass_rate, *, rarest=None, num_good_modes: int | None = None, method: str = "g2rpo",
+         gain=None, schedule: GainSchedule | None = None, delta_fn=0.0, delta_fp=0.0,
+         num_bad_modes: int = 2, group_sizes=None, drift_group_sizes=None,
+         min_signal: float = 0.9, max_tail_miss: float = 0.2, avoid_collision: bool = False,
+         refine: bool = True, cancel_tol: float = 0.05, params: dict[str, Any] | None = None,
+         num_groups: int | None = None, fast_compile: bool = True,
+         workers: int | None = None) -> PlanReport:
+    r"""How many generations per prompt: the sampling statistics and the finite-group drift of
+    ``method`` at each group size, and the smallest size that meets the targets (module
+    docstring).
+
+    ``pass_rate``: the policy's success probability ``1 − p`` on the prompts, in (0, 1);
+    ``rarest``: the policy mass of the rarest good mode worth keeping, in ``(0, pass_rate/K)``
+    (default ``pass_rate/(2K)``); ``num_good_modes`` ``K`` (default 4, at least 2);
+    ``num_bad_modes`` ``M``; ``method``: a name of :data:`simplexlab.shaping.METHODS`;
+    ``gain`` (λ or λ0; G²RPO only) replaces the ``schedule``'s (:class:`GainSchedule`, default
+    schedule B with the neutralizer); ``delta_fn``, ``delta_fp``: the verifier's error rates;
+    ``params``: the method's own parameters; ``num_groups``: groups per batch (REINFORCE++).
+
+    ``group_sizes``: the grid (default :data:`DEFAULT_GROUP_SIZES`); ``drift_group_sizes``: the
+    sizes at which the drift is computed (default: the powers of 4 of the grid; ``"all"``: every
+    size; each is one compiled program); ``min_signal``, ``max_tail_miss``,
+    ``avoid_collision``: the targets (``refine``: bisect the grid for the first size that does
+    not collide);
+    ``cancel_tol``: the "cancel" band, a fraction of the G → ∞ GRPO collision drift at the same
+    state. ``fast_compile``: compile the drift programs with XLA's backend optimisation off
+    (they run once; same numbers); ``workers``: compiling threads (default: one per core).
+
+    Every bad input raises ``ValueError`` naming the value."""
+    import jax.numpy as jnp
+
+    pass_rate = _number(pass_rate, "pass_rate")
+    if not 0.0 < pass_rate < 1.0:
+        raise ValueError(f"pass_rate must be in the open interval (0, 1); got {pass_rate!r}")
+    K = 4 if num_good_modes is None else _count(num_good_modes, "num_good_modes (K)", 2)
+    M = _count(num_bad_modes, "num_bad_modes (M)", 1)
+    rarest = pass_rate / (2 * K) if rarest is None else _number(rarest, "rarest")
+    if not 0.0 < rarest < pass_rate / K:
+        raise ValueError(f"rarest (the rarest good mode's mass) must be in (0, pass_rate/K) = "
+                         f"(0, {pass_rate / K:.6g}) (below the average good mode; use a "
+                         f"smaller num_good_modes for a larger one); got {rarest!r}")
+    schedule = _schedule_of(method, schedule, gain)
+    delta_fn = _number(delta_fn, "delta_fn")
+    delta_fp = _number(delta_fp, "delta_fp")
+    if not (0.0 <= delta_fn < 1.0 and 0.0 <= delta_fp < 1.0 and delta_fn + delta_fp < 1.0):
+        raise ValueError(f"delta_fn, delta_fp must be rates in [0, 1) with delta_fn + delta_fp "
+                         f"< 1; got delta_fn={delta_fn!r}, delta_fp={delta_fp!r}")
+    verifier = Verifier(jnp.asarray(delta_fn, float), jnp.asarray(delta_fp, float))
+    for name, v in (("min_signal", min_signal), ("max_tail_miss", max_tail_miss)):
+        if not 0.0 <= _number(v, name) <= 1.0:
+            raise ValueError(f"{name} must be a probability in [0, 1]; got {v!r}")
+    if not 0.0 <= _number(cancel_tol, "cancel_tol") < 1.0:
+        raise ValueError(f"cancel_tol must be in [0, 1); got {cancel_tol!r}")
+    for name, v in (("avoid_collision", avoid_collision), ("refine", refine),
+                    ("fast_compile", fast_compile)):
+        if not isinstance(v, bool):
+            raise ValueError(f"{name} must be True or False; got {v!r}")
+    rule = group_rule(method, params=params, schedule=schedule, verifier=verifier,
+                      num_groups=num_groups)
+    minimum = rule.min_group_size
+    sizes = _sizes(DEFAULT_GROUP_SIZES if group_sizes is None else group_sizes,
+                   "group_sizes", minimum)
+    if drift_group_sizes is None:  # the powers of 4 of the grid (else its largest)
+        drift_sizes = tuple(g for g in sizes if g & (g - 1) == 0 and g.bit_length() % 2 == 1)
+        drift_sizes = drift_sizes or (sizes[-1],)
+    elif isinstance(drift_group_sizes, str) and drift_group_sizes == "all":
+        drift_sizes = sizes
+    else:
+        drift_sizes = _sizes(drift_group_sizes, "drift_group_sizes", minimum)
+        outside = sorted(set(drift_sizes) - set(sizes))
+        if outside:
+            raise ValueError(f"drift_group_sizes {outside} are not in group_sizes {list(sizes)}")
+
+    # ---- the representative state and the sampling columns (F-GRPO Lemma 3.1)
+    p, y, z = _representative(pass_rate, rarest, K, M)
+    mu = (1.0 - delta_fn) * pass_rate + delta_fp * p  # a rollout scored correct
+    tau = (1.0 - delta_fn) * rarest  # the rarest mode, scored correct
+    G = np.asarray(sizes, float)
+    signal = np.asarray(activity(mu, G), float)
+    miss = np.asarray(tail_miss(mu, tau, G), float)
+    q = (1.0 - delta_fn) * pass_rate * y
+    seen = np.sum(-np.expm1(G[:, None] * np.log1p(-q[None, :])), -1)
+
+    # ---- the drift: one compiled program per size, plus the G → ∞ references
+    state = State(jnp.asarray(p), jnp.asarray(y), jnp.asarray(z))
+    t = float(schedule.ramp_steps) if schedule is not None else 0.0  # after any warm-up
+    extra = {"params": params} if params else {}
+    notes: list[str] = []
+
+    def drifts(sizes_now, references=()):
+        jobs = list(references)
+        for g in sizes_now:
+            dyn = meanfield_system(method, schedule, group_size=g, verifier=verifier,
+                                   num_groups=num_groups, max_size=_MAX_SIZE, **extra)
+            try:
+                dyn.resolve_path(K, M)
+            except ValueError:
+                notes.append(f"G = {g}: no exact path of the finite-group field fits in "
+                             f"{_MAX_SIZE:,} table entries at K = {K}, M = {M}; drift not "
+                             "computed")
+                continue
+            jobs.append((g, dyn, t, state))
+        return _run_programs(jobs, fast_compile=fast_compile, workers=workers)
+
+    references = [("scale", meanfield_system("grpo", verifier=verifier), 0.0, state)]
+    if method in _LIMIT_METHODS:
+        references.append(("limit", meanfield_system(method, schedule, verifier=verifier), t,
+                           state))
+    values = drifts(drift_sizes, references)
+    scale = abs(values.pop("scale"))
+    limit = values.pop("limit", None)
+    sampled_ok = (signal >= min_signal) & (miss <= max_tail_miss)
+    if avoid_collision and refine:
+        # bisect the grid between the last size that collides and the next that does not
+        # (the regime is taken to change once between two computed sizes)
+        while True:
+            done = sorted(values)
+            good = [g for g in done if _regime(values[g], scale, cancel_tol) != "collision"]
+            lo = [g for g in done if g < (good[0] if good else math.inf)
+                  and _regime(values[g], scale, cancel_tol) == "collision"]
+            if not good or not lo:
+                break
+            between = [g for g, ok in zip(sizes, sampled_ok, strict=True)
+                       if lo[-1] < g < good[0] and ok and g not in values]
+            if not between:
+                break
+            values.update(drifts([between[len(between) // 2]]))
+    drift = np.array([values.get(g, math.nan) for g in sizes])
+    regime = tuple(_regime(d, scale, cancel_tol) if math.isfinite(d) else None for d in drift)
+
+    # ---- the recommendation
+    ok = sampled_ok.copy()
+    if avoid_collision:
+        ok &= np.array([r is not None and r != "collision" for r in regime])
+    recommended = int(G[np.argmax(ok)]) if ok.any() else None
+    reasons = []
+    if recommended is None:
+        if not (signal >= min_signal).any():
+            reasons.append(f"signal < {min_signal:g} at every G (max {signal.max():.3f})")
+        if not (miss <= max_tail_miss).any():
+            reasons.append(f"tail-miss > {max_tail_miss:g} at every G (min {miss.min():.3f})")
+        if avoid_collision and all(r in (None, "collision") for r in regime):
+            reasons.append("collision at every G whose drift was computed")
+        if not reasons:
+            reasons.append("no single G meets every target at once")
+    ref = recommended or sizes[0]
+    inputs = {
+        "pass_rate": pass_rate, "rarest": rarest, "num_good_modes": K, "num_bad_modes": M,
+        "method": method, "schedule": None if schedule is None else schedule.to_dict(),
+        "delta_fn": delta_fn, "delta_fp": delta_fp, "params": dict(params or {}),
+        "num_groups": num_groups, "group_sizes": list(sizes),
+        "drift_group_sizes": sorted(g for g in sizes if math.isfinite(values.get(g, math.nan))),
+        "refine": refine, "min_signal": float(min_signal),
+        "max_tail_miss": float(max_tail_miss), "avoid_collision": avoid_collision,
+        "cancel_tol": float(cancel_tol),
+    }
+    return PlanReport(
+        group_sizes=sizes, signal=tuple(signal.tolist()), tail_miss=tuple(miss.tolist()),
+        modes_seen=tuple(seen.tolist()), drift=tuple(drift.tolist()), regime=regime,
+        cost=tuple((G / ref).tolist()), recommended=recommended, reasons=tuple(reasons),
+        limit_drift=limit,
+        limit_regime=None if limit is None else _regime(limit, scale, cancel_tol),
+        scale=scale, state={"p": p, "y": y.tolist(), "z": z.tolist()}, inputs=inputs,
+        notes=tuple(notes))
