@@ -34,7 +34,8 @@ def _brute_force(rule, probs, K, G, verifier):
     groups, weights = [], []
     for modes in itertools.product(range(C), repeat=G):
         for rew in itertools.product((0, 1), repeat=G):
-            w = np.prod([probs[m] * (p1[m] if r else 1 - p1[m]) for m, r in zip(modes, rew)])
+            w = np.prod([probs[m] * (p1[m] if r else 1 - p1[m])
+                         for m, r in zip(modes, rew, strict=True)])
             if w > 0:
                 groups.append((modes, rew))
                 weights.append(w)

@@ -288,7 +288,7 @@ def _sizes_arg(text: str, what: str):
 
 
 def _cmd_plan(args) -> int:
-    """``simplexlab plan --pass-rate P [...] [--out DIR]``: how many generations per prompt
+    """``simplexlab plan --mu P [...] [--out DIR]``: how many generations per prompt
     (:func:`simplexlab.verify.plan`); prints the table and the recommendation for TRL and verl,
     writes ``plan.json`` (with provenance) and ``plan.png`` under ``--out``. Exit status 0 with
     a recommendation, 1 when no group size of the grid meets the targets, 2 on bad input."""
@@ -314,9 +314,9 @@ def _cmd_plan(args) -> int:
         if drift_sizes is not None and drift_sizes != "all":
             drift_sizes = _sizes_arg(drift_sizes, "--drift-group-sizes")
         report = plan(
-            args.pass_rate, rarest=args.rarest, num_good_modes=args.num_good_modes,
+            args.mu, tau=args.tau, K=args.K,
             method=args.method, gain=args.gain, schedule=schedule, delta_fn=args.delta_fn,
-            delta_fp=args.delta_fp, num_bad_modes=args.num_bad_modes,
+            delta_fp=args.delta_fp, M=args.M,
             group_sizes=None if args.group_sizes is None
             else _sizes_arg(args.group_sizes, "--group-sizes"),
             drift_group_sizes=drift_sizes, min_signal=args.min_signal,
@@ -458,14 +458,15 @@ def main(argv: list[str] | None = None) -> int:
         "representative state; then the smallest G that meets the targets, as TRL's "
         "num_generations and verl's actor_rollout_ref.rollout.n. Exit status: 0 recommended, "
         "1 no G of the grid meets the targets, 2 bad input.")
-    p_plan.add_argument("--pass-rate", type=float, required=True,
-                        help="the policy's success probability on the prompts, in (0, 1)")
-    p_plan.add_argument("--rarest", type=float, default=None,
-                        help="policy mass of the rarest good mode worth keeping, below "
-                        "pass-rate/K (default pass-rate/(2K))")
-    p_plan.add_argument("--num-good-modes", "-K", type=int, default=None,
+    p_plan.add_argument("--mu", type=float, required=True,
+                        help="μ: the policy's pass rate (success probability) on the prompts, "
+                        "in (0, 1)")
+    p_plan.add_argument("--tau", type=float, default=None,
+                        help="τ: policy mass of the rarest good mode worth keeping, below "
+                        "μ/K (default μ/(2K))")
+    p_plan.add_argument("--K", "-K", type=int, default=None,
                         help="K, distinct correct answers / strategies (default 4)")
-    p_plan.add_argument("--num-bad-modes", "-M", type=int, default=2, help="M (default 2)")
+    p_plan.add_argument("--M", "-M", type=int, default=2, help="M (default 2)")
     p_plan.add_argument("--method", default="g2rpo",
                         help="advantage rule, a name of simplexlab.shaping.METHODS "
                         "(default g2rpo)")

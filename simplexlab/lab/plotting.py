@@ -347,7 +347,7 @@ def plot_plan(report):
     fig, axes = plt.subplots(1, 4, figsize=(16, 4.2))
     panels = (("signal", "P(group carries signal)", inp["min_signal"], "min"),
               ("tail_miss", "tail-miss of the rarest mode", inp["max_tail_miss"], "max"),
-              ("modes_seen", "good modes a group sees", inp["num_good_modes"], "K"))
+              ("modes_seen", "good modes a group sees", inp["K"], "K"))
     for ax, (key, title, target, what) in zip(axes[:3], panels, strict=True):
         ax.plot(G, np.asarray(d[key], float), color=style.color, marker=style.marker, ms=4)
         ax.axhline(target, color="grey", ls=":", lw=1)
@@ -380,7 +380,7 @@ def plot_plan(report):
         axes[0].annotate(f"G = {d['recommended']}", (d["recommended"], 0.02),
                          xycoords=("data", "axes fraction"), fontsize=9, ha="left")
     fig.suptitle(f"{style.name}: pass rate {1 - d['state']['p']:.3g}, K = "
-                 f"{inp['num_good_modes']}, rarest mass {inp['rarest']:.3g} — recommended "
+                 f"{inp['K']}, rarest mass {inp['tau']:.3g} — recommended "
                  f"G = {d['recommended'] if d['recommended'] is not None else 'none'}",
                  fontsize=10)
     fig.tight_layout()

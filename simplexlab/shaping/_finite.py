@@ -179,6 +179,9 @@ def group_rule(method: str, *, params: dict[str, Any] | None = None,
             raise ValueError(f"{method}: parameter {k} must be finite; got {v!r}")
     if m.schedule:
         schedule = _schedule(schedule, (params or {}).get("gain"))
+        # an array leaf: a new gain value reuses the compiled field
+        schedule = eqx.tree_at(lambda s: s.gain, schedule,
+                               jnp.asarray(schedule.gain, jnp.result_type(float)))
         q.pop("gain", None)
     else:
         schedule = None

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_int, trusted_inputs
-from ..shaping import GainSchedule, meanfield_system
+from ..shaping import METHODS, GainSchedule, meanfield_system
 from ..sim import SIMULATORS, AbstractSimulator, trajectory
 from ..theory.internal import SCHEDULE_KINDS
 from ._adapters import adapter
@@ -223,11 +223,16 @@ class MeanFieldTarget(SweepTarget):
     ``outputs`` (which of :attr:`OUTPUTS` to return: ``"all"``, a comma-separated
     string or a list; fewer outputs, less memory: ``"p,y,z"`` is 6/10 of the bytes of
     ``"all"``, the rest can be recomputed from it). Array: ``gain`` (λ, or λ0 of a schedule),
-    ``eta``, ``delta_fn``, ``delta_fp``, ``p0``. Each seed draws the initial compositions
-    ``y0 ~ Dirichlet(1_K)``, ``z0 ~ Dirichlet(1_M)``, as normalised i.i.d. standard exponentials
-    (the same law as ``jax.random.dirichlet`` with unit concentrations, whose gamma rejection
-    loop cost ~20 µs per trajectory and ~7 s of compilation): ``y0 = e / Σe`` with
-    ``e = jax.random.exponential(ky, (K,))``, ``(ky, kz) = jax.random.split(key)``.
+    ``eta``, ``delta_fn``, ``delta_fp``, ``p0``. ``group_size``: ``0`` for the papers' ``G → ∞``
+    systems (the default), ``G >= 2`` for the finite-group system
+    (:class:`~simplexlab.meanfield.FiniteGroup`) of ``method`` (any rule of
+    :data:`simplexlab.shaping.METHODS` with its default parameters; ``""``: ``grpo`` or
+    ``g2rpo`` by ``system``; REINFORCE++ as one group per batch). Each seed draws the initial
+    compositions ``y0 ~ Dirichlet(1_K)``, ``z0 ~ Dirichlet(1_M)``, as normalised i.i.d.
+    standard exponentials (the same law as ``jax.random.dirichlet`` with unit concentrations,
+    whose gamma rejection loop cost ~20 µs per trajectory and ~7 s of compilation):
+    ``y0 = e / Σe`` with ``e = jax.random.exponential(ky, (K,))``,
+    ``(ky, kz) = jax.random.split(key)``.
 
     A block shares one step sequence, so a trajectory's numbers depend on its block. Blocks are
     cut from the global order of the sweep's runs (grid point by grid point, seeds innermost):
@@ -256,10 +261,10 @@ class MeanFieldTarget(SweepTarget):
     def static_params(self):
         return {"system": "neutralized", "schedule": "B", "K": 3, "M": 2, "t1": 20.0,
                 "n_save": 21, "time": "physical", "rtol": 1e-6, "atol": 1e-9, "block": 1024,
-                "outputs": "all"}
+                "outputs": "all", "group_size": 0, "method": ""}
 
     def unsweepable(self):
-        return ("K", "M", "t1", "n_save", "time", "outputs")
+        return ("K", "M", "t1", "n_save", "time", "outputs", "method")
 
     @staticmethod
     def _outputs(value) -> tuple[str, ...]:
@@ -290,6 +295,16 @@ class MeanFieldTarget(SweepTarget):
                 raise ValueError(f"meanfield: {name} must be an integer >= 1; got {v!r}")
         if static["n_save"] < 2:
             raise ValueError(f"meanfield: n_save must be >= 2; got {static['n_save']}")
+        G = static["group_size"]
+        if not is_int(G) or G < 0 or G == 1:
+            raise ValueError(f"meanfield: group_size must be 0 (the G → ∞ limit) or an integer "
+                             f">= 2 (the finite-group system); got {G!r}")
+        if static["method"] not in ("", *METHODS):
+            raise ValueError(f"meanfield: unknown method {static['method']!r}; choose one of "
+                             f"{sorted(METHODS)} (or '' for the system's own)")
+        if static["method"] and G == 0 and static["method"] not in ("grpo", "g2rpo"):
+            raise ValueError(f"meanfield: method {static['method']!r} has no G → ∞ system; "
+                             "give group_size >= 2 for its finite-group system")
         for name in ("t1", "rtol", "atol"):
             v = static[name]
             if not isinstance(v, int | float) or not np.isfinite(v) or v <= 0:
@@ -322,13 +337,20 @@ class MeanFieldTarget(SweepTarget):
         n_save = static["n_save"]
         outputs = self._outputs(static["outputs"])
         saveat = jnp.linspace(0.0, float(static["t1"]), n_save)
-        method = "grpo" if static["system"] == "grpo" else "g2rpo"
+        method = static["method"] or ("grpo" if static["system"] == "grpo" else "g2rpo")
         schedule = GainSchedule(kind=static["schedule"],
                                 neutralize=static["system"] == "neutralized")
+        G = static["group_size"] or None
 
         def dynamics(a):
-            return meanfield_system(method, schedule, eta=a["eta"], gain=a["gain"],
-                                    verifier=Verifier(a["delta_fn"], a["delta_fp"]))
+            verifier = Verifier(a["delta_fn"], a["delta_fp"])
+            if G is None:
+                return meanfield_system(method, schedule, eta=a["eta"], gain=a["gain"],
+                                        verifier=verifier)
+            gain = a["gain"] if METHODS[method].schedule else None
+            # the verifier's rates are traced here: every cell counts as fillable
+            return meanfield_system(method, schedule, eta=a["eta"], gain=gain,
+                                    verifier=verifier, group_size=G, num_groups=1)
 
         def simplex(key, n):
             e = jax.random.exponential(key, (n,))

@@ -4,11 +4,11 @@ For each group size ``G`` of a grid the planner reports, at a *representative st
 the user's pass rate, the mass of the rarest good mode worth keeping and the number of good
 modes:
 
-* **signal**: the probability that a group carries a learning signal, i.e. is mixed (F-GRPO
+* **signal**: the probability that a group carries a learning signal, i.e. is mixed (FG
   Lemma 3.1, eq. 9): ``1 − μ^G − (1 − μ)^G`` with ``μ`` the probability that a rollout is
   *scored* correct, ``μ = (1 − δ_FN)(1 − p) + δ_FP p`` (:func:`simplexlab.theory.activity`);
 * **tail-miss**: the probability that a group is mixed yet misses the rarest mode
-  (F-GRPO Lemma 3.1, eq. 11, ``Pr(B_τ) = (1 − τ)^G − (μ − τ)^G − (1 − μ)^G`` with ``τ`` that
+  (FG Lemma 3.1, eq. 11, ``Pr(B_τ) = (1 − τ)^G − (μ − τ)^G − (1 − μ)^G`` with ``τ`` that
   mode's correct-scored mass; :func:`simplexlab.theory.tail_miss`): such a group pushes the
   rare mode down;
 * **modes seen**: the expected number of distinct good modes among a group's correct-scored
@@ -17,7 +17,7 @@ modes:
   (:class:`simplexlab.meanfield.FiniteGroup`, the exact expected SGD step at ``G``, log-likelihood
   surrogate, mean reduction, ``t = step · η``) at the representative state, and its regime:
   *collision* (``L_y`` grows: the good modes concentrate, the rare one is lost), *cancel*
-  (``|dL_y/dt|`` within ``cancel_tol`` of the G → ∞ GRPO collision drift at the same state, G²RPO
+  (``|dL_y/dt|`` within ``cancel_tol`` of the G → ∞ GRPO collision drift at the same state, G2
   eq. 22) or *anti-collision* (``L_y`` falls: the rare mode gains);
 * **cost**: ``G`` relative to the recommended ``G`` (a step's generation cost is ``∝ G``).
 
@@ -25,22 +25,23 @@ The recommended ``G`` is the smallest of the grid that meets every target: ``sig
 min_signal``, ``tail_miss <= max_tail_miss`` and, with ``avoid_collision``, a drift regime other
 than collision (only the sizes whose drift was computed qualify then).
 
-**The representative state.** ``p = 1 − pass_rate``; the rarest good mode has policy mass
-``rarest`` (so ``y_1 = rarest / pass_rate``), the other ``K − 1`` good modes share the rest of
-the good mass equally; ``z`` is uniform over ``M`` bad modes. ``rarest`` must lie strictly below
-the average good mass ``pass_rate / K`` (at the average the state is uniform and every drift
-vanishes by symmetry); its default is half the average, ``pass_rate / (2K)``. Along this family
+**The representative state.** ``p = 1 − mu``; the rarest good mode has policy mass
+``tau`` (so ``y_1 = tau / mu``), the other ``K − 1`` good modes share the rest of
+the good mass equally; ``z`` is uniform over ``M`` bad modes. ``tau`` must lie strictly below
+the average good mass ``mu / K`` (at the average the state is uniform and every drift
+vanishes by symmetry); its default is half the average, ``mu / (2K)``. Along this family
 ``ẏ`` keeps the one-rare-mode form, so ``dL_y/dt = 2 ẏ_1 (y_1 − y_2)`` has the sign of the rare
 mode's own loss: collision means the rare mode shrinks.
 
 **Compiled programs.** ``G`` is static in the finite-group field, so each drift size is one
-compiled program (the state, the gain and the verifier rates are its arguments, so JAX's
-persistent compilation cache serves them again to any pass rate, rarest mass or gain at the same
-``K``, ``M``, method and schedule kind). The sampling columns are computed at every size of the
+compiled program (the state, the gain and the verifier's rates are its arguments, so JAX's
+persistent compilation cache serves them again to any pass rate, rarest mass, gain or nonzero
+error rate at the same ``K``, ``M``, method and schedule kind; a zero rate empties cells and is
+part of the program). The sampling columns are computed at every size of the
 grid, the drift only at ``drift_group_sizes`` (default: the powers of 4 of the grid: 4, 16, 64,
 256), compiled concurrently on the CPU cores; with ``avoid_collision`` the planner then bisects
-the grid between the last size that collides and the first that does not (``refine``), one
-program per step, taking the regime to change once between two computed sizes.
+the sizes that meet the sampling targets below the first one known not to collide (``refine``),
+one program per step, taking the regime to change once as ``G`` grows, from collision to not.
 """
 
 from __future__ import annotations
@@ -66,8 +67,12 @@ REGIMES = ("collision", "cancel", "anti-collision")
 within the cancel band, falls)."""
 #: methods with a G → ∞ mean-field system in the package (the report's reference column)
 _LIMIT_METHODS = tuple(k for k, v in METHODS.items() if v.meanfield is not None)
-#: bound on an exact path's table (memory: ~8 bytes an entry, a few copies)
-_MAX_SIZE = 50_000_000
+#: bound on the table of an exact path of the finite-group field (the library's default: the
+#: enumerate / clusters paths hold a few arrays of this many entries)
+_MAX_SIZE = 4_000_000
+#: bound on the size of a rule's own reduction (G²RPO's is its largest intermediate, ``K²(G+1)G``
+#: entries: 16M, 128 MB, reaches K = 15 at G = 256)
+_MAX_RULE_SIZE = 16_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +139,7 @@ class PlanReport:
                    if inp.get("schedule") else "")
                 + f", delta_fn {inp['delta_fn']:g}, delta_fp {inp['delta_fp']:g}",
                 f"state: pass rate {1 - s['p']:.4g}, K = {len(s['y'])} good modes (rarest "
-                f"mass {inp['rarest']:.4g}, y_1 = {s['y'][0]:.4g}), M = {len(s['z'])} bad "
+                f"mass {inp['tau']:.4g}, y_1 = {s['y'][0]:.4g}), M = {len(s['z'])} bad "
                 f"modes; targets: signal >= {inp['min_signal']:g}, tail-miss <= "
                 f"{inp['max_tail_miss']:g}"
                 + (", no collision" if inp["avoid_collision"] else "")]
@@ -237,13 +242,13 @@ def _schedule_of(method, schedule, gain):
         raise ValueError(f"gain must be one number; got {gain!r}")
     gain = _number(gain.item() if hasattr(gain, "item") else gain, "gain")
     # an array, so that the compiled drift programs take it as an argument (cache across gains)
-    return eqx.tree_at(lambda s: s.gain, schedule, jnp.asarray(gain, float))
+    return eqx.tree_at(lambda s: s.gain, schedule, jnp.asarray(gain, jnp.result_type(float)))
 
 
-def _representative(pass_rate: float, rarest: float, K: int, M: int):
-    y = np.full(K, (1.0 - rarest / pass_rate) / (K - 1))
-    y[0] = rarest / pass_rate
-    return 1.0 - pass_rate, y, np.full(M, 1.0 / M)
+def _representative(mu: float, tau: float, K: int, M: int):
+    y = np.full(K, (1.0 - tau / mu) / (K - 1))
+    y[0] = tau / mu
+    return 1.0 - mu, y, np.full(M, 1.0 / M)
 
 
 # --------------------------------------------------------------------------- drift programs
@@ -303,6 +308,20 @@ def _run_programs(jobs, *, fast_compile: bool, workers: int | None):
     return {k: float(compiled[k](*lowered[k][1])) for k in compiled}
 
 
+def _finite_system(method, schedule, G, verifier, num_groups, extra, K, M):
+    """The finite-group system at ``G`` with an exact path that fits (``None``: none does)."""
+    for bound in (_MAX_SIZE, _MAX_RULE_SIZE):
+        dyn = meanfield_system(method, schedule, group_size=G, verifier=verifier,
+                               num_groups=num_groups, max_size=bound, **extra)
+        try:
+            path = dyn.resolve_path(K, M)
+        except ValueError:
+            continue
+        if bound == _MAX_SIZE or path == "rule":
+            return dyn
+    return None
+
+
 def _regime(drift: float, scale: float, tol: float) -> str:
     if abs(drift) <= tol * scale:
         return "cancel"
@@ -312,9 +331,9 @@ def _regime(drift: float, scale: float, tol: float) -> str:
 # --------------------------------------------------------------------------- the planner
 
 
-def plan(pass_rate, *, rarest=None, num_good_modes: int | None = None, method: str = "g2rpo",
+def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
          gain=None, schedule: GainSchedule | None = None, delta_fn=0.0, delta_fp=0.0,
-         num_bad_modes: int = 2, group_sizes=None, drift_group_sizes=None,
+         M: int = 2, group_sizes=None, drift_group_sizes=None,
          min_signal: float = 0.9, max_tail_miss: float = 0.2, avoid_collision: bool = False,
          refine: bool = True, cancel_tol: float = 0.05, params: dict[str, Any] | None = None,
          num_groups: int | None = None, fast_compile: bool = True,
@@ -323,10 +342,10 @@ def plan(pass_rate, *, rarest=None, num_good_modes: int | None = None, method: s
     ``method`` at each group size, and the smallest size that meets the targets (module
     docstring).
 
-    ``pass_rate``: the policy's success probability ``1 − p`` on the prompts, in (0, 1);
-    ``rarest``: the policy mass of the rarest good mode worth keeping, in ``(0, pass_rate/K)``
-    (default ``pass_rate/(2K)``); ``num_good_modes`` ``K`` (default 4, at least 2);
-    ``num_bad_modes`` ``M``; ``method``: a name of :data:`simplexlab.shaping.METHODS`;
+    ``mu``: the policy's success probability ``1 − p`` on the prompts, in (0, 1);
+    ``tau``: the policy mass of the rarest good mode worth keeping, in ``(0, mu/K)``
+    (default ``mu/(2K)``); ``K`` ``K`` (default 4, at least 2);
+    ``M`` ``M``; ``method``: a name of :data:`simplexlab.shaping.METHODS`;
     ``gain`` (λ or λ0; G²RPO only) replaces the ``schedule``'s (:class:`GainSchedule`, default
     schedule B with the neutralizer); ``delta_fn``, ``delta_fp``: the verifier's error rates;
     ``params``: the method's own parameters; ``num_groups``: groups per batch (REINFORCE++).
@@ -343,23 +362,24 @@ def plan(pass_rate, *, rarest=None, num_good_modes: int | None = None, method: s
     Every bad input raises ``ValueError`` naming the value."""
     import jax.numpy as jnp
 
-    pass_rate = _number(pass_rate, "pass_rate")
-    if not 0.0 < pass_rate < 1.0:
-        raise ValueError(f"pass_rate must be in the open interval (0, 1); got {pass_rate!r}")
-    K = 4 if num_good_modes is None else _count(num_good_modes, "num_good_modes (K)", 2)
-    M = _count(num_bad_modes, "num_bad_modes (M)", 1)
-    rarest = pass_rate / (2 * K) if rarest is None else _number(rarest, "rarest")
-    if not 0.0 < rarest < pass_rate / K:
-        raise ValueError(f"rarest (the rarest good mode's mass) must be in (0, pass_rate/K) = "
-                         f"(0, {pass_rate / K:.6g}) (below the average good mode; use a "
-                         f"smaller num_good_modes for a larger one); got {rarest!r}")
+    dt = jnp.result_type(float)  # float64 where x64 is on
+    mu = _number(mu, "mu")
+    if not 0.0 < mu < 1.0:
+        raise ValueError(f"mu must be in the open interval (0, 1); got {mu!r}")
+    K = 4 if K is None else _count(K, "K (K)", 2)
+    M = _count(M, "M (M)", 1)
+    tau = mu / (2 * K) if tau is None else _number(tau, "tau")
+    if not 0.0 < tau < mu / K:
+        raise ValueError(f"rarest (the rarest good mode's mass) must be in (0, mu/K) = "
+                         f"(0, {mu / K:.6g}) (below the average good mode; use a "
+                         f"smaller K for a larger one); got {tau!r}")
     schedule = _schedule_of(method, schedule, gain)
     delta_fn = _number(delta_fn, "delta_fn")
     delta_fp = _number(delta_fp, "delta_fp")
     if not (0.0 <= delta_fn < 1.0 and 0.0 <= delta_fp < 1.0 and delta_fn + delta_fp < 1.0):
         raise ValueError(f"delta_fn, delta_fp must be rates in [0, 1) with delta_fn + delta_fp "
                          f"< 1; got delta_fn={delta_fn!r}, delta_fp={delta_fp!r}")
-    verifier = Verifier(jnp.asarray(delta_fn, float), jnp.asarray(delta_fp, float))
+    verifier = Verifier(jnp.asarray(delta_fn, dt), jnp.asarray(delta_fp, dt))
     for name, v in (("min_signal", min_signal), ("max_tail_miss", max_tail_miss)):
         if not 0.0 <= _number(v, name) <= 1.0:
             raise ValueError(f"{name} must be a probability in [0, 1]; got {v!r}")
@@ -385,18 +405,18 @@ def plan(pass_rate, *, rarest=None, num_good_modes: int | None = None, method: s
         if outside:
             raise ValueError(f"drift_group_sizes {outside} are not in group_sizes {list(sizes)}")
 
-    # ---- the representative state and the sampling columns (F-GRPO Lemma 3.1)
-    p, y, z = _representative(pass_rate, rarest, K, M)
-    mu = (1.0 - delta_fn) * pass_rate + delta_fp * p  # a rollout scored correct
-    tau = (1.0 - delta_fn) * rarest  # the rarest mode, scored correct
+    # ---- the representative state and the sampling columns (FG Lemma 3.1)
+    p, y, z = _representative(mu, tau, K, M)
+    mu_scored = (1.0 - delta_fn) * mu + delta_fp * p  # a rollout scored correct
+    tau_scored = (1.0 - delta_fn) * tau  # the rarest mode, scored correct
     G = np.asarray(sizes, float)
-    signal = np.asarray(activity(mu, G), float)
-    miss = np.asarray(tail_miss(mu, tau, G), float)
-    q = (1.0 - delta_fn) * pass_rate * y
+    signal = np.asarray(activity(mu_scored, G), float)
+    miss = np.asarray(tail_miss(mu_scored, tau_scored, G), float)
+    q = (1.0 - delta_fn) * mu * y
     seen = np.sum(-np.expm1(G[:, None] * np.log1p(-q[None, :])), -1)
 
     # ---- the drift: one compiled program per size, plus the G → ∞ references
-    state = State(jnp.asarray(p), jnp.asarray(y), jnp.asarray(z))
+    state = State(jnp.asarray(p, dt), jnp.asarray(y, dt), jnp.asarray(z, dt))
     t = float(schedule.ramp_steps) if schedule is not None else 0.0  # after any warm-up
     extra = {"params": params} if params else {}
     notes: list[str] = []
@@ -404,14 +424,11 @@ def plan(pass_rate, *, rarest=None, num_good_modes: int | None = None, method: s
     def drifts(sizes_now, references=()):
         jobs = list(references)
         for g in sizes_now:
-            dyn = meanfield_system(method, schedule, group_size=g, verifier=verifier,
-                                   num_groups=num_groups, max_size=_MAX_SIZE, **extra)
-            try:
-                dyn.resolve_path(K, M)
-            except ValueError:
-                notes.append(f"G = {g}: no exact path of the finite-group field fits in "
-                             f"{_MAX_SIZE:,} table entries at K = {K}, M = {M}; drift not "
-                             "computed")
+            dyn = _finite_system(method, schedule, g, verifier, num_groups, extra, K, M)
+            if dyn is None:
+                notes.append(f"G = {g}: no exact path of the finite-group field fits at K = {K}, "
+                             f"M = {M} (the rule's own reduction up to {_MAX_RULE_SIZE:,} "
+                             f"entries, the other paths up to {_MAX_SIZE:,}); drift not computed")
                 continue
             jobs.append((g, dyn, t, state))
         return _run_programs(jobs, fast_compile=fast_compile, workers=workers)
@@ -424,21 +441,23 @@ def plan(pass_rate, *, rarest=None, num_good_modes: int | None = None, method: s
     scale = abs(values.pop("scale"))
     limit = values.pop("limit", None)
     sampled_ok = (signal >= min_signal) & (miss <= max_tail_miss)
+    tried = set(drift_sizes)
     if avoid_collision and refine:
-        # bisect the grid between the last size that collides and the next that does not
-        # (the regime is taken to change once between two computed sizes)
+        # bisect the sizes that meet the sampling targets, below the first one known not to
+        # collide, taking the regime to change once, from collision to not (a size below one
+        # that collides collides too)
+        candidates = [g for g, ok in zip(sizes, sampled_ok, strict=True) if ok]
         while True:
-            done = sorted(values)
-            good = [g for g in done if _regime(values[g], scale, cancel_tol) != "collision"]
-            lo = [g for g in done if g < (good[0] if good else math.inf)
-                  and _regime(values[g], scale, cancel_tol) == "collision"]
-            if not good or not lo:
+            collides = [g for g in values if _regime(values[g], scale, cancel_tol) == "collision"]
+            first_good = min((g for g in candidates if g in values and g not in collides),
+                             default=math.inf)
+            pending = [g for g in candidates if g not in tried and g < first_good
+                       and not any(h >= g for h in collides)]
+            if not pending:
                 break
-            between = [g for g, ok in zip(sizes, sampled_ok, strict=True)
-                       if lo[-1] < g < good[0] and ok and g not in values]
-            if not between:
-                break
-            values.update(drifts([between[len(between) // 2]]))
+            g = pending[len(pending) // 2]
+            tried.add(g)
+            values.update(drifts([g]))
     drift = np.array([values.get(g, math.nan) for g in sizes])
     regime = tuple(_regime(d, scale, cancel_tol) if math.isfinite(d) else None for d in drift)
 
@@ -459,7 +478,7 @@ def plan(pass_rate, *, rarest=None, num_good_modes: int | None = None, method: s
             reasons.append("no single G meets every target at once")
     ref = recommended or sizes[0]
     inputs = {
-        "pass_rate": pass_rate, "rarest": rarest, "num_good_modes": K, "num_bad_modes": M,
+        "mu": mu, "tau": tau, "K": K, "M": M,
         "method": method, "schedule": None if schedule is None else schedule.to_dict(),
         "delta_fn": delta_fn, "delta_fp": delta_fp, "params": dict(params or {}),
         "num_groups": num_groups, "group_sizes": list(sizes),
