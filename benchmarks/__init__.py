@@ -36,6 +36,13 @@ The CPU goals of issue 28 alone (the float32 step against the bound, the float64
   persistent compilation cache that starts empty: the first and the second run's compile times
   and program counts side by side (the second should compile nothing; what it compiles again is
   named).
+- ``finite-group`` (:mod:`benchmarks.finite_group`): the finite-group theory of issue 36: one
+  exact field evaluation at K + M = 8, G = 16 (≤ 1 ms for the reduced rules, ≤ 20 ms for G²RPO
+  with its neutralizer) against the enumeration, Monte Carlo and the bandit's own step; and the
+  32 × 8 (λ0, G) regime map from the theory in ≤ 1/10 of the bandit grid's time, with the
+  agreement of the signs of ΔL_y. ``finite-group-plan``: ``simplexlab plan`` in fresh
+  processes (cold start, compile cache off; then an empty persistent cache filled and read)
+  against the CLI's start-up floor.
 
 Each measurement runs in a worker process of its own (``python -m benchmarks --worker
 MODULE.FUNCTION``), with the JAX configuration it needs set before JAX is imported: the sweep
@@ -61,12 +68,14 @@ from . import (
     categorical64,
     compile_cache,
     ensemble,
+    finite_group,
     meanfield,
     modes,
 )
 
 #: benchmarks by ``--only`` name, in the order they run
 BENCHMARKS = {m.NAME: m for m in (categorical, categorical64, meanfield, ensemble, bandit,
-                                    bridge, modes, compile_cache)}
+                                    bridge, modes, compile_cache, finite_group,
+                                    finite_group.PLAN)}
 
 __all__ = ["BENCHMARKS"]

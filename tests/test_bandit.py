@@ -279,7 +279,7 @@ def test_bad_traced_params_fail_under_jit():
 
 
 def test_meanfield_only_for_methods_that_have_one():
-    with pytest.raises(ValueError, match="no mean-field system for method 'rloo'"):
+    with pytest.raises(ValueError, match="no G → ∞ mean-field system for method 'rloo'"):
         Bandit(method="rloo").meanfield()
     with pytest.raises(ValueError, match="SGD on the mean-reduced log-likelihood"):
         Bandit(optimizer="adam").meanfield()

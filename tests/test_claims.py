@@ -24,7 +24,7 @@ from simplexlab.lab._claims import (
     write_report,
 )
 
-PAPERS = {"TS", "SC", "FG", "G2", "LLM"}
+PAPERS = {"TS", "SC", "FG", "G2", "LLM", "SL"}
 
 
 @pytest.fixture(scope="module")

@@ -52,7 +52,8 @@ __all__ = ["Claim", "ClaimContext", "Verdict", "boundary_text", "claim", "claims
 SCHEMA = ("name", "paper", "source", "sentence", "experiment", "holds_at_paper", "effect", "ci",
           "robustness_fraction", "boundary", "paper_setting", "grid")
 PAPERS = {"TS": "two-stage RLVR (TS)", "SC": "sharpening collapse (SC)", "FG": "F-GRPO (FG)",
-          "G2": "G²RPO (G2)", "LLM": "G²RPO §5 at LLM scale (embedded task)"}
+          "G2": "G²RPO (G2)", "LLM": "G²RPO §5 at LLM scale (embedded task)",
+          "SL": "simplexlab's own predictions (the finite-group theory against the bandit)"}
 STATUSES = ("yes", "partly", "no")
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 LEVEL = 0.95  #: confidence level of every interval

@@ -344,8 +344,8 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
 
     ``mu``: the policy's success probability ``1 − p`` on the prompts, in (0, 1);
     ``tau``: the policy mass of the rarest good mode worth keeping, in ``(0, mu/K)``
-    (default ``mu/(2K)``); ``K`` ``K`` (default 4, at least 2);
-    ``M`` ``M``; ``method``: a name of :data:`simplexlab.shaping.METHODS`;
+    (default ``mu/(2K)``); ``K``: the number of good modes (default 4, at least 2);
+    ``M``: the number of bad modes; ``method``: a name of :data:`simplexlab.shaping.METHODS`;
     ``gain`` (λ or λ0; G²RPO only) replaces the ``schedule``'s (:class:`GainSchedule`, default
     schedule B with the neutralizer); ``delta_fn``, ``delta_fp``: the verifier's error rates;
     ``params``: the method's own parameters; ``num_groups``: groups per batch (REINFORCE++).
@@ -366,8 +366,8 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
     mu = _number(mu, "mu")
     if not 0.0 < mu < 1.0:
         raise ValueError(f"mu must be in the open interval (0, 1); got {mu!r}")
-    K = 4 if K is None else _count(K, "K (K)", 2)
-    M = _count(M, "M (M)", 1)
+    K = 4 if K is None else _count(K, "K (number of good modes)", 2)
+    M = _count(M, "M (number of bad modes)", 1)
     tau = mu / (2 * K) if tau is None else _number(tau, "tau")
     if not 0.0 < tau < mu / K:
         raise ValueError(f"rarest (the rarest good mode's mass) must be in (0, mu/K) = "
