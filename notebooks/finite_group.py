@@ -57,7 +57,7 @@ for path in ("counts", "clusters", "enumerate", "montecarlo"):
 
 # %%
 s0 = sl.make_state(0.6, np.array([0.5, 0.3, 0.2]), np.array([0.7, 0.3]))
-Gs = [2, 8, 32, 128] if QUICK else [2, 4, 8, 16, 32, 64, 128, 256]
+Gs = [2, 8, 32] if QUICK else [2, 4, 8, 16, 32, 64, 128, 256]
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
 for method, sch in (("grpo", None), ("g2rpo", GainSchedule(kind="B", gain=1.5))):
     lim = meanfield_system(method, sch).vector_field(0.0, s0)
@@ -80,7 +80,7 @@ plt.show()
 
 # %%
 state = sl.make_state(0.7, np.array([0.4, 0.25, 0.15, 0.1, 0.06, 0.04]), np.array([0.6, 0.4]))
-gains = np.linspace(0.5, 4.0, 15)
+gains = np.linspace(0.5, 4.0, 8 if QUICK else 15)
 for G in (8, 16, 64):
     drift = []
     for g in gains:
