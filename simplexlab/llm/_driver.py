@@ -332,7 +332,8 @@ def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None
     history: list[dict[str, Any]] = []
     start = 0
     if resume and out is not None and _checkpoint_path(out, name).exists():
-        ck = torch.load(_checkpoint_path(out, name), weights_only=False)
+        # weights_only: tensors, containers and numbers only, never a pickled object
+        ck = torch.load(_checkpoint_path(out, name), weights_only=True)
         saved = {_RENAMED.get(k, k): v for k, v in ck["config"].items()}  # older checkpoints
         if saved != cfg.to_dict():
             raise ValueError(f"cannot resume {name!r}: the checkpoint was made with another "
