@@ -17,7 +17,7 @@ Benchmarks (``--only`` names):
   ``solve_ensemble`` against scipy per trajectory (≥ 200×), and 10^5 through ``solve_ensemble``
   in blocks (≥ 500×).
 
-The CPU goals of issue 28 alone (the float32 step against the bound, the float64 sweep against
+The CPU goals alone (the float32 step against the bound, the float64 sweep against
 60 s, the ensembles against scipy), with their baselines and the load average, in one run:
 ``python -m benchmarks --only categorical,categorical-f64,ensemble``.
 - ``bandit`` (:mod:`benchmarks.bandit`): a 32 × 8 (λ0, G) grid × 64 seeds × 2,000 steps of the
@@ -28,7 +28,7 @@ The CPU goals of issue 28 alone (the float32 step against the bound, the float64
 - ``modes`` (:mod:`benchmarks.modes`): mode discovery for free text, all-MiniLM-L6-v2 embeddings
   + DBSCAN of 256 prompts × 16 completions in ≤ 30 s, against embedding one text at a time and
   sentence-transformers' ``encode`` (needs the modes extra). How well the clustering methods
-  find solution methods is compared apart, on the labelled benchmark of issue 25: ``python -m
+  find solution methods is compared apart, on the labelled benchmark: ``python -m
   benchmarks.modes_compare`` (:mod:`benchmarks.modes_compare`, data from
   :mod:`benchmarks.modes_data`).
 - ``compile-cache`` (:mod:`benchmarks.compile_cache`): ``simplexlab reproduce focal-weight
@@ -36,7 +36,7 @@ The CPU goals of issue 28 alone (the float32 step against the bound, the float64
   persistent compilation cache that starts empty: the first and the second run's compile times
   and program counts side by side (the second should compile nothing; what it compiles again is
   named).
-- ``finite-group`` (:mod:`benchmarks.finite_group`): the finite-group theory of issue 36: one
+- ``finite-group`` (:mod:`benchmarks.finite_group`): the finite-group theory: one
   exact field evaluation at K + M = 8, G = 16 (≤ 1 ms for the reduced rules, ≤ 20 ms for G²RPO
   with its neutralizer) against the enumeration, Monte Carlo and the bandit's own step; and the
   32 × 8 (λ0, G) regime map from the theory in ≤ 1/10 of the bandit grid's time, with the

@@ -1,4 +1,4 @@
-"""Goal (issue 14): a 32 × 8 (λ0, G) grid × 64 seeds × 2,000 steps of the finite-group bandit,
+"""Goal: a 32 × 8 (λ0, G) grid × 64 seeds × 2,000 steps of the finite-group bandit,
 K + M = 8 and G ≤ 64, in ≤ 60 s on the 2-core CPU, with its ratio to a straightforward
 per-configuration loop.
 

@@ -1,4 +1,4 @@
-"""Goal (issue 15): the G²RPO bonus + advantages of 256 prompts × 16 rollouts, called from torch
+"""Goal: the G²RPO bonus + advantages of 256 prompts × 16 rollouts, called from torch
 through the bridge (``simplexlab.llm.advantages``), in ≤ 2 ms per call on the CPU; and its ratio
 to the rollout step it serves.
 

@@ -1,4 +1,4 @@
-"""The float64 goal of issues 6 and 28: the F-GRPO Fig. 4 sweep of :mod:`benchmarks.categorical`
+"""The float64 goal: the F-GRPO Fig. 4 sweep of :mod:`benchmarks.categorical`
 in the figure's own dtype (``experiments/categorical_regimes.py`` runs float64) in ≤ 60 s after
 compilation on the 2-core CPU, and its step against the memory-traffic bound.
 
@@ -35,7 +35,7 @@ def rows(results: dict, opts: dict) -> list[Row]:
     eng = results.get("engine")
     goal = (f"Fig. 4 sweep, {len(sh['ns'])} N × 2 γ × {categorical.SEEDS} seeds × "
             f"{sh['steps']} steps, {DTYPE} (the figure's dtype), ≤ {GOAL_S:.0f} s after "
-            f"compilation (issues 6, 28)")
+            "compilation")
     if opts["quick"]:
         goal += (f" (--quick: A = {sh['num_actions']:,}, N ≤ {max(sh['ns'])}, "
                  f"T = {sh['steps']})")

@@ -1,4 +1,4 @@
-"""Compile once (issue 28): ``simplexlab reproduce --quick`` of a few experiments
+"""Compile once: ``simplexlab reproduce --quick`` of a few experiments
 (:data:`EXPERIMENTS`: their claims, then the experiments; the whole set takes minutes per run on
 2 cores) run twice,
 each time in a fresh process, sharing one persistent compilation cache that starts empty.

@@ -1,5 +1,5 @@
-"""Goal 3 (issue 2): a batch of (p, y, z) trajectories per trajectory ≥ 200× faster than scipy
-``solve_ivp`` looped per trajectory (the former ``bench_meanfield.py``); issue 28: then ≥ 500× for
+"""Goal 3: a batch of (p, y, z) trajectories per trajectory ≥ 200× faster than scipy
+``solve_ivp`` looped per trajectory (the former ``bench_meanfield.py``); then ≥ 500× for
 10^5 trajectories through ``solve_ensemble`` in shared-step blocks of 512 (``block=``; same law
 of initial states, same tolerances), with Tsit5 and with ``solver="dopri8"``.
 
@@ -15,7 +15,7 @@ order-8 Dormand–Prince pair, takes about a third of Tsit5's steps at these tol
 Measured 2026-11-25 14:54 UTC on an idle 2-core machine (load average 0.9 -> 1.4; after the
 error norm became row-wise maxima, f11c58d): solve_ensemble 12.7 µs per trajectory (2,048,
 Tsit5), 8.9 µs with dopri8; 10^5 in blocks of 512: 7.3 µs (Tsit5; 8.2 µs before), 5.0 µs
-(dopri8); scipy 3.95 ms, so 312×, 445×, 540×, 784× (BENCHMARKS.md, issue 28's CPU goals).
+(dopri8); scipy 3.95 ms, so 312×, 445×, 540×, 784× (BENCHMARKS.md, the CPU goals).
 """
 
 from __future__ import annotations

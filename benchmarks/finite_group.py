@@ -1,4 +1,4 @@
-"""Goals (issue 36): the finite-group theory (:class:`simplexlab.meanfield.FiniteGroup`, the exact
+"""Goals: the finite-group theory (:class:`simplexlab.meanfield.FiniteGroup`, the exact
 expected SGD step at group size G) must be cheap enough to replace the bandit it describes.
 
 1. **One exact field evaluation** at K + M = 8 (K = 6, M = 2, the lab's collision setting, and

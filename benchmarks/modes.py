@@ -1,4 +1,4 @@
-"""Goal (issue 16): mode discovery for free text -- all-MiniLM-L6-v2 embeddings + DBSCAN per
+"""Goal: mode discovery for free text -- all-MiniLM-L6-v2 embeddings + DBSCAN per
 prompt (``simplexlab.llm._modes``, G² §5) -- for one training step's rollouts, 256 prompts × 16
 short completions, in ≤ 30 s on the 2-core CPU.
 

@@ -1,4 +1,4 @@
-"""Mode discovery methods side by side on the labelled benchmark (issue 25).
+"""Mode discovery methods side by side on the labelled benchmark.
 
     python -m benchmarks.modes_compare [--quick] [--json PATH] [--no-timing] [--cache DIR]
                                        [--only TEXT]

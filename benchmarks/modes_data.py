@@ -1,4 +1,4 @@
-"""The labelled benchmark of reasoning completions for mode discovery (issue 25).
+"""The labelled benchmark of reasoning completions for mode discovery.
 
     python -m benchmarks.modes_data            # rewrite tests/data/modes_benchmark.jsonl
 

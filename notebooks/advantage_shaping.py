@@ -7,7 +7,7 @@
 # %% [markdown]
 # # Advantage shaping: baselines, G²RPO on one group, pass@k
 #
-# A short tour of `simplexlab.shaping` and `simplexlab.metrics` (SPEC C6).
+# A short tour of `simplexlab.shaping` and `simplexlab.metrics`.
 
 # %%
 import os

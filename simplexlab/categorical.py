@@ -1,4 +1,4 @@
-"""Categorical softmax policy simulator (SPEC C4; F-GRPO §5.1, Fig. 4, App. J).
+"""Categorical softmax policy simulator (F-GRPO §5.1, Fig. 4, App. J).
 
 A pure ``(init, step)`` pair over a :class:`SimState` pytree, :func:`run` with ``lax.scan`` and
 strided :class:`Metrics` (``Q_pos``, ``M_ret`` of F-GRPO eq. 26, entropy, anchor mass, correct

@@ -1,4 +1,4 @@
-"""Bonus-to-drift geometry and fixed points (G²RPO App. A.2–A.3, B, D.1; SPEC C2).
+"""Bonus-to-drift geometry and fixed points (G²RPO App. A.2–A.3, B, D.1).
 
 Generic machinery: :func:`softmax_jacobian`, :func:`logit_drift`, :func:`probability_drift`
 (eq. 31), :func:`push_forward` (eq. 15), :func:`grpo_drift`. Closed forms:

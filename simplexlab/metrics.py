@@ -1,4 +1,4 @@
-"""Diversity and exploration metrics (SPEC C6): pass@k (FG eq. 25), Avg K, L_y, K_eff,
+"""Diversity and exploration metrics: pass@k (FG eq. 25), Avg K, L_y, K_eff,
 (normalized) entropy, sequence/token-level entropy (G² App. G.2), answer-level entropy
 (TS App. C.6), distinct-n and Self-BLEU (PG Table 5)."""
 

@@ -1,4 +1,4 @@
-"""Sampling theory of group-relative RLVR (SPEC C3).
+"""Sampling theory of group-relative RLVR.
 
 F-GRPO §3 and App. A–E: activity and tail-miss probabilities (Lemma 3.1) in log space, the
 maximising group size N*, Lemma B.1 / Cor. B.2 conditional sampled masses, the one-step logit

@@ -773,7 +773,8 @@ def test_run_time_errors_reach_the_caller_on_an_asynchronous_backend():
     """A program on two CPU devices is dispatched asynchronously, as every program is on a GPU
     (on one CPU device a program with an ``eqx.error_if`` runs at once, and
     ``jax_cpu_enable_async_dispatch`` does not change that): there the bad input of each public
-    function behind the GPU failures of issue 28 is not refused by the call that dispatched it (what
+    function behind the GPU failures seen on a lent accelerator is not refused by the call that
+    dispatched it (what
     ``pytest.raises`` around a bare ``jax.jit`` call saw on the H100) but where the result is waited
     for, with the function's message; under ``eqx.filter_jit`` (which waits for its error marker)
     at the call. The tests of bad input under ``jit`` therefore wait for the result."""

@@ -1,4 +1,4 @@
-"""The finite-group (K+M)-mode bandit (SPEC C7) against the mean-field ODEs it should follow.
+"""The finite-group (K+M)-mode bandit against the mean-field ODEs it should follow.
 
 Every expectation here is independent of the simulator: the mean-field systems of
 :mod:`simplexlab.meanfield` (G²RPO eq. 22, 48, 56), the winner-take-all / anti-collision

@@ -1,4 +1,4 @@
-"""The torch ↔ JAX bridge (simplexlab.llm, issue 15): zero-copy round trips, the dtype / device /
+"""The torch ↔ JAX bridge (simplexlab.llm): zero-copy round trips, the dtype / device /
 layout rules, and the bridge's advantages and group statistics against the one JAX
 implementation (simplexlab.shaping) on the same inputs."""
 

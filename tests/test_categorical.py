@@ -1,4 +1,4 @@
-"""Categorical policy simulator (SPEC C4; F-GRPO §5.1, App. J; TS Lemma 1).
+"""Categorical policy simulator (F-GRPO §5.1, App. J; TS Lemma 1).
 
 References are independent of the code under test: ``jax.grad`` of the explicit per-sample
 surrogate over a list of sampled actions (advantages from the shaping function on the unsorted

@@ -1,4 +1,4 @@
-"""Files (issue 27): an output name is a file name, never a path; output folders are created and
+"""Files: an output name is a file name, never a path; output folders are created and
 checked writable before any compute; a corrupt or foreign chunk is reported, moved aside and
 recomputed; a damaged schedule file is refused; every file is written with the user's normal
 permissions (the umask), all alike; bad sizes and a folder given as a config get clear errors."""

@@ -66,7 +66,7 @@ def test_enumeration_equals_brute_force_over_ordered_groups(method, verifier):
 
 
 def _grpo_reduction_numpy(probs, K, G, verifier, eps=1e-6):
-    """SPEC-free restatement of the O(G) reduction for the GRPO z-score, in NumPy: with
+    """An independent restatement of the O(G) reduction for the GRPO z-score, in NumPy: with
     S' ~ Bin(G − 1, q), ā_r = E[A(r, r + S')], A(r, S) = (r − S/G)/(sqrt(S/G (1 − S/G)) + ε)."""
     from math import comb
     C = len(probs)

@@ -1,4 +1,4 @@
-"""Fuzz the numerics' public entry points with bad values (issue 27): never a NaN, never an
+"""Fuzz the numerics' public entry points with bad values: never a NaN, never an
 obscure error.
 
 Hypothesis draws a bad value (NaN, ±inf, out-of-range numbers, strings, ``None``, bools, lists

@@ -1,4 +1,4 @@
-"""Generic bonus-to-drift machinery vs the closed forms of G²RPO App. A.2, B, C, D (SPEC C2).
+"""Generic bonus-to-drift machinery vs the closed forms of G²RPO App. A.2, B, C, D.
 
 The reference is the generic drift ``η J(P)² (A + B)`` (eq. 31) pushed to (p, y, z) by eq. (15);
 every closed form must equal it to ≤ 1e-12 (scaled by the size of the advantage/bonus) in x64.

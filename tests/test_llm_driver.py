@@ -1,4 +1,4 @@
-"""The GRPO driver for causal LMs (issue 15): the embedded task's verifier and exact mode masses,
+"""The GRPO driver for causal LMs: the embedded task's verifier and exact mode masses,
 the loss against a hand computation, advantages equal to the lab's, loading a saved model by
 path, checkpoint/resume, the mean-field time-scale fit, bad input. Tiny shapes only."""
 

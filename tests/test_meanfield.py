@@ -228,7 +228,7 @@ def _generic_drift(P, A, eta):
        eta=st.floats(0.1, 2.0))
 def test_fields_equal_generic_jacobian_squared_drift(y, z, p, lam, noise, eta):
     """(22), (48), (56) equal η J(P)² (A + B) pushed to (p, y, z), with a_g = Jp/σ,
-    a_b = −J(1−p)/σ (App. A.2) and B = (B*, B_b 1) — the generic cross-check of SPEC C2."""
+    a_b = −J(1−p)/σ (App. A.2) and B = (B*, B_b 1) — the generic J(P)²B cross-check."""
     K = len(y)
     ver = sl.Verifier(*noise)
     J = 1 - noise[0] - noise[1]

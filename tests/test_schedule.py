@@ -1,4 +1,4 @@
-"""Verified gain schedules (issue 15): GainSchedule, verify_schedule, save / load, the CLI.
+"""Verified gain schedules: GainSchedule, verify_schedule, save / load, the CLI.
 
 Expectations come from outside the code under test: the closed forms of G²RPO (eq. 55, 61, 62,
 67: :mod:`simplexlab.meanfield`), ODEs built here by hand (not through ``Bandit.meanfield``), and
@@ -400,7 +400,7 @@ def test_jit_reuse_keeps_reports_independent(report_b, report_half):
 
 
 def test_old_sim_names_still_work_with_a_deprecation_warning():
-    """The verification moved from ``simplexlab.sim`` to ``simplexlab.verify`` (issue 23); the old
+    """The verification moved from ``simplexlab.sim`` to ``simplexlab.verify``; the old
     names are the same objects, each with a DeprecationWarning naming the new home."""
     import simplexlab.sim as sim
     import simplexlab.verify as verify

@@ -1,4 +1,4 @@
-"""The sweep engine (SPEC C9): sharding over devices and processes, chunking under a memory
+"""The sweep engine: sharding over devices and processes, chunking under a memory
 budget, resumable chunk store keyed on everything that determines a chunk, bad input refused
 before any compute, and the Dataset it returns.
 

@@ -1,4 +1,4 @@
-"""The TRL adapter (issue 16): ``G2RPOTrainer`` trains a tiny model saved and reloaded by path on
+"""The TRL adapter: ``G2RPOTrainer`` trains a tiny model saved and reloaded by path on
 the CPU, its bonus equals the lab's for the same rewards and mode ids, and with the shaping
 switched off its advantages are what TRL's own ``GRPOTrainer`` computes for the same batch (a
 test against the installed TRL, not a copy of its formula)."""

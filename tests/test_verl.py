@@ -1,4 +1,4 @@
-"""The verl adapter (issue 16): the lab's advantages as a verl advantage estimator, looked up
+"""The verl adapter: the lab's advantages as a verl advantage estimator, looked up
 through verl's own registry, and Listing 1's rarity bonus behind verl's batch reward interface.
 
 The tests that need verl are skipped, with the reason, when ``import verl`` fails; the rest (the

@@ -1,5 +1,5 @@
 """Claims as code: every statement the lab reproduces from the papers, as a named, checked result
-with its robustness map (issue 24).
+with its robustness map.
 
 A claim (:class:`Claim`, registered with :func:`claim` from ``experiments/claims/*.py``, loaded
 like the experiments) states its source (paper, figure or equation, the paper's sentence), the

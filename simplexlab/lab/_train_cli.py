@@ -1,4 +1,4 @@
-"""``simplexlab train [CONFIG]``: the LLM driver from the command line (issue 15).
+"""``simplexlab train [CONFIG]``: the LLM driver from the command line.
 
 Without ``CONFIG`` it runs the registered experiment ``llm-train`` (the embedded tiny GPT-2 and
 arithmetic task, GRPO vs G²RPO, the mean-field prediction; ``--quick`` one seed, ``--full``

@@ -1,4 +1,4 @@
-"""The torch side of simplexlab (issue 15): a bridge and a small driver for LLM training loops.
+"""The torch side of simplexlab: a bridge and a small driver for LLM training loops.
 
 The bridge (:mod:`simplexlab.llm._bridge`):
 
@@ -17,7 +17,7 @@ The driver: a toy task (:class:`ArithmeticTask`), a tiny model (:func:`tiny_mode
 :func:`clipped_token_loss`) and the mean-field prediction it is compared with
 (:func:`predict`, :func:`fit_time_scale`, :func:`initial_states`).
 
-The adapters (issue 16): :class:`G2RPOTrainer` (TRL's ``GRPOTrainer`` with the lab's shaping;
+The adapters: :class:`G2RPOTrainer` (TRL's ``GRPOTrainer`` with the lab's shaping;
 built on first use, needs the ``trl`` extra), the verl advantage estimator
 (:func:`register_verl`, :class:`VerlEstimator`, :func:`verl_compute_advantage`) and the
 reward-side :func:`rarity_bonus` of G² Listing 1 (:func:`with_rarity_bonus`; verl is imported only

@@ -1,4 +1,4 @@
-r"""The torch ↔ JAX bridge (issue 15): zero-copy DLPack exchange, and the package's advantage rules
+r"""The torch ↔ JAX bridge: zero-copy DLPack exchange, and the package's advantage rules
 called from a torch training loop.
 
 :func:`to_jax` and :func:`to_torch` exchange buffers through DLPack (``jax.dlpack.from_dlpack``,

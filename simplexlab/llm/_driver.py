@@ -1,4 +1,4 @@
-r"""A small GRPO driver for ``transformers`` causal LMs (SPEC C8; G² §5, App. G).
+r"""A small GRPO driver for ``transformers`` causal LMs (G² §5, App. G).
 
 One training step (:func:`train`):
 

@@ -1,6 +1,6 @@
-r"""Mode discovery for free text (issues 16, 25): sentence embeddings clustered per prompt, as
+r"""Mode discovery for free text: sentence embeddings clustered per prompt, as
 G²RPO does it -- by default with group-centred agglomerative clustering, chosen on a labelled
-benchmark of solution methods (issue 25); DBSCAN, the paper's algorithm, stays selectable.
+benchmark of solution methods; DBSCAN, the paper's algorithm, stays selectable.
 
 G² §5 ("Mode discovery") and App. G.1 ("Clustering pipeline"): each prompt's rollouts are embedded
 with ``sentence-transformers/all-MiniLM-L6-v2`` and clustered with DBSCAN (scikit-learn); each
@@ -26,7 +26,7 @@ incorrect ones.
   :func:`~simplexlab.metrics.num_modes`, :func:`~simplexlab.metrics.concentration`), ready for
   the other metrics of :mod:`simplexlab.metrics` (``entropy``, ``effective_num_modes``, ...).
 
-**The default (issue 25).** Chosen on a labelled benchmark (``tests/data/modes_benchmark.jsonl``,
+**The default.** Chosen on a labelled benchmark (``tests/data/modes_benchmark.jsonl``,
 written by ``benchmarks/modes_data.py``: 44 problems of six kinds -- arithmetic, algebra,
 counting, geometry, word problems, short code -- with 3–5 solution methods each, every method in
 several phrasings, short texts of 5–35 words and chains of thought of 38–89 words that restate
@@ -93,7 +93,7 @@ short texts is not met (0.69); the one for long texts (≥ 0.7) is (0.88). The d
 makes a completion's vector depend on the rest of its group (a completion alone, or a group of
 identical ones, gets the model's plain mean).
 
-**DBSCAN's settings** (``method="dbscan"``, the default until issue 25). The paper names the
+**DBSCAN's settings** (``method="dbscan"``, the earlier default). The paper names the
 algorithm and the library only: §5, App. G.1 and Listing 1 (``labels = dbscan([E[i] for i in
 C])``) give no ``eps``, ``min_samples`` or metric, and say nothing about DBSCAN's noise label.
 The defaults here are therefore choices, each with its reason:
@@ -174,9 +174,9 @@ NUM_LAYERS = 6
 #: ``LONG_WORDS`` words are embedded with the first ``LONG_LAYERS`` layers
 LONG_WORDS, LONG_LAYERS = 40, 5
 #: how :func:`embed` pools the word-piece vectors: the model's mean, or weighted by how
-#: distinctive each word piece is among the texts of its group (issue 25)
+#: distinctive each word piece is among the texts of its group
 POOLINGS = ("mean", "distinct")
-#: agglomerative defaults (issue 25, chosen on the development problems of the benchmark)
+#: agglomerative defaults (chosen on the development problems of the benchmark)
 THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS, POOLING = 0.95, "average", 0.05, False, "distinct"
 LAYERS = "auto"
 #: the distances of :func:`discover_modes`' agglomerative clustering (the first is the default):
@@ -299,7 +299,7 @@ def _pos_int(v, name: str, lower: int = 1, upper: int | None = None) -> int:
 
 def distinct_weights(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable],
                      special: Sequence[int] = ()) -> list[np.ndarray]:
-    """Distinctiveness weights of word pieces (issue 25; ``embed(..., pooling="distinct")``).
+    """Distinctiveness weights of word pieces (``embed(..., pooling="distinct")``).
 
     ``token_ids[i]``: the word-piece ids of text ``i``; ``groups[i]``: its group. The weight of
     a word piece ``t`` of text ``i`` in group ``g`` of ``n_g`` texts is ``1 − df_g(t) / n_g``,
@@ -336,7 +336,7 @@ def _check_pooling(pooling, layers):
 
 
 def auto_layers(texts: Sequence[str], groups: Sequence[Hashable] | None = None) -> list[int]:
-    """The layer count ``layers="auto"`` uses for each text (issue 25): ``LONG_LAYERS`` (5) for
+    """The layer count ``layers="auto"`` uses for each text: ``LONG_LAYERS`` (5) for
     every text of a group whose median length is at least ``LONG_WORDS`` (40) words (the
     issue's "long" completions), ``NUM_LAYERS`` (6, the whole model) otherwise; ``groups``
     ``None``: all texts one group. Chosen on the development problems of the labelled benchmark
@@ -365,7 +365,7 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
     activations stay in cache; 128 is ~15 % slower), a GPU wants more.
 
     ``pooling="mean"`` (default): the model's own mean over the word pieces, i.e. the
-    sentence-transformers embedding. ``pooling="distinct"`` (issue 25; the default of
+    sentence-transformers embedding. ``pooling="distinct"`` (the default of
     :func:`discover_modes`): each word piece's vector is weighted by how rare the word piece is
     among the texts of the same group, ``1 − df/n`` (:func:`distinct_weights`; [CLS] and [SEP]
     get 0), so what every completion of a prompt says -- the restated problem, its numbers, the
@@ -376,15 +376,15 @@ def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
 
     ``quantize=True`` (CPU only; default ``False``): the six feed-forward blocks (two thirds of
     the encoder's FLOPs) run as dynamic int8 matrix products (``torch.ao.quantization.
-    quantize_dynamic``, per-channel weights). On the labelled benchmark (issue 25,
-    ``python -m benchmarks.modes_compare``) it embeds 256 × 16 completions ~1.4× faster on the
+    quantize_dynamic``, per-channel weights). On the labelled benchmark
+    (``python -m benchmarks.modes_compare``) it embeds 256 × 16 completions ~1.4× faster on the
     2-core CPU, the vectors stay within cosine 0.93 of the float ones (0.98 on average), and the
     held-out ARI of the (mean-pooled) default clustering is unchanged (0.64 / 0.79 short / long)
     but the development ARI on long texts drops (0.76 → 0.71); so it is not the default.
 
     ``layers`` (1–6, default 6): pool the output of the ``layers``-th transformer layer and run
     only the first ``layers`` (a ~``6/layers``× cheaper embedding); anything but 6 is not the
-    model's embedding. On the labelled benchmark (issue 25) ``layers=5`` with distinct pooling
+    model's embedding. On the labelled benchmark ``layers=5`` with distinct pooling
     and the default clustering scores 0.59 / 0.82 development ARI on short / long texts against
     0.69 / 0.80 with all six; the lower layers separate methods less well (BENCHMARKS.md).
     ``layers="auto"`` (the default of :func:`discover_modes`): 5 for the texts of a group whose
@@ -636,7 +636,7 @@ def _check_method(method, threshold, linkage, center, merge, mask_numbers, quant
 
 
 def token_f1(toks: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Pairwise token-matching similarity of a group's texts (issue 25; ``distance="tokens"``
+    """Pairwise token-matching similarity of a group's texts (``distance="tokens"``
     of :func:`discover_modes`): a BERTScore F1 (Zhang et al. 2020, "BERTScore", eq. 1 with
     importance weights) over the distinctive word pieces.
 
@@ -745,7 +745,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     G²RPO rule reads them (a correct rollout's id among the good modes, an incorrect one's among
     the bad). Without it every completion of a group is clustered together.
 
-    ``method="agglomerative"`` (default; chosen on the labelled benchmark of issue 25, ``python
+    ``method="agglomerative"`` (default; chosen on the labelled benchmark, ``python
     -m benchmarks.modes_compare``, module docstring): ``mask_numbers`` (default ``False``; it
     did not help there) replaces every number by ``N`` before embedding (``12.5`` → ``N``: the
     final answer and the problem's numbers do not separate or join methods); ``pooling``
@@ -756,7 +756,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     completion has at least 40 words, all 6 below, :func:`auto_layers`; or 1–6): :func:`embed`
     runs only the first ``layers``; ``center``
     subtracts each group's (class's) mean embedding -- the words every completion of the prompt
-    shares -- and renormalises; ``distance="tokens"`` (default, issue 25's fourth step) mixes
+    shares -- and renormalises; ``distance="tokens"`` (default) mixes
     that centred cosine distance (weight ``1 − token_weight``) with a token-matching distance
     (weight ``token_weight``, default 0.7): :func:`token_f1` of the completions' distinctive word
     pieces (the pooled layer's unit vectors of the pieces with weight ``1 − df/n > 0``, those
@@ -771,7 +771,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     ``merge`` in ``[0, 2]``, ``token_weight`` in ``[0, 1]``, ``linkage`` ``"average"``,
     ``"complete"`` or ``"single"``.
 
-    ``method="dbscan"``: the previous default (issue 16), DBSCAN (scikit-learn) with ``eps``,
+    ``method="dbscan"``: the previous default, DBSCAN (scikit-learn) with ``eps``,
     ``min_samples`` and ``metric`` on the unit-norm embeddings of the raw texts (pass
     ``pooling="mean", layers=6`` for exactly the old behaviour; the defaults ``0.5``, ``2``,
     ``"euclidean"``: cosine similarity >= 0.875); ``noise``: what a point DBSCAN labels noise

@@ -1,4 +1,4 @@
-r"""The lab's shaping rules inside TRL's ``GRPOTrainer`` (SPEC C8; G² §5, App. G).
+r"""The lab's shaping rules inside TRL's ``GRPOTrainer`` (G² §5, App. G).
 
 TRL has no advantage hook (TRL issue #4525): ``GRPOTrainer._generate_and_score_completions``
 computes the group-normalized advantages inline. :class:`G2RPOTrainer` subclasses it and

@@ -1,4 +1,4 @@
-r"""The lab's advantage rules inside verl (issue 16; G² §5, Alg. 1, App. G Listing 1).
+r"""The lab's advantage rules inside verl (G² §5, Alg. 1, App. G Listing 1).
 
 Written against verl 0.9.1. Two pieces, each computed by the bridge
 (:func:`simplexlab.llm.advantages`: the one JAX implementation; no formula is copied here):

@@ -1,4 +1,4 @@
-"""Advantage baselines and shaping rules (SPEC C6).
+"""Advantage baselines and shaping rules.
 
 Group-relative baselines (raw, mean-shifted, GRPO, Dr.GRPO, RLOO, REINFORCE++), G²RPO
 (G² Alg. 1, Listing 1), F-GRPO (FG eq. 15–16), IAC (SC §3.1), GRPO-N (TS App. B.5),
@@ -7,7 +7,7 @@ Every rule by name on what a training loop sees (:func:`advantages`, :data:`METH
 rule needs, declared once), the one map from a rule to its mean-field system
 (:func:`meanfield_system`), and the G²RPO settings (:class:`GainSchedule`: constant / A / B,
 warm-up, safeguards; :class:`G2RPOConfig` is its value at one training step).
-Diversity and exploration metrics (SPEC C6; re-exported by :mod:`simplexlab.metrics`): pass@k,
+Diversity and exploration metrics (re-exported by :mod:`simplexlab.metrics`): pass@k,
 Avg K, L_y, K_eff, entropies, distinct-n, Self-BLEU. What the layers above need beyond this face
 is in :mod:`simplexlab.shaping.internal`.
 """

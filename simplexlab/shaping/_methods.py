@@ -1,4 +1,4 @@
-r"""Advantage rules by name, on what a training loop sees (SPEC C6–C8).
+r"""Advantage rules by name, on what a training loop sees.
 
 :func:`advantages` computes per-rollout advantages of a batch of groups from the verifier
 outcomes, the mode (cluster) id of every rollout and, for ProGRPO, the rollout's log-probability

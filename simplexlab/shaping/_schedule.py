@@ -1,4 +1,4 @@
-r"""The G²RPO settings, declared once (SPEC C8; G² §4, App. D.4, D.6, Listing 1).
+r"""The G²RPO settings, declared once (G² §4, App. D.4, D.6, Listing 1).
 
 :class:`GainSchedule` is the one G²RPO settings object: what the lab verifies, what the bandit,
 the torch driver and the TRL / verl adapters hold as a field, and what a training loop uses: the

@@ -8,7 +8,7 @@
   (:class:`CategoricalConfig`, :class:`CategoricalPolicy`) and functional form
   (:func:`categorical_init`, :func:`categorical_step`, :func:`categorical_run`, ...) are
   re-exported under their short names by :mod:`simplexlab.categorical`.
-- :class:`Bandit`: the finite-group (K+M)-mode bandit of G²RPO (SPEC C7): noisy verifier, any
+- :class:`Bandit`: the finite-group (K+M)-mode bandit of G²RPO: noisy verifier, any
   advantage rule of :mod:`simplexlab.shaping` by name (:data:`METHODS`), optax optimizers; its
   ensemble mean follows the mean-field ODEs of :mod:`simplexlab.meanfield`.
 - :class:`Product`: the toy product "LLM" of G²RPO App. E (i.i.d. tokens, fixed policy): each

@@ -1,4 +1,4 @@
-r"""The finite-group (K+M)-mode bandit (SPEC C7; G²RPO §3, App. A.2, Algorithm 1).
+r"""The finite-group (K+M)-mode bandit (G²RPO §3, App. A.2, Algorithm 1).
 
 Each run holds ``num_prompts`` independent prompts; a prompt is a softmax policy ``π = softmax(θ)``
 over ``K`` good modes (indices ``0..K−1``) and ``M`` bad modes (``K..K+M−1``). One step, for every

@@ -1,4 +1,4 @@
-r"""Categorical softmax policy simulator (SPEC C4; F-GRPO §5.1, Fig. 4, App. J; BroRL setup).
+r"""Categorical softmax policy simulator (F-GRPO §5.1, Fig. 4, App. J; BroRL setup).
 
 A softmax policy over ``A`` actions, the first ``K`` of which are correct (reward ``R_c``), the
 rest incorrect (reward ``R_w``). Action 0 is the *anchor* (F-GRPO App. J: logits 5.0 for the
@@ -22,7 +22,7 @@ The padding costs ``O(max_group_size log A)`` per step, so the sweep engine buck
 (:mod:`simplexlab.sweep`). Results equal those of the unpadded group up to the rounding order of
 the masked group statistics (bit for bit for ±1 rewards and power-of-two ``N``; NOTES.md).
 
-**The options the paper leaves open** (SPEC C4 "Known ambiguity"): App. J says "gradient ascent on
+**The options the paper leaves open** : App. J says "gradient ascent on
 ``L = (1/N) Σ_j r̃_j p_j``" with ``η = 10⁻²`` but names neither the optimizer nor whether ``p_j`` is
 a probability or a likelihood; all four choices are exposed:
 
