@@ -41,6 +41,7 @@ from jax.scipy.special import gammaln, xlogy
 from .._checks import as_int, check_finite, trusted_inputs
 from ..theory import GroupRule, Verifier
 from ..theory.internal import (
+    binomial_pmf,
     compositions,
     counts_totals,
     poisson_pmf,
@@ -343,7 +344,7 @@ def _progrpo_totals(rule: MethodRule, q1, q0, probs, G, t, C):
     s = jnp.arange(G, dtype=dt)  # the other G − 1 rollouts' successes
     logc = gammaln(G + 0.0) - gammaln(s + 1.0) - gammaln(G - s)
     geo = jnp.exp(logc + xlogy(s, a1) + xlogy(G - 1.0 - s, a0))
-    pmf = jnp.exp(logc + xlogy(s, jnp.sum(q1)) + xlogy(G - 1.0 - s, jnp.sum(q0)))
+    pmf = binomial_pmf(G - 1, jnp.sum(q1))
     W = counts_totals(_ZScore(1e-6), q1, q0, probs, G, t, C)
     for r, q in ((1, q1), (0, q0)):
         mixed = ((r + s) > 0) & ((r + s) < G)
@@ -363,8 +364,7 @@ def _reinforce_pp_totals(rule: MethodRule, q1, q0, probs, G, eps=1e-8):
     s = np.arange(G + 1)
     v = s * (G - s)
     Lk = G * G // 4 + 1
-    pmf_S = jnp.exp(gammaln(G + 1.0) - gammaln(s + 1.0) - gammaln(G - s + 1.0)
-                    + xlogy(jnp.asarray(s, dt), Q) + xlogy(jnp.asarray(G - s, dt), 1.0 - Q))
+    pmf_S = binomial_pmf(G, Q)
     kernel = jnp.zeros((Lk,), dt).at[jnp.asarray(v)].add(pmf_S)  # law of S_b (G − S_b)
     L = (B - 1) * (Lk - 1) + 1
     dist = jnp.zeros((L,), dt).at[0].set(1.0)
@@ -372,8 +372,7 @@ def _reinforce_pp_totals(rule: MethodRule, q1, q0, probs, G, eps=1e-8):
         dist = jax.lax.fori_loop(0, B - 1, lambda i, d: jnp.convolve(d, kernel)[:L], dist)
     vo = jnp.arange(L, dtype=dt)
     sp = jnp.arange(G, dtype=dt)  # the other G − 1 rollouts of the own group
-    pmf = jnp.exp(gammaln(G + 0.0) - gammaln(sp + 1.0) - gammaln(G - sp)
-                  + xlogy(sp, Q) + xlogy(G - 1.0 - sp, 1.0 - Q))
+    pmf = binomial_pmf(G - 1, Q)
     W = jnp.zeros((2, probs.shape[-1]), dt)
     for r, q in ((1, q1), (0, q0)):
         S = r + sp  # (G,)

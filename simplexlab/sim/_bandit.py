@@ -334,8 +334,7 @@ class Bandit(AbstractSimulator, WithDtype):
         bad mode's false positives form a rare "good" cluster and get the largest reciprocal
         bonus, which the ODE (bonus on the latent good modes) does not model -- measured: the
         ensemble's ``p`` leaves eq. (48) by 0.1–0.25 at ``δ = (0.1, 0.1)`` (NOTES.md)."""
-        q = {**self.default_params(), **(params or {})}
-        self.check_params(q)
+        q, verifier = self._theory_inputs(params)
         if _RULES[self.method].meanfield is None:
             meanfield_system(self.method)  # raises, naming the methods that have one
         if self.M == 0:
@@ -346,8 +345,6 @@ class Bandit(AbstractSimulator, WithDtype):
                              "log-likelihood surrogate; got optimizer="
                              f"{self.optimizer!r}, surrogate={self.surrogate!r}, "
                              f"reduction={self.reduction!r}")
-        verifier = Verifier(float(q["delta_fn"]), float(q["delta_fp"]),
-                            allow_flipped=self.allow_flipped)
         # the time map t = step · η: one step lasts η (a warm-up over ramp_steps steps, t_ramp)
         dyn = meanfield_system(self.method, self.schedule, verifier=verifier, eta=1.0,
                                gain=float(q["gain"]) if "gain" in q else None,
@@ -364,16 +361,13 @@ class Bandit(AbstractSimulator, WithDtype):
         ``options`` go to :class:`~simplexlab.meanfield.FiniteGroup` (``path``, ``max_size``,
         ...). Only SGD is covered (a momentum or Adam step is not the mean of its gradient:
         ``ValueError``), and ``M >= 1``."""
-        q = {**self.default_params(), **(params or {})}
-        self.check_params(q)
+        q, verifier = self._theory_inputs(params)
         if self.optimizer != "sgd":
             raise ValueError(f"bandit: the finite-group theory is that of SGD (E[Δθ] = η E[g]); "
                              f"optimizer={self.optimizer!r} is not covered (its step is not the "
                              "mean of its gradient)")
         if self.M == 0:
             raise ValueError("bandit: the (p, y, z) system needs M >= 1 bad modes")
-        verifier = Verifier(float(q["delta_fn"]), float(q["delta_fp"]),
-                            allow_flipped=self.allow_flipped)
         own = {k: float(q[k]) for k in METHODS[self.method] if k != "gain"}
         dyn = meanfield_system(self.method, self.schedule, verifier=verifier, eta=1.0,
                                gain=float(q["gain"]) if "gain" in q else None,
@@ -381,6 +375,14 @@ class Bandit(AbstractSimulator, WithDtype):
                                params=own, num_groups=self.num_prompts,
                                surrogate=self.surrogate, reduction=self.reduction, **options)
         return dyn, self._state0(q)
+
+    def _theory_inputs(self, params):
+        """The run's parameters (defaults filled in, checked) and its verifier with concrete
+        rates: what :meth:`meanfield` and :meth:`finite_group` build their systems from."""
+        q = {**self.default_params(), **(params or {})}
+        self.check_params(q)
+        return q, Verifier(float(q["delta_fn"]), float(q["delta_fp"]),
+                           allow_flipped=self.allow_flipped)
 
     def _state0(self, q):
         pi = np.asarray(jax.nn.softmax(self.initial_logits(q), -1), float)

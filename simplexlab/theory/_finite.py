@@ -57,8 +57,8 @@ from ._state import State, check_state
 from ._verifier import Verifier
 
 __all__ = ["PATHS", "STRUCTURES", "ExpectedUpdate", "FiniteGroup", "GroupRule", "active_cells",
-           "cell_totals", "cluster_size", "compositions", "counts_totals", "enumeration_size",
-           "expected_update", "poisson_pmf"]
+           "binomial_pmf", "cell_totals", "cluster_size", "compositions", "counts_totals",
+           "enumeration_size", "expected_update", "poisson_pmf"]
 
 #: the ways :func:`cell_totals` computes an expectation ("auto" picks one)
 PATHS = ("auto", "rule", "counts", "clusters", "enumerate", "montecarlo")
@@ -146,7 +146,7 @@ def poisson_pmf(rate, n):
     return jnp.exp(xlogy(n, rate) - rate - gammaln(n + 1.0))
 
 
-def _binomial_pmf(n: int, q):
+def binomial_pmf(n: int, q):
     """``P(S = s)``, ``s = 0..n``, ``S ~ Bin(n, q)`` (exact at ``q ∈ {0, 1}``)."""
     s = jnp.arange(n + 1, dtype=q.dtype)
     logc = gammaln(n + 1.0) - gammaln(s + 1.0) - gammaln(n - s + 1.0)
@@ -196,7 +196,7 @@ def counts_totals(rule, q1, q0, probs, G, t, C):
     adv = rule.advantages(jnp.asarray(rewards, dt), jnp.asarray(modes), logp, t, C)
     a1 = adv[1:, 0]  # a correct rollout when the group has s = 1..G successes
     a0 = adv[:-1, G - 1]  # an incorrect one when it has s = 0..G-1
-    pmf = _binomial_pmf(G - 1, jnp.sum(q1))  # the other G - 1 rollouts' successes
+    pmf = binomial_pmf(G - 1, jnp.sum(q1))  # the other G - 1 rollouts' successes
     return jnp.stack([G * q0 * jnp.sum(pmf * a0), G * q1 * jnp.sum(pmf * a1)])
 
 

@@ -7,13 +7,14 @@ name is re-exported from the layer's private modules.
 """
 
 from ._closed_forms import unchecked
-from ._finite import active_cells, compositions, counts_totals, poisson_pmf
+from ._finite import active_cells, binomial_pmf, compositions, counts_totals, poisson_pmf
 from ._gains import SCHEDULE_KINDS, check_kind
 from ._solve import check_result_codes, map_blocks, solve_block, solve_each
 
 __all__ = [
     "SCHEDULE_KINDS",
     "active_cells",
+    "binomial_pmf",
     "compositions",
     "counts_totals",
     "poisson_pmf",
