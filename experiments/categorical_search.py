@@ -1,7 +1,8 @@
 """Which reading of F-GRPO App. J reproduces the three group-size regimes of Fig. 4?
 
-SPEC C4 "Known ambiguity": App. J gives lr 1e-2 and "gradient ascent on L = (1/N) Σ r̃_j p_j" but
-names neither the optimizer nor whether p_j is a probability or a log-likelihood. This experiment
+A known ambiguity of F-GRPO App. J: it gives lr 1e-2 and "gradient ascent on
+L = (1/N) Σ r̃_j p_j" but names neither the optimizer nor whether p_j is a probability or a
+log-likelihood. This experiment
 sweeps surrogate × reduction × optimizer × learning rate on the App. J policy (A = 128,000,
 T = 1000, one seed, γ = 0, advantages r̃ = R − mean R) at a few group sizes and records final
 Q_pos and M_ret, so the choice made in ``categorical-regimes`` is documented by the sweep that
@@ -44,7 +45,7 @@ def settings(quick: bool) -> dict:
     "categorical-search",
     reproduces=(
         "the search behind F-GRPO Fig. 4: which surrogate / reduction / optimizer / learning "
-        "rate reproduces the three group-size regimes (the paper does not say; SPEC C4)"),
+        "rate reproduces the three group-size regimes (the paper does not say)"),
     cost={"quick": "~80 s", "full": "~4 min"},
 )
 def run(ctx: Context) -> dict:

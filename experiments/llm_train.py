@@ -1,4 +1,4 @@
-"""GRPO vs G²RPO on a tiny language model, with the mean-field prediction (SPEC C8, issue 15).
+"""GRPO vs G²RPO on a tiny language model, with the mean-field prediction.
 
 A tiny GPT-2 (2 layers, 64 wide, built from a config: nothing downloaded) learns the embedded
 arithmetic task (:class:`simplexlab.llm.ArithmeticTask`: write an expression over digits equal to

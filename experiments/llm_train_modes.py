@@ -1,4 +1,4 @@
-"""GRPO vs G²RPO trained on *discovered* modes (issue 25): the setting of ``llm-train``, but the
+"""GRPO vs G²RPO trained on *discovered* modes: the setting of ``llm-train``, but the
 G²RPO bonus reads mode ids from :func:`simplexlab.llm.discover_modes` on the decoded completions
 (text such as ``2+4``, ``9-3``, ``6``), not the verifier's exact families.
 

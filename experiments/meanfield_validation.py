@@ -99,7 +99,7 @@ def _errors(ds, times, ode, eta, G):
 @experiment(
     "meanfield-validation",
     reproduces=(
-        "no paper figure: SPEC C7's test of the G²RPO mean-field ODEs (eq. 22, 48, 56, 62, 67) "
+        "no paper figure: the lab's test of the G²RPO mean-field ODEs (eq. 22, 48, 56, 62, 67) "
         "by the finite-group (K+M)-mode bandit; K = 3, M = 2, fixed start p0 = 0.7, "
         "y0 = (0.5, 0.3, 0.2), z0 = (0.7, 0.3), SGD on the mean-reduced log-likelihood"),
     cost={"quick": "~50 s", "full": "~10 min"},
@@ -210,7 +210,7 @@ def run(ctx: Context) -> dict:
                  f"G²RPO mean-field ODEs, time map t = step·η; p0 = {P0}, y0 = {Y0}, z0 = {Z0}")
     fig.tight_layout()
     figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
-        "no paper figure: SPEC C7's test of the mean-field ODEs by the finite-group bandit"])
+        "no paper figure: the lab's test of the mean-field ODEs by the finite-group bandit"])
     ctx.savefig(fig, "meanfield_validation")
 
     grpo = slopes.get("GRPO (eq. 22)", {})

@@ -3,7 +3,7 @@ its own tuned step size.
 
 GRPO, Dr.GRPO, RLOO, REINFORCE++, F-GRPO (γ = 1), DAPO-IAC (α = 1), GRPO-N, G²RPO (schedule B,
 λ0 = 1.5) with and without the bad-mass neutralizer and ProGRPO (α = 0.3) train the finite-group
-(K+M)-mode bandit (SPEC C7) from the same initial policies (one ``instance``: the same Dirichlet
+(K+M)-mode bandit from the same initial policies (one ``instance``: the same Dirichlet
 draws per prompt), with the same seeds (the same sampling-noise keys), K, M, G, η, number of steps
 and prompts, a perfect verifier and plain SGD on the mean-reduced log-likelihood surrogate (the
 mean-field setting: ``E[Δθ] = η J(π) A``; Adam would rescale every rule's step per coordinate
@@ -328,7 +328,7 @@ def draw(rows, tuning, initial, st, target, note_lines, differs):
     reproduces=(
         "New comparison (no paper has it): GRPO, Dr.GRPO, RLOO, REINFORCE++, F-GRPO, DAPO-IAC, "
         "GRPO-N, G²RPO (schedule B, λ0 = 1.5, with and without the neutralizer) and ProGRPO on "
-        "the finite-group (K+M)-mode bandit of SPEC C7 under identical budgets (same instances, "
+        "the finite-group (K+M)-mode bandit (sim.Bandit) under identical budgets (same instances, "
         "seeds, K, M, G, steps, prompts; SGD, perfect verifier), each at its best step size of "
         "one grid, and at matched accuracy: final accuracy, L_y, K_eff, retained correct mass "
         "(F-GRPO eq. 26) and exact pass@1/pass@8 with 95 % seed intervals and Welch tests "
@@ -422,7 +422,7 @@ def run(ctx: Context) -> dict:
                   "better, so the matched-accuracy panels (f–h) are the fair comparison"]
                  if edge else [])
     fig = draw(rows, tuning, initial, st, target, edge_line + claim_lines(ctx.name, ctx.out),
-               differs=["no paper runs this comparison; the bandit of SPEC C7 with SGD and a "
+               differs=["no paper runs this comparison; the (K+M)-mode bandit with SGD and a "
                         "perfect verifier, one instance of initial policies"])
     ctx.savefig(fig, "method_zoo")
 

@@ -1,4 +1,4 @@
-"""The (λ0, G) regime map of G²RPO on the finite-group (K+M)-mode bandit (SPEC C7).
+"""The (λ0, G) regime map of G²RPO on the finite-group (K+M)-mode bandit.
 
 Final within-good concentration ``L_y`` and accuracy ``1 − p`` over a grid of base gains λ0 and
 group sizes G, for G²RPO with schedule B (eq. 67) and the bad-mass neutralizer (eq. 70), next to
@@ -75,7 +75,7 @@ def small_group_diagnostics(y0: np.ndarray, p0: float, group_sizes) -> dict:
 @experiment(
     "regime-sweep",
     reproduces=(
-        "SPEC C7 (λ0, G) regime plot: no paper figure. G²RPO schedule B (eq. 67) with the "
+        "The lab's (λ0, G) regime plot: no paper figure. G²RPO schedule B (eq. 67) with the "
         "neutralizer (eq. 70) on the finite-group (K+M)-mode bandit (K = 4, M = 4), final L_y "
         "and accuracy over a (λ0, G) grid, with the mean-field flip line λ̃ = λ0 = 1 (G²RPO §4 "
         "eq. (5), §D.6 eq. (60)) and a GRPO column at every G; SGD on the mean-reduced "
@@ -248,7 +248,7 @@ def run(ctx: Context) -> dict:
         "group; unsampled good modes get no bonus, so small G needs a larger λ0 to spread mass; "
         "at G = 2 an active group has one correct rollout (K̂ = 1, bonus 0): every λ0 is GRPO",
         f"λ0 = 0 is GRPO exactly: max |Δ| vs the GRPO column = {gain0_diff:.1e}"], differs=[
-        "no paper figure: SPEC C7's (λ0, G) regime plot on the (K+M)-mode bandit"])
+        "no paper figure: the lab's (λ0, G) regime plot on the (K+M)-mode bandit"])
     ctx.savefig(fig, "regime_sweep")
 
     return {
