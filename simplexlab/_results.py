@@ -10,6 +10,10 @@ Every file is written with the user's normal permissions (``0o666`` less the pro
 ``open`` would give), whichever writer made it. Names that become files (a sweep's ``name``, an
 experiment's figure stem) pass :func:`check_file_name` -- a file name, never a path -- and
 output folders pass :func:`writable_folder` (created and checked writable before any compute).
+
+Temporary files are named ``.<name>.<pid>.<random>.tmp`` (``<pid>``: the writing process), so
+that :func:`remove_temporaries` can tell the leftovers of a killed writer from the files that a
+live process -- another sweep writing to the same folder -- is writing right now.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
+import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,7 +63,8 @@ def _folder_problem(folder: Path) -> str | None:
     if not folder.is_dir():
         return "it is not a folder"
     try:  # the only sure test of writability (access() ignores read-only mounts, ACLs)
-        fd, tmp = tempfile.mkstemp(prefix=".write-test.", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix("write-test"), suffix=".tmp",
+                                   dir=folder)
         os.close(fd)
         os.unlink(tmp)
     except OSError as err:
@@ -113,7 +121,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     created. A reader sees the old file or the new one, never a part. Returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(path.name), suffix=".tmp",
+                               dir=path.parent)
     try:
         # mkstemp creates 0o600: give the file the user's normal permissions, like open()
         os.chmod(tmp, file_mode())
@@ -138,15 +147,95 @@ def set_aside(path: str | os.PathLike, suffix: str = ".corrupt") -> Path:
     return aside
 
 
-def remove_temporaries(folder: str | os.PathLike) -> int:
-    """Remove the temporary files that interrupted atomic writes left in ``folder``
-    (``.<name>.*.tmp``); returns how many."""
+#: a temporary of this module: ``.<name>.<pid>.<random>.tmp`` (``<random>``: mkstemp's letters,
+#: digits and ``_``, or :func:`write_dataset`'s hex), or ``.<name>.<pid>.tmp`` (what
+#: :func:`write_dataset` wrote before the random part)
+_TEMPORARY = (re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)\.[a-z0-9_]+\.tmp"),
+              re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)\.tmp"))
+#: the temporaries of the writers from before the PID was in the name: ``.<name>.<random>.tmp``
+_OLD_TEMPORARY = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]+\.tmp")
+#: how old (seconds) an old-format temporary must be to be removed: no write takes this long
+OLD_TEMPORARY_AGE = 24 * 3600.0
+
+
+def _temporary_prefix(name: str) -> str:
+    """``.<name>.<pid>.``: the start of the name of a temporary that this process writes for
+    ``name`` (``mkstemp`` adds the random part and ``.tmp``)."""
+    return f".{name}.{os.getpid()}."
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a process on this machine (``os.kill(pid, 0)``: no such process ->
+    ``False``; a process of another user -> ``True``). PID 0 and out-of-range numbers are never a
+    writer: ``False``."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, OSError):  # not a PID this system can have
+        return False
+    return True
+
+
+def _temporary_owner(file_name: str) -> tuple[str, int | None] | None:
+    """``(name, pid)`` of a temporary's file name (``pid`` ``None`` for the old format without
+    one), or ``None`` when ``file_name`` is no temporary of this module."""
+    for pattern in _TEMPORARY:
+        m = pattern.fullmatch(file_name)
+        if m:
+            return m["name"], int(m["pid"])
+    m = _OLD_TEMPORARY.fullmatch(file_name)
+    return (m["name"], None) if m else None
+
+
+def remove_temporaries(folder: str | os.PathLike, name: str | None = None) -> int:
+    """Remove the temporary files (or, for zarr, folders) that interrupted atomic writes left in
+    ``folder`` -- only those of ``name`` (e.g. ``"sweep.nc"``) when it is given; returns how many.
+
+    Only a dead writer's temporaries are removed, never one that a live process is writing:
+
+    * ``.<name>.<pid>.<random>.tmp`` and ``.<name>.<pid>.tmp`` (every writer of this module puts
+      its PID in the name): removed when no process ``<pid>`` runs on this machine. A live PID
+      keeps its file (if the PID was reused, the file is removed by a later call).
+    * ``.<name>.<random>.tmp`` (the writers from before the PID was in the name): removed only
+      when older than :data:`OLD_TEMPORARY_AGE` (one day) -- no write takes that long, so it
+      belongs to no live writer.
+    * every other file is left alone.
+
+    On Windows (no ``os.kill(pid, 0)`` test) every temporary follows the one-day rule.
+
+    The PID test is of this machine only: a folder shared by writers on several hosts can lose
+    a live temporary of another host's process, so such writers should use separate folders."""
+    import time
+
     folder = Path(folder)
     n = 0
-    if folder.is_dir():
-        for p in folder.glob(".*.tmp"):
-            p.unlink(missing_ok=True)
-            n += 1
+    if not folder.is_dir():
+        return 0
+    now = time.time()
+    for p in folder.iterdir():
+        owner = _temporary_owner(p.name)
+        if owner is None or (name is not None and owner[0] != name):
+            continue
+        # Windows' os.kill(pid, 0) would end the process: there, every temporary is aged out
+        pid = owner[1] if os.name != "nt" else None
+        try:
+            if pid is not None:
+                if _pid_alive(pid):
+                    continue
+            elif now - p.lstat().st_mtime < OLD_TEMPORARY_AGE:
+                continue
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+        except FileNotFoundError:  # removed meanwhile (by its writer, or another cleaner)
+            continue
+        n += 1
     return n
 
 
@@ -196,12 +285,11 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
 
 def write_dataset(ds, path: str | os.PathLike) -> Path:
     """Write an :class:`xarray.Dataset` atomically: netCDF, or zarr when ``path`` ends in
-    ``.zarr``, to a temporary sibling that then replaces ``path``."""
-    import shutil
-
+    ``.zarr``, to a temporary sibling ``.<name>.<pid>.<random>.tmp`` that then replaces ``path``
+    (a kill leaves the temporary: :func:`remove_temporaries` of ``path.name`` removes it)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f"{_temporary_prefix(path.name)}{secrets.token_hex(4)}.tmp")
     try:
         if path.suffix == ".zarr":
             ds.to_zarr(tmp, mode="w")

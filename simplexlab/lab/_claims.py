@@ -55,6 +55,8 @@ PAPERS = {"TS": "two-stage RLVR (TS)", "SC": "sharpening collapse (SC)", "FG": "
           "G2": "G²RPO (G2)", "LLM": "G²RPO §5 at LLM scale (embedded task)",
           "SL": "simplexlab's own predictions (the finite-group theory against the bandit)"}
 STATUSES = ("yes", "partly", "no")
+#: the status of a claim whose evaluation raised: not a verdict, never counted as "no"
+FAILED = "failed"
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 LEVEL = 0.95  #: confidence level of every interval
 
@@ -360,8 +362,8 @@ def _entry(c: Claim, v: Verdict | None, mode: str, seconds: float, error: str | 
             "experiment": c.experiment, "paper_setting": c.paper_setting, "grid": grid,
             "uses_committed_result": c.uses_committed_result, "seconds": round(seconds, 2)}
     if v is None:
-        return {**base, "holds_at_paper": "no", "effect": None, "ci": [None, None],
-                "robustness_fraction": 0.0, "boundary": f"evaluation failed: {error}",
+        return {**base, "holds_at_paper": FAILED, "effect": None, "ci": [None, None],
+                "robustness_fraction": None, "boundary": f"evaluation failed: {error}",
                 "error": error}
     eff = None if not np.isfinite(v.effect) else float(v.effect)
     ci = [None if not np.isfinite(x) else float(x) for x in v.ci]
@@ -419,6 +421,17 @@ def _status_line(e: dict) -> str:
     return status_line(e)
 
 
+def count_line(entries: list[dict]) -> str:
+    """``"33 claims: 20 hold, 8 partly, 5 do not hold at the paper's setting"`` (and how many
+    evaluations failed, when any did: a failure is no verdict)."""
+    counts = {s: sum(e["holds_at_paper"] == s for e in entries) for s in (*STATUSES, FAILED)}
+    text = (f"{len(entries)} claims: {counts['yes']} hold, {counts['partly']} partly, "
+            f"{counts['no']} do not hold at the paper's setting")
+    if counts[FAILED]:
+        text += f"; {counts[FAILED]} could not be evaluated (their evaluation failed)"
+    return text
+
+
 def _md(entries: list[dict], mode: str, prov: dict) -> str:
     rev = prov.get("git_revision") or prov.get("git", {}) or "unknown"
     lines = [f"# Claims report ({mode} mode)", "",
@@ -434,12 +447,12 @@ def _md(entries: list[dict], mode: str, prov: dict) -> str:
             f"{e['effect']:.3g} [{e['ci'][0]:.3g}, {e['ci'][1]:.3g}]"
             if None not in e["ci"] else f"{e['effect']:.3g}")
         why = e["boundary"] + (f"; {e['reason']}" if e.get("reason") else "")
+        frac = e["robustness_fraction"]
+        robust = "–" if frac is None else f"{frac:.0%}"
         lines.append(f"| `{e['name']}` | {e['paper']} {e['source']} | {e['experiment'] or '–'} "
-                     f"| {e['holds_at_paper']} | {eff} | {e['robustness_fraction']:.0%} | "
+                     f"| {e['holds_at_paper']} | {eff} | {robust} | "
                      f"{why.replace('|', '/')} |")
-    counts = {s: sum(e["holds_at_paper"] == s for e in entries) for s in STATUSES}
-    lines += ["", f"{len(entries)} claims: {counts['yes']} hold, {counts['partly']} partly, "
-              f"{counts['no']} do not hold at the paper's setting.", ""]
+    lines += ["", count_line(entries) + ".", ""]
     return "\n".join(lines)
 
 

@@ -39,6 +39,43 @@ def _install_hint(modules) -> str:
     return install_command(*extras)
 
 
+#: the run seeds the CLI accepts: what every experiment's generators take (JAX's PRNG keys and
+#: NumPy's default_rng) with either float width
+MAX_SEED = 2**32 - 1
+
+
+def _seed_arg(text: str) -> int:
+    """``--seed``: an integer in ``[0, 2**32 − 1]`` (argparse reports anything else in one
+    line, exit 2, before any compute)."""
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
+    if not 0 <= seed <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be in [0, {MAX_SEED}]; got {seed}")
+    return seed
+
+
+def _path_arg(text: str) -> str:
+    """A path option: not empty (``--out ''`` would silently mean the current folder or the
+    default)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must be a non-empty path; got ''")
+    return text
+
+
+def _experiments_folder(args) -> str | None:
+    """The experiments folder the command will import, checked up front: an error line
+    naming ``--experiments-dir`` / ``SIMPLEXLAB_EXPERIMENTS`` when it is missing or empty."""
+    from ._registry import find_experiments_dir
+
+    try:
+        find_experiments_dir(args.experiments_dir)
+    except (ValueError, FileNotFoundError) as err:
+        return str(err)
+    return None
+
+
 def _setup_jax() -> None:
     """One CPU device per core, one thread per device (unless ``XLA_FLAGS`` says otherwise),
     float64, and JAX's persistent compilation cache (``SIMPLEXLAB_JAX_CACHE``): a second run of
@@ -159,7 +196,7 @@ def _cmd_reproduce(args) -> int:
 
 def _run_claims(claims, *, quick: bool, out: Path, seed: int) -> int:
     """Evaluate ``claims`` and write the report under ``out/claims/``; 1 if one failed."""
-    from ._claims import evaluate_claims, write_report
+    from ._claims import count_line, evaluate_claims, write_report
 
     mode = "quick" if quick else "full"
     print(f"evaluating {len(claims)} claim{'s' * (len(claims) != 1)} ({mode}) -> "
@@ -169,9 +206,7 @@ def _run_claims(claims, *, quick: bool, out: Path, seed: int) -> int:
                               log=lambda line: print(line, flush=True))
     path = write_report(entries, out, quick=quick)
     failed = [e["name"] for e in entries if e.get("error")]
-    counts = {s: sum(e["holds_at_paper"] == s for e in entries) for s in ("yes", "partly", "no")}
-    print(f"claims: {counts['yes']} hold, {counts['partly']} partly, {counts['no']} do not "
-          f"hold at the paper's setting ({time.perf_counter() - t0:.1f}s) -> {path}, "
+    print(f"{count_line(entries)} ({time.perf_counter() - t0:.1f}s) -> {path}, "
           f"{path.with_suffix('.md').name}", flush=True)
     if failed:
         print(f"claims whose evaluation failed: {', '.join(failed)}", file=sys.stderr)
@@ -379,8 +414,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="simplexlab",
         description="Reproduce the figures of the mean-field RLVR papers (see `simplexlab list`).",
     )
-    parser.add_argument("--experiments-dir", default=None,
-                        help="folder with experiment scripts (default: ./experiments)")
+    parser.add_argument("--experiments-dir", default=None, type=_path_arg,
+                        help="folder of experiment scripts to import (default: the "
+                        "experiments/ of the checkout simplexlab is installed from; never "
+                        "./experiments unless named)")
     sub = parser.add_subparsers(dest="command", required=True)
     p_list = sub.add_parser("list", help="registered experiments, what each reproduces, cost")
     p_list.add_argument("-v", "--verbose", action="store_true")
@@ -391,9 +428,10 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--quick", action="store_true", default=True,
                       help="small, fast settings (default); writes to figures/quick/")
     mode.add_argument("--full", action="store_true", help="paper-scale settings; writes figures/")
-    p_rep.add_argument("--out", default=None, help="output folder (default figures/ or "
+    p_rep.add_argument("--out", type=_path_arg, default=None,
+                       help="output folder (default figures/ or "
                        "figures/quick/)")
-    p_rep.add_argument("--seed", type=int, default=0)
+    p_rep.add_argument("--seed", type=_seed_arg, default=0, help=f"run seed, 0 .. {MAX_SEED}")
     p_rep.add_argument("--resume", action="store_true",
                        help="skip experiments whose result file for this mode and seed exists")
     p_rep.add_argument("--no-claims", action="store_true",
@@ -411,15 +449,17 @@ def main(argv: list[str] | None = None) -> int:
                        help="small, fast settings (default); writes to figures/quick/claims/")
     cmode.add_argument("--full", action="store_true",
                        help="paper-scale settings; writes figures/claims/")
-    p_cl.add_argument("--out", default=None, help="output folder (default figures/ or "
+    p_cl.add_argument("--out", type=_path_arg, default=None,
+                      help="output folder (default figures/ or "
                       "figures/quick/); the report goes to OUT/claims/")
-    p_cl.add_argument("--seed", type=int, default=0)
+    p_cl.add_argument("--seed", type=_seed_arg, default=0, help=f"run seed, 0 .. {MAX_SEED}")
     p_cl.set_defaults(func=_cmd_claims)
     p_sw = sub.add_parser("sweep", help="run a sweep from a TOML file (see experiments/sweeps/)",
                           description="Run the sweep a TOML file describes; the Dataset is "
                           "written to <out>/<name>.nc, finished chunks to <out>/<name>.chunks/.")
     p_sw.add_argument("config", help="the sweep's TOML file")
-    p_sw.add_argument("--out", default=None, help="output folder (overrides the file's 'out')")
+    p_sw.add_argument("--out", type=_path_arg, default=None,
+                      help="output folder (overrides the file's 'out')")
     p_sw.add_argument("--memory-budget", default=None, help="e.g. 2GB (overrides the file)")
     resume = p_sw.add_mutually_exclusive_group()
     resume.add_argument("--resume", dest="resume", action="store_true", default=True,
@@ -446,7 +486,8 @@ def main(argv: list[str] | None = None) -> int:
         "experiments/schedules/) and write it with its verification. Exit status: 0 passed, "
         "1 failed (the JSON is written, marked failed), 2 bad input.")
     p_ver.add_argument("config", help="the schedule's TOML file")
-    p_ver.add_argument("--out", required=True, help="the schedule file to write (JSON)")
+    p_ver.add_argument("--out", type=_path_arg, required=True,
+                       help="the schedule file to write (JSON)")
     p_ver.add_argument("--report", default=None,
                        help="also write the full report with the trajectories (JSON)")
     p_ver.set_defaults(func=_cmd_schedule_verify)
@@ -496,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="target: a drift regime other than collision (bisects the grid)")
     p_plan.add_argument("--cancel-tol", type=float, default=0.05,
                         help="the cancel band, a fraction of the G→∞ GRPO collision drift")
-    p_plan.add_argument("--out", default=None, metavar="DIR",
+    p_plan.add_argument("--out", type=_path_arg, default=None, metavar="DIR",
                         help="also write DIR/plan.json (with provenance) and DIR/plan.png")
     p_plan.set_defaults(func=_cmd_plan)
     from ._train_cli import add_parser as add_train_parser
@@ -509,7 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         "or serve a live preview.")
     p_docs.add_argument("--serve", action="store_true",
                         help="preview on --dev-addr, rebuilt on every change")
-    p_docs.add_argument("--out", default="site", help="output folder of the build (default site/)")
+    p_docs.add_argument("--out", type=_path_arg, default="site",
+                        help="output folder of the build (default site/)")
     p_docs.add_argument("--dev-addr", default="127.0.0.1:8000", metavar="HOST:PORT",
                         help="address of the preview (default 127.0.0.1:8000)")
     p_docs.set_defaults(func=_cmd_docs)
@@ -518,6 +560,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command != "docs":  # the docs build runs in its own process
             _setup_jax()
         check()  # a Ctrl-C while JAX loaded (its gc callback swallows the KeyboardInterrupt)
+        if args.command in ("list", "reproduce", "claims"):
+            problem = _experiments_folder(args)
+            if problem is not None:
+                print(f"error: {problem}", file=sys.stderr)
+                return 2
         return int(args.func(args))
     except KeyboardInterrupt:  # outside the commands' own handlers: nothing was saved
         again = " ".join(sys.argv[1:] if argv is None else argv)

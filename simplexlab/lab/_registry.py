@@ -172,21 +172,31 @@ def registry() -> dict[str, Experiment]:
 
 
 def find_experiments_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """``explicit``, else ``$SIMPLEXLAB_EXPERIMENTS``, else ``./experiments``, else the
-    ``experiments/`` folder next to the installed package (editable/source installs)."""
-    candidates = []
-    if explicit:
-        candidates.append(Path(explicit))
+    """The folder of experiment (and claim) scripts whose code the lab imports: ``explicit``
+    (``--experiments-dir``), else ``$SIMPLEXLAB_EXPERIMENTS``, else the ``experiments/`` folder
+    of the checkout the package is installed from (editable / source installs).
+
+    Never the current directory's ``./experiments`` unless it is named: run inside someone
+    else's checkout, ``simplexlab list`` would otherwise import (run) that checkout's code. A
+    folder that is named but missing, not a folder, or without ``*.py`` files is a
+    ``ValueError`` naming it (not a silent fall-back to another folder)."""
+    named = [(Path(explicit), "--experiments-dir")] if explicit else []
     if experiments_dir() is not None:
-        candidates.append(experiments_dir())
-    candidates += [Path.cwd() / "experiments",
-                   Path(__file__).resolve().parent.parent / "experiments"]
-    for c in candidates:
-        if c.is_dir() and any(c.glob("*.py")):
-            return c.resolve()
+        named.append((experiments_dir(), "SIMPLEXLAB_EXPERIMENTS"))
+    if named:
+        c, what = named[0]
+        if not c.is_dir():
+            raise ValueError(f"{what} {str(c)!r} is not a folder")
+        if not any(c.glob("*.py")):
+            raise ValueError(f"{what} {str(c)!r} holds no experiment scripts (*.py)")
+        return c.resolve()
+    own = Path(__file__).resolve().parents[2] / "experiments"
+    if own.is_dir() and any(own.glob("*.py")):
+        return own
     raise FileNotFoundError(
-        "no experiments/ folder found; looked in " + ", ".join(str(c) for c in candidates)
-        + ". Run from a simplexlab checkout or set SIMPLEXLAB_EXPERIMENTS."
+        f"no experiments/ folder next to the installed package ({own}): install simplexlab "
+        "from a checkout (pip install -e .) or name the folder with --experiments-dir DIR or "
+        "SIMPLEXLAB_EXPERIMENTS=DIR."
     )
 
 

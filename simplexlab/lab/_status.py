@@ -23,7 +23,8 @@ NOT_EVALUATED = "claims not evaluated (run: simplexlab claims)"
 
 _HOLDS = {"yes": "holds at the paper's setting",
           "partly": "partly holds at the paper's setting",
-          "no": "does not hold at the paper's setting"}
+          "no": "does not hold at the paper's setting",
+          "failed": "evaluation failed (no verdict; see the claims report)"}
 
 
 def claims_report(out_dir: str | os.PathLike) -> dict[str, Any] | None:

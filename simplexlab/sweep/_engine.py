@@ -41,7 +41,13 @@ import numpy as np
 from .._checks import is_int
 from .._env import progress_enabled, use_compilation_cache
 from .._interrupt import check, deferred
-from .._results import check_file_name, provenance, writable_folder, write_dataset
+from .._results import (
+    check_file_name,
+    provenance,
+    remove_temporaries,
+    writable_folder,
+    write_dataset,
+)
 from ._store import ChunkStore, chunk_digest
 from ._targets import BATCHINGS, Batch, SweepTarget, make_target
 
@@ -152,7 +158,9 @@ def run(
         out: folder for the result file ``<name>.<format>`` (netCDF ``"nc"`` or ``"zarr"``) and
             the chunk store ``<name>.chunks/``; ``None`` keeps everything in memory. The folder is
             created and checked writable before any compute; ``name`` must be a file name (no
-            folder separator, not empty, not starting with ``.``).
+            folder separator, not empty, not starting with ``.``) and ``<name>.chunks`` no
+            symbolic link. Temporaries of ``<name>.<format>`` left by a killed earlier run
+            (their writer's process is gone) are removed.
         memory_budget: bytes (or ``"2GB"``) the chunks may use; the chunk size is the largest
             that fits. ``chunk_size``: runs per chunk instead (a multiple of the device count).
             A target whose runs share work in blocks (the mean-field ODE's ``block``) gets
@@ -162,8 +170,9 @@ def run(
             per-run states, ``vmap`` for small ones; ``vmap`` elsewhere), ``"vmap"`` or ``"map"``.
         devices: ``None`` (every device of every process), a number of local devices, or a list.
         resume: reuse chunks already in the store (their digest says they are the same work).
-            A stored chunk that cannot be read or does not hold this program's outputs is
-            reported in one line, renamed ``<digest>.npz.corrupt`` and recomputed.
+            A stored chunk that cannot be read, does not hold this program's outputs, names
+            another chunk or whose numbers do not match their hash is reported in one line,
+            renamed ``<digest>.npz.corrupt`` and recomputed.
 
     Returns an :class:`xarray.Dataset` with dims ``(*grid, "seed", ...)`` and the provenance in
     its attributes (on process 0; other processes of a multi-process run return ``None``).
@@ -181,6 +190,9 @@ def run(
                  devices=devices)
     if out is not None and jax.process_index() == 0:
         writable_folder(out, "out")  # before any compute, not after the first chunk
+        _chunk_folder(out, name)
+        # a write of the result file killed in an earlier run left its temporary
+        remove_temporaries(out, f"{name}.{format}")
     results, computed, loaded = _execute(plan, out=out, name=name, resume=resume,
                                          progress=progress)
     if jax.process_index() != 0:
@@ -190,6 +202,22 @@ def run(
     if out is not None:
         write_dataset(ds, Path(out) / f"{name}.{format}")
     return ds
+
+
+def _chunk_folder(out, name: str) -> Path:
+    """``<out>/<name>.chunks``, checked before any compute: ``ValueError`` naming it and its
+    target when it is a symbolic link or resolves outside ``out`` (the store writes and removes
+    files there, which must stay inside the output folder)."""
+    folder = Path(out) / f"{name}.chunks"
+    if folder.is_symlink():
+        raise ValueError(f"out: the chunk folder {str(folder)!r} is a symbolic link to "
+                         f"{os.readlink(folder)!r}; the chunks are kept inside the output "
+                         "folder: remove the link or choose another out or name")
+    real, base = folder.resolve(), Path(out).resolve()
+    if not real.is_relative_to(base):
+        raise ValueError(f"out: the chunk folder {str(folder)!r} resolves to {str(real)!r}, "
+                         f"outside the output folder {str(base)!r}")
+    return folder
 
 
 # ---- plan: every name and value checked, the grid cut into programs and chunks ---------------
@@ -422,8 +450,10 @@ def _execute(plan: _Plan, *, out, name: str, resume: bool, progress: bool):
 
 def _load(store: ChunkStore | None, digest: str, batch: Batch, size: int, results: dict,
           shape: tuple):
-    """The stored chunk ``digest`` (on process 0; ``{}`` on the others), or ``None`` if it has
-    to be computed (every process agrees). A stored file that cannot be read, or does not hold
+    """The stored chunk ``digest`` (on process 0; ``{}`` on the others; without the store's
+    digest and hash entries), or ``None`` if it has to be computed (every process agrees). A
+    stored file that cannot be read, whose digest entry names another chunk (a chunk file copied
+    over another), whose arrays do not match their hash (edited numbers), or that does not hold
     the ``size`` runs of ``batch``'s outputs, is reported in one line, moved aside
     (``<digest>.npz.corrupt``) and computed again."""
     lead = jax.process_index() == 0
@@ -431,8 +461,9 @@ def _load(store: ChunkStore | None, digest: str, batch: Batch, size: int, result
     if store is not None and lead and store.has(digest):
         path = store.path(digest)
         try:
-            part = store.load(digest)
-            problem = _chunk_problem(part, batch, size, results, shape)
+            part, problem = store.check(digest, store.load(digest))
+            if problem is None:
+                problem = _chunk_problem(part, batch, size, results, shape)
         except Exception as err:  # a truncated or foreign file: BadZipFile, EOFError, ...
             problem = f"unreadable ({type(err).__name__}: {err})"
         if problem is not None:

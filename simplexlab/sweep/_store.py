@@ -4,6 +4,12 @@ A chunk's file name is the SHA-256 of everything that determines its numbers (ta
 version, every static and array parameter value of its runs, the PRNG key data of each run, the
 chunk's layout), so a change of any of them -- a different ``--seed``, mode, parameter or simulator
 version -- is a different file and is recomputed, never confused with an old result.
+
+Every chunk file also carries, as two more ``.npz`` entries (one-element unicode arrays, so no
+pickling), its own digest (:data:`DIGEST_ENTRY`) and the SHA-256 of its arrays
+(:data:`HASH_ENTRY`, see :func:`arrays_sha256`). :meth:`ChunkStore.check` compares them with the
+file's name and its arrays, so that a chunk copied over another chunk's file, or a chunk whose
+numbers were edited, is found out instead of silently giving wrong results.
 """
 
 from __future__ import annotations
@@ -18,9 +24,15 @@ import numpy as np
 
 from .._results import read_npz, remove_temporaries, set_aside, write_npz
 
-__all__ = ["ChunkStore", "chunk_digest"]
+__all__ = ["ChunkStore", "arrays_sha256", "chunk_digest"]
 
-STORE_FORMAT = "1"
+#: part of every digest: a change of the file layout makes the old chunks unknown names (they
+#: are recomputed, not rejected). "2": the digest and hash entries.
+STORE_FORMAT = "2"
+#: the ``.npz`` entry holding the chunk's own digest
+DIGEST_ENTRY = "__chunk_digest__"
+#: the ``.npz`` entry holding :func:`arrays_sha256` of the chunk's arrays
+HASH_ENTRY = "__arrays_sha256__"
 
 
 def _canonical(v: Any) -> Any:
@@ -48,9 +60,30 @@ def chunk_digest(record: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def arrays_sha256(arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 of ``arrays``: every array's name, dtype (with byte order), shape and bytes, in
+    sorted name order -- what a chunk's numbers are, independent of how the ``.npz`` was
+    zipped."""
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        v = np.ascontiguousarray(arrays[k])
+        h.update(json.dumps([k, v.dtype.str, list(v.shape)]).encode() + b"\n")
+        h.update(v.tobytes())
+    return h.hexdigest()
+
+
+def _entry(v: Any) -> str | None:
+    """The string of a one-element unicode entry, or ``None`` when it is not one."""
+    v = np.asarray(v)
+    return str(v.reshape(-1)[0]) if v.dtype.kind == "U" and v.size == 1 else None
+
+
 class ChunkStore:
-    """``<root>/<digest>.npz`` files; :meth:`clean` removes temporary files left by a killed
-    run (the atomic writer's ``.*.tmp``), so an interrupted sweep leaves no half-written file."""
+    """``<root>/<digest>.npz`` files, each with its digest and the hash of its arrays
+    (:meth:`save`, :meth:`check`); :meth:`clean` removes the temporary files left by a killed
+    run (the atomic writer's ``.<name>.<pid>.<random>.tmp`` of a dead process), so an
+    interrupted sweep leaves no half-written file, while a live sweep writing to the same folder
+    keeps its own."""
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
@@ -62,10 +95,37 @@ class ChunkStore:
         return self.path(digest).exists()
 
     def load(self, digest: str) -> dict[str, np.ndarray]:
+        """Every entry of the chunk file, as stored (the digest and hash entries included: see
+        :meth:`check`)."""
         return read_npz(self.path(digest))
 
     def save(self, digest: str, arrays: dict[str, np.ndarray]) -> Path:
-        return write_npz(self.path(digest), arrays)
+        """Write ``arrays`` atomically as ``<digest>.npz``, with the digest and the hash of the
+        arrays as two more entries; ``ValueError`` if an array already has one of their
+        names."""
+        clash = sorted({DIGEST_ENTRY, HASH_ENTRY} & set(arrays))
+        if clash:
+            raise ValueError(f"chunk {digest}: output name(s) {clash} are reserved by the store")
+        # one-element arrays, not 0-d: tools that slice every array of a chunk keep working
+        entries = {DIGEST_ENTRY: np.array([digest]), HASH_ENTRY: np.array([arrays_sha256(arrays)])}
+        return write_npz(self.path(digest), {**arrays, **entries})
+
+    @staticmethod
+    def check(digest: str, stored: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray],
+                                                                     str | None]:
+        """``(arrays, problem)`` of the ``stored`` entries of chunk file ``digest``: the arrays
+        without the digest and hash entries, and why they cannot be trusted (no digest or hash
+        entries, the stored digest names another chunk, the arrays do not match their hash) or
+        ``None``."""
+        arrays = {k: v for k, v in stored.items() if k not in (DIGEST_ENTRY, HASH_ENTRY)}
+        own, sha = _entry(stored.get(DIGEST_ENTRY)), _entry(stored.get(HASH_ENTRY))
+        if own is None or sha is None:
+            return arrays, "it has no digest and hash entries"
+        if own != digest:
+            return arrays, f"its digest names another chunk, {own[:16]}..."
+        if sha != arrays_sha256(arrays):
+            return arrays, "its arrays do not match their hash"
+        return arrays, None
 
     def set_aside(self, digest: str) -> Path:
         """Rename a corrupt chunk file to ``<digest>.npz.corrupt`` (kept for inspection, never
@@ -73,5 +133,6 @@ class ChunkStore:
         return set_aside(self.path(digest), ".corrupt")
 
     def clean(self) -> int:
-        """Remove leftover temporary files; returns how many."""
+        """Remove the temporary files of dead writers (:func:`remove_temporaries`); returns how
+        many."""
         return remove_temporaries(self.root)
