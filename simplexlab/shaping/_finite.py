@@ -257,11 +257,9 @@ def _g2rpo_totals(rule: MethodRule, q1, q0, probs, G, t, C, active):
     U1 = U2 = V = None
     if need_lz and n0:
         if s.cluster_bad:
-            rows, bsum = _bad_rows(G, n0)
-            m = jnp.asarray(rows, dt)  # (R, n0)
-            bb = jnp.asarray(bsum)
+            m, bb, keep = _bad_rows(G, n0, dt)  # (R, n0), (R,), (R,)
             logw = jnp.sum(xlogy(m, lam_bad[None, :]) - lam_bad[None, :] - gammaln(m + 1.0), -1)
-            wrow = jnp.exp(logw)
+            wrow = jnp.where(keep, jnp.exp(logw), 0.0)
             bf = bb.astype(dt)
             Lz = jnp.where(bb > 0, jnp.sum(m * m, -1) / jnp.where(bb > 0, bf, 1.0) ** 2, 0.0)
             Lz = jnp.where(bb > 0, jnp.maximum(Lz, s.Lz_min), Lz)
@@ -288,7 +286,10 @@ def _g2rpo_totals(rule: MethodRule, q1, q0, probs, G, t, C, active):
             jnp.where((jnp.arange(n1) == k)[:, None], ident, w1), G, n1))(jnp.arange(n1))
         E0, E1 = E0[:, :, :n1], E1[:, :, :n1]  # κ' = 0..n1-1 (the others)
         own = jnp.arange(1, G + 1)  # the own cluster's count
-        a_tot = jnp.arange(G + 1)[:, None] + own[None, :]  # (a', n) -> a
+        # (a', n) -> a = a' + n, built in the program (an iota), not a (G+1, G) literal: at
+        # G = 256 the literals made the compilation 3x slower
+        a_tot = (jax.lax.broadcasted_iota(jnp.int32, (G + 1, G), 0)
+                 + jax.lax.broadcasted_iota(jnp.int32, (G + 1, G), 1) + 1)
         valid = a_tot <= G
         a_idx = jnp.clip(a_tot, 0, G)
         af = a_idx.astype(dt)
@@ -326,11 +327,24 @@ def _g2rpo_totals(rule: MethodRule, q1, q0, probs, G, t, C, active):
     return W
 
 
-def _bad_rows(G: int, n0: int):
-    """Every composition of every ``b <= G`` into ``n0`` parts, and its ``b``."""
+def _bad_rows(G: int, n0: int, dtype):
+    """Every composition of every ``b <= G`` into ``n0`` parts: ``(m, b, keep)``, the rows
+    ``m`` ``(R, n0)``, their totals ``b`` (clipped to ``G``) and which rows are compositions
+    (``keep``; the others carry weight 0). For ``n0 <= 2`` the rows are every point of the grid
+    ``{0..G}^n0`` built in the program (iotas; ``keep``: ``b <= G``), about twice the
+    compositions but no literal table in the program (at G = 256 a 33,153-row literal made its
+    compilation 3x slower); for more parts the ``C(G + n0, n0)`` compositions themselves (the
+    grid would be ``(G + 1)^n0``)."""
+    if n0 <= 2:
+        shape = (G + 1,) * n0
+        m = jnp.stack([jax.lax.broadcasted_iota(jnp.int32, shape, i).ravel()
+                       for i in range(n0)], -1)
+        b = jnp.sum(m, -1)
+        return m.astype(dtype), jnp.minimum(b, G), b <= G
     rows = [compositions(b, n0) for b in range(G + 1)]
-    return (np.concatenate(rows), np.concatenate([np.full(len(r), b) for b, r in
-                                                  enumerate(rows)]))
+    b = np.concatenate([np.full(len(r), b) for b, r in enumerate(rows)])
+    return (jnp.asarray(np.concatenate(rows), dtype), jnp.asarray(b),
+            jnp.ones(b.shape, bool))
 
 
 # --------------------------------------------------------------------------- ProGRPO

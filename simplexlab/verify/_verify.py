@@ -73,7 +73,6 @@ import numpy as np
 
 from .._checks import is_concrete, is_int, trusted_inputs
 from ..shaping import GainSchedule, g2rpo_stats
-from ..sim import Bandit, trajectory
 from ..theory import GRPO, Verifier, flip_threshold, inner_gain, solve
 from ._report import GROWTH_FROM, GROWTH_TO, ScheduleReport
 
@@ -199,6 +198,8 @@ def _ensemble(sim, keys, params, num_steps, stride):
     """Records of one bandit run per key (leading axis seed). ``params`` were checked on the
     host (``sim.check_params``): traced without run-time checks, so that the program has no host
     callback and JAX's persistent compilation cache keeps it."""
+    from ..sim import trajectory  # here: the planner imports this layer without the simulators
+
     with trusted_inputs():
         return jax.vmap(lambda k: trajectory(sim, k, params, num_steps=num_steps,
                                              stride=stride)[1])(keys)
@@ -318,6 +319,8 @@ def verify_schedule(
     tol_L_y = _tol(tol_L_y, "tol_L_y")
     y0 = _default_composition(K) if y0 is None else y0
     z0 = _default_composition(M) if z0 is None else z0
+
+    from ..sim import Bandit  # imported on use (simplexlab plan does not need the simulators)
 
     # one configuration for the bandit and its ODE (Bandit validates y0, z0, p0, eta, deltas)
     values = {**Bandit.schedule_values(schedule), "gain": float(schedule.gain), "K": K, "M": M,
