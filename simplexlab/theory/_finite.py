@@ -189,11 +189,13 @@ def active_cells(verifier: Verifier, K: int, M: int, zero_rates=None):
 def counts_totals(rule, q1, q0, probs, G, t, C):
     """The ``"counts"`` path: the rule on ``G + 1`` groups (``s`` correct, then incorrect)."""
     dt = probs.dtype
-    s = np.arange(G + 1)[:, None]
-    rewards = (np.arange(G)[None, :] < s).astype(float)
-    modes = np.where(rewards > 0, 0, C - 1).astype(np.int32)
-    logp = jnp.log(jnp.where(jnp.asarray(modes) == 0, probs[0], probs[C - 1]))
-    adv = rule.advantages(jnp.asarray(rewards, dt), jnp.asarray(modes), logp, t, C)
+    # group s has its first s rollouts correct: built in the program (iotas), not as (G+1, G)
+    # literals (at G = 256 they made up most of the program's text and its compilation time)
+    correct = (jax.lax.broadcasted_iota(jnp.int32, (G + 1, G), 1)
+               < jax.lax.broadcasted_iota(jnp.int32, (G + 1, G), 0))
+    modes = jnp.where(correct, 0, C - 1).astype(jnp.int32)
+    logp = jnp.log(jnp.where(correct, probs[0], probs[C - 1]))
+    adv = rule.advantages(correct.astype(dt), modes, logp, t, C)
     a1 = adv[1:, 0]  # a correct rollout when the group has s = 1..G successes
     a0 = adv[:-1, G - 1]  # an incorrect one when it has s = 0..G-1
     pmf = binomial_pmf(G - 1, jnp.sum(q1))  # the other G - 1 rollouts' successes
