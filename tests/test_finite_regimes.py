@@ -53,6 +53,17 @@ def _record(theory_at, bandit_means, flips, theory_flip, theory_est):
     return r
 
 
+def _with_draws(mod, r, theory_est):
+    """``r`` (its comparison made) with a second prompt draw (instance 1) at G = 8: the bandit's
+    flip 2.0 [1.9, 2.1], the theory read like the bandit at ``theory_est``; the (draw × G) grid
+    is then instances (0, 1) × G = 8."""
+    r["comparison"] = mod.compare(r)
+    row = mod.flip_row(8, [2.0, 1.9, 2.1], {"flip": theory_est, "flip_bandit_estimator":
+                                           theory_est}, 3.0)
+    r["draws"] = mod.summarise_draws({0: r["comparison"]["per_G"], 1: [row]})
+    return r
+
+
 def test_compare_counts_resolved_signs_and_intervals(mod):
     # G = 4: collision at both gains (no flip); G = 8: collision at 0, anti-collision at 3,
     # and a point the bandit cannot resolve
@@ -82,8 +93,8 @@ def test_lab_claims_give_verdicts_and_register(mod, monkeypatch):
     bad = _record(theory_at=[[0.3, 0.4], [-0.2, 0.05]], bandit_means=[[0.3, 0.4], [0.1, -0.05]],
                   flips=[[None, None, None], [2.5, 2.4, 2.6]], theory_flip=[1.2, 2.9],
                   theory_est=[1.3, 2.9])
-    for r in (good, bad):
-        r["comparison"] = mod.compare(r)
+    _with_draws(mod, good, 2.02)
+    _with_draws(mod, bad, 2.5)
     import sys
 
     load_claims()  # every claims module, as simplexlab_claims.<stem>
@@ -96,12 +107,59 @@ def test_lab_claims_give_verdicts_and_register(mod, monkeypatch):
         out[tag] = (sl_claims.flip_threshold(ctx), sl_claims.regime_signs(ctx))
     (f_good, s_good), (f_bad, s_bad) = out["good"], out["bad"]
     assert isinstance(f_good, Verdict) and f_good.holds_at_paper == "yes"
+    assert f_good.grid_axes == {"instance": [0, 1], "group_size": [8]}
     assert f_good.robustness_fraction == 1.0 and s_good.holds_at_paper == "yes"
     assert f_bad.holds_at_paper == "no" and f_bad.robustness_fraction == 0.0
     assert s_bad.holds_at_paper == "no" and s_bad.effect == pytest.approx(2 / 4)
     names = load_claims()
     assert names["simplexlab-flip-threshold"].paper == "SL"
     assert names["simplexlab-regime-signs"].experiment == "finite-group-flip"
+
+
+def test_one_draw_outside_its_interval_makes_the_claim_partly(mod, monkeypatch):
+    """The status at the paper's G is judged over every prompt draw: the theory within the
+    bandit's interval for both draws -> yes; moved outside for the second draw only -> partly
+    (draw 0's effect unchanged); the spread of the bandit's flips spans both draws."""
+    import sys
+
+    from simplexlab.lab._claims import load_claims
+
+    load_claims()
+    sl_claims = sys.modules["simplexlab_claims.simplexlab"]
+    monkeypatch.setattr(sl_claims, "PAPER_G", 8)
+    out = {}
+    for tag, te in (("in", 2.02), ("out", 2.5)):
+        r = _with_draws(mod, _record(theory_at=[[0.3, 0.4], [0.2, -0.05]],
+                                     bandit_means=[[0.3, 0.4], [0.1, -0.05]],
+                                     flips=[[None, None, None], [2.5, 2.4, 2.6]],
+                                     theory_flip=[None, 2.45], theory_est=[None, 2.55]), te)
+        monkeypatch.setattr(mod, "flip_data", lambda *a, r=r, **k: r)
+        out[tag] = sl_claims.flip_threshold(lab.ClaimContext(quick=True))
+    assert out["in"].holds_at_paper == "yes" and out["out"].holds_at_paper == "partly"
+    assert np.array_equal(out["out"].grid_holds, [[True], [False]])
+    assert out["in"].effect == out["out"].effect == pytest.approx(2.5 - 2.55)
+    assert r["draws"]["spread"] == {8: [2.0, 2.5]} and r["draws"]["within"] == 1
+    assert "prompt draw 1: G = 8: bandit 2.00 [1.90, 2.10]" in out["out"].boundary
+
+
+def test_tiny_flip_data_compares_several_prompt_draws(mod):
+    """The tiny mode (the claims' test size): ``draws`` lists draw 0 and a further draw, each
+    compared per G by the same rule; a different draw of the prompts gives the theory a
+    different flip; the claim's (draw × G) grid has the shape of its axes."""
+    r = mod.flip_data("tiny", 0, regimes=False)
+    d = r["draws"]
+    assert len(d["instances"]) >= 2 and d["instances"][0] == 0
+    assert d["group_sizes"] == [16] and d["points"] == len(d["instances"])
+    assert d["per_instance"][0][16] == r["comparison"]["per_G"][0]
+    other = d["instances"][1]
+    t0, t1 = r["theory"][16]["flip"], d["extra"][other]["theory"][16]["flip"]
+    assert t0 is not None and t1 is not None and t0 != pytest.approx(t1, abs=1e-3)
+    lo, hi = d["spread"][16]
+    assert lo <= hi and lo == min(d["per_instance"][i][16]["bandit"][0] for i in d["instances"])
+    v = lab.load_claims()["simplexlab-flip-threshold"].evaluate(
+        lab.ClaimContext(quick=True, tiny=True))
+    assert v.grid_axes == {"instance": d["instances"], "group_size": [16]}
+    assert np.shape(v.grid_holds) == (len(d["instances"]), 1)
 
 
 @pytest.mark.slow
