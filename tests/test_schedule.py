@@ -416,3 +416,22 @@ def test_old_sim_names_still_work_with_a_deprecation_warning():
     assert not set(names) & set(sim.__all__)
     with pytest.raises(AttributeError, match="no_such_name"):
         sim.no_such_name  # noqa: B018
+
+
+def test_finite_group_theory_sees_that_a_small_group_does_not_flip():
+    """``theory="finite"``: at G = 4 the mean field says schedule B with λ0 = 1.5 flips
+    collision from the start (λ̃ρ > 1), while the exact finite-group field keeps collision (a
+    group of 4 samples too few good modes for the bonus to reach the rare ones); the bandit
+    follows the finite-group ODE to O(η), and leaves the mean field's L_y by an O(1/G) gap."""
+    kw = dict(K=3, M=2, group_size=4, num_steps=60, seeds=8, eta=0.05, y0=(0.6, 0.3, 0.1))
+    sched = GainSchedule(kind="B", gain=1.5, neutralize=True)
+    limit = verify_schedule(sched, **kw)
+    finite = verify_schedule(sched, theory="finite", **kw)
+    assert limit.checks["flip"]["flips"] and not finite.checks["flip"]["flips"]
+    assert finite.checks["flip"]["a_y_over_kappa_start"] > 0.5  # close to GRPO's collision (1)
+    assert finite.inputs["theory"] == "finite" and "FiniteGroup" in finite.checks["flip"]["system"]
+    e_lim, e_fin = limit.checks["bandit"]["error_L_y"], finite.checks["bandit"]["error_L_y"]
+    assert e_fin < e_lim / 5, (e_fin, e_lim)
+    assert finite.checks["bandit"]["passed"]
+    with pytest.raises(ValueError, match="theory must be one of"):
+        verify_schedule(sched, theory="exact", **kw)

@@ -82,6 +82,8 @@ __all__ = ["BOUND_GROUP_SIZES", "COMPOSITIONS", "VERIFY_OPTIONS", "bad_bonus_gro
 BOUND_GROUP_SIZES = tuple(2**k for k in range(1, 13))  # 2 .. 4096
 """Group sizes of check (c): one incorrect rollout out of G, so p̂ = 1/G."""
 _ZERO = 1e-9  # |B_b| below this counts as 0 in the growth ratio
+#: the ODEs :func:`verify_schedule` can check a schedule on (``theory``)
+THEORIES = ("limit", "finite")
 _FLIP_EPS = 1e-9  # a_y/κ below −_FLIP_EPS is a flip (exact cancellation, λ0 = 1 under B, is not)
 
 
@@ -210,6 +212,11 @@ def _rates(dyn, ts, states):
     return jax.vmap(dyn.rates)(ts, states)
 
 
+@eqx.filter_jit
+def _fields(dyn, ts, states):
+    return jax.vmap(dyn.vector_field)(ts, states)
+
+
 def _as_arrays(tree):
     """Python-float leaves as arrays, so that a new gain value reuses the compiled solve."""
     return jax.tree_util.tree_map(
@@ -270,6 +277,7 @@ def verify_schedule(
     max_L_y: float | None = None,
     tol_p: float = 0.02,
     tol_L_y: float = 0.02,
+    theory: str = "limit",
     progress: bool = False,
 ) -> ScheduleReport:
     r"""Verify a G²RPO gain schedule: checks (a)–(e) of the module docstring.
@@ -289,6 +297,13 @@ def verify_schedule(
     ``tol_p`` / ``tol_L_y`` (bandit vs ODE, plus 3 standard errors, (e)). ``progress`` prints
     one line per stage to stderr.
 
+    ``theory``: the ODE of checks (a), (b), (d), (e). ``"limit"`` (default): the papers' mean
+    field (G → ∞, eq. 48 / 56), where (a) reads ``a_y/κ``. ``"finite"``: the finite-group system
+    at ``group_size`` (:meth:`~simplexlab.sim.Bandit.finite_group`, the exact expected SGD step
+    of the bandit checked in (e)), where (a) reads the schedule's ``dL_y/dt`` over GRPO's at the
+    same state and ``G`` (1 for GRPO, like ``a_y/κ``; negative: anti-collision) and (b) compares
+    ``ṗ`` with GRPO's finite-G field; (e) then measures the bandit's ``O(η)`` error alone.
+
     Bad arguments raise ``ValueError`` naming them. Enable ``jax_enable_x64`` for float64 (the
     command line does); in float32 the numbers are accurate to about 1e-6.
     """
@@ -305,6 +320,8 @@ def verify_schedule(
     for name, v in (("require_flip", require_flip), ("progress", progress)):
         if not isinstance(v, bool):
             raise ValueError(f"verify_schedule: {name} must be True or False; got {v!r}")
+    if theory not in THEORIES:
+        raise ValueError(f"verify_schedule: theory must be one of {THEORIES}; got {theory!r}")
     if require_neutral is None:
         require_neutral = bool(schedule.neutralize)
     elif not isinstance(require_neutral, bool):
@@ -339,28 +356,41 @@ def verify_schedule(
               "require_flip": require_flip, "require_neutral": require_neutral,
               "tol_neutral": tol_neutral, "tol_p_vs_grpo": tol_p_vs_grpo,
               "tol_growth": tol_growth, "max_bad_bonus": max_bad_bonus, "max_L_y": max_L_y,
-              "tol_p": tol_p, "tol_L_y": tol_L_y,
+              "tol_p": tol_p, "tol_L_y": tol_L_y, "theory": theory,
               "x64": bool(jax.config.read("jax_enable_x64"))}
 
     # ---- the ODE of the schedule and GRPO's from the same start ------------------------------
-    _say(progress, "mean-field ODE of the schedule and of GRPO", t_start)
-    dyn, st0 = sim.meanfield(params)
+    finite = theory == "finite"
+    _say(progress, f"{'finite-group' if finite else 'mean-field'} ODE of the schedule and of "
+         "GRPO", t_start)
+    dyn, st0 = sim.finite_group(params) if finite else sim.meanfield(params)
     st0 = jax.tree_util.tree_map(lambda a: a[0], st0)
     dyn = _as_arrays(dyn)
     T = num_steps * eta
     ts = jnp.asarray(np.arange(num_steps + 1) * eta)
     sol = solve(dyn, st0, t1=T, saveat=ts)
     # GRPO = the same system with gain 0 (B* = 0 and B_b = 0): the compiled solve is reused
-    dyn0 = eqx.tree_at(lambda d: d.gain, dyn, jax.tree_util.tree_map(lambda x: x * 0, dyn.gain))
+    gain_of = (lambda d: d.rule.schedule.gain) if finite else (lambda d: d.gain)
+    dyn0 = eqx.tree_at(gain_of, dyn, jax.tree_util.tree_map(lambda x: x * 0, gain_of(dyn)))
     grpo_sol = solve(dyn0, st0, t1=T, saveat=ts)
-    grpo = GRPO(eta=dyn.eta, verifier=dyn.verifier)
-    r = _rates(dyn, ts, sol.state)
-    r_grpo = _rates(grpo, ts, sol.state)  # GRPO's field at the schedule's visited states
     t = np.asarray(ts)
     p, L_y, L_z = (np.asarray(a, float) for a in (sol.p, sol.L_y, sol.L_z))
-    a_y = np.asarray(r.a_y, float)
-    kap = np.asarray(grpo.kappa(sol.p), float)
-    c_y = a_y / kap  # inner-time coefficient of V(y): 1 − λ̃ρ (neutralized), 1 − λ̃ (good only)
+    if finite:  # the fields at the schedule's visited states, and GRPO's (gain 0) there
+        f, f0 = _fields(dyn, ts, sol.state), _fields(dyn0, ts, sol.state)
+        y = np.asarray(sol.state.y, float)
+        a_y = 2.0 * np.sum(y * np.asarray(f.y, float), -1)  # dL_y/dt
+        g_y = 2.0 * np.sum(y * np.asarray(f0.y, float), -1)
+        tiny = 1e-12 * max(float(np.abs(g_y).max()), 1e-300)
+        c_y = np.where(np.abs(g_y) > tiny, a_y / np.where(np.abs(g_y) > tiny, g_y, 1.0), 1.0)
+        p_dot, p_dot_grpo = np.asarray(f.p, float), np.asarray(f0.p, float)
+    else:
+        grpo = GRPO(eta=dyn.eta, verifier=dyn.verifier)
+        r = _rates(dyn, ts, sol.state)
+        r_grpo = _rates(grpo, ts, sol.state)  # GRPO's field at the schedule's visited states
+        a_y = np.asarray(r.a_y, float)
+        kap = np.asarray(grpo.kappa(sol.p), float)
+        c_y = a_y / kap  # inner-time coefficient of V(y): 1 − λ̃ρ (neutralized), 1 − λ̃
+        p_dot, p_dot_grpo = np.asarray(r.p_dot, float), np.asarray(r_grpo.p_dot, float)
 
     # ---- (a) flip ----------------------------------------------------------------------------
     neg = np.flatnonzero(c_y < -_FLIP_EPS)
@@ -384,14 +414,16 @@ def verify_schedule(
             "a_y_over_kappa_start": float(c_y[0]), "a_y_over_kappa_end": float(c_y[-1]),
             "lambda_tilde_start": lam_tilde, "flip_threshold_start": threshold,
             "t_end": float(T), "ode_stopped": bool(sol.stopped),
-            "system": "Neutralized (eq. 56)" if schedule.neutralize else "GoodBonus (eq. 48)"}
+            "system": (f"FiniteGroup (G = {group_size}; the read-out: dL_y/dt over GRPO's)"
+                       if finite else "Neutralized (eq. 56)" if schedule.neutralize
+                       else "GoodBonus (eq. 48)")}
 
     # ---- (b) neutrality ----------------------------------------------------------------------
-    dpdot = np.asarray(r.p_dot, float) - np.asarray(r_grpo.p_dot, float)
+    dpdot = p_dot - p_dot_grpo
     moved = np.concatenate([[0.0], np.cumsum(0.5 * (dpdot[1:] + dpdot[:-1]) * np.diff(t))])
     p_grpo = np.asarray(grpo_sol.p, float)
     gap_vs_grpo = float(np.abs(p - p_grpo).max())
-    pdot_scale = float(np.abs(np.asarray(r_grpo.p_dot)).max())
+    pdot_scale = float(np.abs(p_dot_grpo).max())
     neutral_ok = float(np.abs(moved).max()) <= tol_neutral and (
         tol_p_vs_grpo is None or gap_vs_grpo <= tol_p_vs_grpo)
     neutral = {"passed": bool(neutral_ok), "required": require_neutral,
