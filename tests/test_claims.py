@@ -116,7 +116,6 @@ def _status(claims, name, **overrides):
 
 @pytest.mark.parametrize(("name", "broken"), [
     ("g2-fig1-portraits-ode", {"gain_scale": -1.0}),  # the wrong sign of the gain
-    ("fg-fig3-focal-downweights", {"gamma_sign": -1.0}),  # focal weight inverted
     ("ts-stage1-a1-rises-then-falls", {"eta": 1e-6}),  # a vanishing step size (η > 0)
 ])
 def test_a_broken_setting_flips_the_status(claims, name, broken):
@@ -124,6 +123,31 @@ def test_a_broken_setting_flips_the_status(claims, name, broken):
     bad = _status(claims, name, **broken)
     assert good.holds_at_paper == "yes"
     assert bad.holds_at_paper == "no"
+    assert bad.robustness_fraction < good.robustness_fraction
+
+
+def _faulty_moments(probs, length):
+    from simplexlab.theory._product import product_log10_moments
+
+    m = product_log10_moments(probs, length)
+    return m._replace(sd=m.sd * 1.05)  # a wrong sd formula (5 % off)
+
+
+@pytest.mark.parametrize(("name", "target", "fault"), [
+    # F-GRPO eq. 15 with μ̂ for 1 − μ̂: the weight grows with the success rate
+    ("fg-fig3-focal-downweights", "simplexlab.shaping._rules.focal_weight",
+     lambda mu, gamma: mu ** gamma),
+    # G²RPO App. E: the exact moments with a wrong standard deviation
+    ("g2-app-e-tables", "simplexlab.sampling.product_log10_moments", _faulty_moments),
+])
+def test_a_fault_of_the_library_changes_the_verdict(claims, monkeypatch, name, target, fault):
+    """The claim rests on the library: the same fault a real bug would make, injected into the
+    library (not the claim), changes its verdict."""
+    good = _status(claims, name)
+    assert good.holds_at_paper == "yes"
+    monkeypatch.setattr(target, fault)
+    bad = _status(claims, name)
+    assert bad.holds_at_paper != "yes"
     assert bad.robustness_fraction < good.robustness_fraction
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from simplexlab import categorical as C
-from simplexlab import sampling, sweep
+from simplexlab import sampling, shaping, sweep
 from simplexlab.lab import Verdict, claim, combine, mean_ci, paired_ci, side
 
 MUS = (0.8, 0.5, 0.2)
@@ -33,7 +33,7 @@ def _mc(mu, tau, n, groups, rng):
        grid={"mu_pos": list(MUS), "rho": list(RHOS)})
 def tail_miss_peak(ctx):
     rng = np.random.default_rng(ctx.seed)
-    groups = ctx.pick(20_000, 200_000, tiny=4000)
+    groups = ctx.pick(4_000, 20_000, tiny=2000)
     h = np.zeros((len(MUS), len(RHOS)), bool)
     eff = np.zeros(h.shape)
     agree = []
@@ -111,9 +111,14 @@ def fig3_focal(ctx):
     gammas, Ns = [0.5, 1.0, 2.0], [8, 64, 256]
 
     def weights(mu, N, gamma):
+        """The library's weight (:func:`simplexlab.shaping.focal_advantages` on unit
+        advantages, i.e. F-GRPO eq. 15–16's g = (1 − μ̂)^γ per group) of active groups."""
         k = rng.binomial(N, mu, groups)
         k = k[(k > 0) & (k < N)]  # active groups only
-        return (1.0 - k / N) ** (gamma * ctx.setting("gamma_sign", 1.0))
+        rewards = (np.arange(N)[None, :] < k[:, None]).astype(float)
+        g = shaping.focal_advantages(np.ones_like(rewards), rewards,
+                                     gamma=gamma)
+        return np.asarray(g)[:, 0]
 
     h = np.zeros((3, 3), bool)
     eff = np.zeros((3, 3))
