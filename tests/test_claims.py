@@ -133,20 +133,35 @@ def _faulty_moments(probs, length):
     return m._replace(sd=m.sd * 1.05)  # a wrong sd formula (5 % off)
 
 
+def _faulty_schedule_b(*args):
+    from simplexlab.theory._gains import _ORIGINAL_B
+
+    return 1.1 * _ORIGINAL_B(*args)
+
+
 @pytest.mark.parametrize(("name", "target", "fault"), [
     # F-GRPO eq. 15 with μ̂ for 1 − μ̂: the weight grows with the success rate
     ("fg-fig3-focal-downweights", "simplexlab.shaping._rules.focal_weight",
      lambda mu, gamma: mu ** gamma),
     # G²RPO App. E: the exact moments with a wrong standard deviation
     ("g2-app-e-tables", "simplexlab.sampling.product_log10_moments", _faulty_moments),
+    # G²RPO eq. (67): schedule B's gain 10 % too large (the mean-field flip moves off λ0 = 1)
+    ("g2-flip-at-one", "simplexlab.theory._gains._gain_schedule_b", _faulty_schedule_b),
 ])
 def test_a_fault_of_the_library_changes_the_verdict(claims, monkeypatch, name, target, fault):
     """The claim rests on the library: the same fault a real bug would make, injected into the
     library (not the claim), changes its verdict."""
+    import jax
+
+    from simplexlab.theory import _gains
+
     good = _status(claims, name)
     assert good.holds_at_paper == "yes"
+    monkeypatch.setattr(_gains, "_ORIGINAL_B", _gains._gain_schedule_b, raising=False)
     monkeypatch.setattr(target, fault)
+    jax.clear_caches()  # compiled programs traced before the fault would hide it
     bad = _status(claims, name)
+    jax.clear_caches()
     assert bad.holds_at_paper != "yes"
     assert bad.robustness_fraction < good.robustness_fraction
 
