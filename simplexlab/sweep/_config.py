@@ -10,6 +10,9 @@
     seed = 0                         # base seed
     memory_budget = "2GB"            # optional; or chunk_size = 8
     batching = "auto"                # optional: "auto", "map", "vmap"
+    max_runs = 10_000_000            # optional size guards (simplexlab.sweep.run): runs,
+    max_steps = 100_000_000          # steps per run and bytes of the result
+    max_result_bytes = "8GiB"
 
     [fixed]                          # parameters held fixed
     num_steps = 100
@@ -19,7 +22,10 @@
     group_size = [2, 8, 32]
     focal_gamma = [0.0, 1.0]
 
-Unknown keys (a typo) raise ``ValueError`` naming the key and what is allowed, before any compute.
+Unknown keys (a typo) raise ``ValueError`` naming the key and what is allowed, before any compute;
+so does a value of the wrong TOML type (naming the file, the key and the type expected: a boolean
+is never a number, an integer setting takes no float, a parameter's values follow its default)
+and a grid axis that lists one value twice (``[2, 2.0]``).
 """
 
 from __future__ import annotations
@@ -28,13 +34,89 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._checks import is_int
 from .._results import check_file_name, read_toml
+from ._engine import _as_values
 from ._targets import make_target
 
 __all__ = ["load_config", "run_config"]
 
 TOP_KEYS = {"simulator", "name", "out", "seeds", "seed", "memory_budget", "chunk_size",
-            "batching", "format", "fixed", "grid", "description"}
+            "batching", "format", "fixed", "grid", "description", "max_runs", "max_steps",
+            "max_result_bytes"}
+
+_INTEGER, _NUMBER, _STRING, _BOOLEAN = "an integer", "a number", "a string", "a boolean"
+_SIZE = "a number of bytes or a size string like '2GB'"
+#: the TOML type each top-level key takes (fixed and grid are tables, checked apart)
+TOP_TYPES = {"simulator": _STRING, "name": _STRING, "out": _STRING, "seeds": _INTEGER,
+             "seed": _INTEGER, "memory_budget": _SIZE, "chunk_size": _INTEGER,
+             "batching": _STRING, "format": _STRING, "description": _STRING,
+             "max_runs": _INTEGER, "max_steps": _INTEGER, "max_result_bytes": _SIZE}
+
+
+def _toml_type(v) -> str:
+    """The TOML name of ``v``'s type, for messages."""
+    for t, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"),
+                    (str, "a string"), (list, "an array"), (dict, "a table")):
+        if isinstance(v, t):
+            return name
+    return f"a {type(v).__name__}"
+
+
+def _is(v, expected: str) -> bool:
+    """Whether the TOML value ``v`` is of the ``expected`` kind (a bool is never a number)."""
+    if expected == _INTEGER:
+        return is_int(v)
+    if expected == _NUMBER:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+    if expected == _STRING:
+        return isinstance(v, str)
+    if expected == _BOOLEAN:
+        return isinstance(v, bool)
+    if expected == _SIZE:
+        return isinstance(v, int | float | str) and not isinstance(v, bool)
+    return True
+
+
+def _expected(default, array: bool) -> str | None:
+    """The TOML kind a parameter takes, from its default (``None``: no rule here, the target
+    checks it): array parameters are numbers, static ones follow their default's type."""
+    if array:
+        return _NUMBER
+    if isinstance(default, bool):
+        return _BOOLEAN
+    if is_int(default):
+        return _INTEGER
+    if isinstance(default, float):
+        return _NUMBER
+    if isinstance(default, str):
+        return _STRING
+    return None
+
+
+def _check_types(path: Path, cfg: dict, target) -> None:
+    """Every top-level key and every fixed / grid value of the expected TOML type: a
+    ``ValueError`` naming the file, the key (``grid.eta[0]``), the type expected and the value
+    given otherwise."""
+    for key, expected in TOP_TYPES.items():
+        if key in cfg and not _is(cfg[key], expected):
+            raise ValueError(f"{path}: {key} must be {expected}; got {cfg[key]!r} "
+                             f"({_toml_type(cfg[key])})")
+    for key in ("seeds", "max_runs", "max_steps", "chunk_size"):
+        if key in cfg and cfg[key] < 1:
+            raise ValueError(f"{path}: {key} must be an integer >= 1; got {cfg[key]!r}")
+    arrays, statics = target.array_params(), target.static_params()
+    for section in ("fixed", "grid"):
+        for name, value in cfg.get(section, {}).items():
+            expected = _expected(arrays.get(name, statics.get(name)), name in arrays)
+            if expected is None:
+                continue
+            items = enumerate(value) if section == "grid" else [(None, value)]
+            for i, v in items:
+                if not _is(v, expected):
+                    where = f"{section}.{name}" + ("" if i is None else f"[{i}]")
+                    raise ValueError(f"{path}: {where} must be {expected}; got {v!r} "
+                                     f"({_toml_type(v)})")
 
 
 def load_config(path: str | os.PathLike) -> dict[str, Any]:
@@ -67,6 +149,12 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
     for k, v in cfg.get("grid", {}).items():
         if not isinstance(v, list):
             raise ValueError(f"{path}: grid.{k} must be a list of values; got {v!r}")
+    _check_types(path, cfg, target)
+    for k, v in cfg.get("grid", {}).items():
+        try:
+            _as_values(k, v)  # no axis empty, no value twice (2 and 2.0 are one value)
+        except ValueError as err:
+            raise ValueError(f"{path}: grid.{k}: {err}") from None
     out = Path(cfg.get("out", "sweeps"))
     if not out.is_absolute():
         out = path.parent / out
@@ -81,10 +169,9 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
         "batching": cfg.get("batching", "auto"),
         "format": cfg.get("format", "nc"),
     }
-    if "memory_budget" in cfg:
-        kwargs["memory_budget"] = cfg["memory_budget"]
-    if "chunk_size" in cfg:
-        kwargs["chunk_size"] = cfg["chunk_size"]
+    for key in ("memory_budget", "chunk_size", "max_runs", "max_steps", "max_result_bytes"):
+        if key in cfg:
+            kwargs[key] = cfg[key]
     return kwargs
 
 

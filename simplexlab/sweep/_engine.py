@@ -48,10 +48,11 @@ from .._results import (
     writable_folder,
     write_dataset,
 )
+from ..sim._protocol import MAX_STEPS
 from ._store import ChunkStore, chunk_digest
 from ._targets import BATCHINGS, Batch, SweepTarget, make_target
 
-__all__ = ["SweepInterrupted", "parse_bytes", "run"]
+__all__ = ["MAX_RESULT_BYTES", "MAX_RUNS", "SweepInterrupted", "parse_bytes", "run"]
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -72,19 +73,49 @@ _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb
 _SIZE = r"\s*((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*"
 
 
-def parse_bytes(v) -> int:
-    """``2e9``, ``"2GB"``, ``"1.5 GiB"``, ``"512MiB"`` -> bytes."""
-    if isinstance(v, int | float) and not isinstance(v, bool):
+def parse_bytes(v, name: str = "memory_budget") -> int:
+    """``2e9``, ``"2GB"``, ``"1.5 GiB"``, ``"512MiB"`` -> bytes; ``name`` is the setting the
+    errors name (a bool, ``True``, is no size)."""
+    if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool):
         b = float(v)
     else:
-        m = re.fullmatch(_SIZE, str(v))
+        m = re.fullmatch(_SIZE, str(v)) if isinstance(v, str) else None
         if not m or m.group(2).lower() not in _UNITS:
-            raise ValueError(f"memory_budget must be a number of bytes or a size like '2GB' "
+            raise ValueError(f"{name} must be a number of bytes or a size like '2GB' "
                              f"or '1.5 GiB'; got {v!r}")
         b = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if not math.isfinite(b) or b <= 0:
-        raise ValueError(f"memory_budget must be > 0; got {v!r}")
+        raise ValueError(f"{name} must be > 0; got {v!r}")
     return int(b)
+
+
+#: the most runs (grid points x seeds) :func:`run` plans unless ``max_runs`` says otherwise:
+#: planning keeps a few hundred bytes of bookkeeping per run before any compute, so 10^7 runs
+#: are seconds and ~2 GB; 10^9 would be minutes and then a ``MemoryError``
+MAX_RUNS = 10**7
+#: the largest result (bytes of every output of every run, held in memory on process 0 and
+#: written to the result file) :func:`run` computes unless ``max_result_bytes`` says otherwise
+MAX_RESULT_BYTES = "8GiB"
+
+
+def _as_count(v, name: str) -> int:
+    """A limit: an integer >= 1 (not a bool), ``ValueError`` naming ``name`` otherwise."""
+    if not is_int(v) or v < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+    return int(v)
+
+
+def _same_key(v):
+    """What makes two grid values the same value: numbers by value (``2`` and ``2.0`` are one
+    value), bools apart from numbers, anything else by its JSON text."""
+    if isinstance(v, bool | np.bool_):
+        return ("bool", bool(v))
+    if isinstance(v, int | float | np.integer | np.floating):
+        return ("number", float(v))
+    try:
+        return ("json", json.dumps(v, default=repr, sort_keys=True))
+    except (TypeError, ValueError):
+        return ("repr", repr(v))
 
 
 def _as_values(name: str, values) -> list:
@@ -93,13 +124,42 @@ def _as_values(name: str, values) -> list:
     values = list(np.asarray(values).tolist()) if isinstance(values, np.ndarray) else list(values)
     if len(values) == 0:
         raise ValueError(f"grid axis {name!r} has no values (length 0)")
-    try:
-        dup = len({json.dumps(v, default=repr) for v in values}) != len(values)
-    except TypeError:
-        dup = False
-    if dup:
-        raise ValueError(f"grid axis {name!r} has repeated values: {values}")
+    seen: dict = {}
+    for v in values:
+        k = _same_key(v)
+        if k in seen:  # two coordinates of one value: the Dataset could not tell them apart
+            same = "" if repr(seen[k]) == repr(v) else f" ({seen[k]!r} and {v!r} are one value)"
+            raise ValueError(f"grid axis {name!r} has repeated values: {v!r} appears twice{same}")
+        seen[k] = v
     return values
+
+
+def _kind(name: str, default) -> str:
+    """What a parameter's values are, from its default: for the messages of
+    :func:`_check_bools`."""
+    if is_int(default):
+        return "an integer"
+    if isinstance(default, float | np.floating):
+        return "a number"
+    if isinstance(default, str):
+        return "a string"
+    return f"a valid {name}"
+
+
+def _check_bools(target: SweepTarget, grid: dict, fixed: dict) -> None:
+    """Booleans are never numbers: a ``True`` / ``False`` for a parameter whose default is not a
+    bool (``eta = [true]`` in a TOML file would otherwise be the learning rate 1.0) raises
+    ``ValueError`` naming the parameter and the value."""
+    defaults = {**target.static_params(), **target.array_params()}
+    for where, values in (("grid", grid), ("fixed", fixed)):
+        for name, vals in values.items():
+            default = defaults.get(name)
+            if isinstance(default, bool | np.bool_):
+                continue
+            for v in (vals if where == "grid" else [vals]):
+                if isinstance(v, bool | np.bool_):
+                    raise ValueError(f"{target.name}: {where} {name} = {v!r} is a bool, not "
+                                     f"{_kind(name, default)} (default {default!r})")
 
 
 def _devices(devices):
@@ -142,6 +202,9 @@ def run(
     devices=None,
     resume: bool = True,
     progress: bool = True,
+    max_runs: int = MAX_RUNS,
+    max_steps: int = MAX_STEPS,
+    max_result_bytes: int | str = MAX_RESULT_BYTES,
 ):
     r"""Run ``target`` over the cartesian product of ``grid`` and ``seeds`` seeds.
 
@@ -174,9 +237,20 @@ def run(
             another chunk or whose numbers do not match their hash is reported in one line,
             renamed ``<digest>.npz.corrupt`` and recomputed.
 
+        max_runs, max_steps, max_result_bytes: the size guards, checked before any compute (and
+            ``max_runs`` before the seeds' keys are split): the number of runs (grid points ×
+            seeds, default at most 10^7, :data:`MAX_RUNS`), a simulator's ``num_steps`` per run
+            (default at most 10^8, :data:`simplexlab.sim._protocol.MAX_STEPS`) and the size of
+            the result (every output of every run, in memory on process 0 and in the result
+            file; default at most ``"8GiB"``, :data:`MAX_RESULT_BYTES`). Work beyond one of
+            them raises ``ValueError`` stating the estimate and the limit; pass a larger limit
+            to allow it.
+
     Returns an :class:`xarray.Dataset` with dims ``(*grid, "seed", ...)`` and the provenance in
     its attributes (on process 0; other processes of a multi-process run return ``None``).
-    Every bad name or value raises ``ValueError`` before any compute starts.
+    Every bad name or value raises ``ValueError`` before any compute starts; so does work that
+    cannot finish (the size guards above): such a sweep used to end the interpreter inside XLA
+    (``seeds = 10**12``) or with a bare ``MemoryError`` after minutes of planning.
 
     The compiled programs go to JAX's persistent compilation cache (``SIMPLEXLAB_JAX_CACHE``,
     see :func:`simplexlab._env.use_compilation_cache`; a process that set a cache folder of its
@@ -187,7 +261,8 @@ def run(
     check_file_name(name, "name")  # <out>/<name>.<format>: never a path out of the folder
     plan = _plan(target, grid, fixed, seeds=seeds, seed=seed, keys=keys, format=format,
                  memory_budget=memory_budget, chunk_size=chunk_size, batching=batching,
-                 devices=devices)
+                 devices=devices, max_runs=max_runs, max_steps=max_steps,
+                 max_result_bytes=max_result_bytes)
     if out is not None and jax.process_index() == 0:
         writable_folder(out, "out")  # before any compute, not after the first chunk
         _chunk_folder(out, name)
@@ -260,29 +335,38 @@ class _Plan:
 
 
 def _plan(target, grid, fixed, *, seeds, seed, keys, format, memory_budget, chunk_size,
-          batching, devices) -> _Plan:
-    """Check every name and value, then cut the grid into programs and their chunks; raises
-    ``ValueError`` before any compute."""
+          batching, devices, max_runs=MAX_RUNS, max_steps=MAX_STEPS,
+          max_result_bytes=MAX_RESULT_BYTES) -> _Plan:
+    """Check every name and value and the size of the work, then cut the grid into programs and
+    their chunks; raises ``ValueError`` before any compute."""
     target = make_target(target) if not isinstance(target, SweepTarget) else target
     grid = {str(k): _as_values(str(k), v) for k, v in dict(grid or {}).items()}
     fixed = dict(fixed or {})
     grid, fixed = target.renamed(grid), target.renamed(fixed)  # deprecated old names
     _check_names(target, grid, fixed)
+    _check_bools(target, grid, fixed)
     if batching not in BATCHINGS:
         raise ValueError(f"batching must be one of {BATCHINGS}; got {batching!r}")
     if format not in ("nc", "zarr"):
         raise ValueError(f"format must be 'nc' or 'zarr'; got {format!r}")
     budget = parse_bytes(memory_budget)
+    max_runs = _as_count(max_runs, "max_runs")
+    max_steps = _as_count(max_steps, "max_steps")
+    max_result = parse_bytes(max_result_bytes, "max_result_bytes")
     explicit_keys = keys is not None
     if keys is None:
         if not is_int(seeds) or seeds < 1:
             raise ValueError(f"seeds must be an integer >= 1; got {seeds!r}")
         if not is_int(seed):
             raise ValueError(f"seed must be an integer; got {seed!r}")
+        # before the split: jax.random.split(key, 10**12) ends the process inside XLA
+        _check_runs(grid, int(seeds), max_runs)
         keys = jax.random.split(jax.random.key(seed), seeds)
     key_data = np.asarray(jax.random.key_data(keys))
     if key_data.ndim < 2:
         raise ValueError(f"keys must be a (seeds,) array of PRNG keys; got shape {key_data.shape}")
+    if explicit_keys:
+        _check_runs(grid, key_data.shape[0], max_runs)
     devs = _devices(devices)
     ndev = len(devs)
     if chunk_size is not None and (not is_int(chunk_size) or chunk_size < 1
@@ -291,6 +375,10 @@ def _plan(target, grid, fixed, *, seeds, seed, keys, format, memory_budget, chun
                          f"sweep is sharded over; got {chunk_size!r}")
     programs = []
     for static, idx, arrays, seeds_of in _groups(target, grid, fixed, key_data.shape[0]):
+        steps = target.steps_per_run(static)
+        if steps is not None and steps > max_steps:
+            raise ValueError(f"{target.name}: num_steps = {steps:,} steps per run is more than "
+                             f"max_steps = {max_steps:,}; pass max_steps={steps} to allow it")
         batch = _batch(target, static, batching)
         n = len(idx)
         per_dev = _per_device(batch, n, ndev, min(target.block_size(static), n), chunk_size,
@@ -298,9 +386,35 @@ def _plan(target, grid, fixed, *, seeds, seed, keys, format, memory_budget, chun
         size = per_dev * ndev
         chunks = [(lo, min(lo + size, n), size) for lo in range(0, n, size)]
         programs.append(_Program(static, idx, arrays, seeds_of, batch, chunks))
+    _check_result_size(programs, max_result)
     defaults = {**target.static_params(), **target.array_params()}
     return _Plan(target, grid, fixed, defaults, key_data, seed, explicit_keys, batching, devs,
                  programs)
+
+
+def _check_runs(grid: dict, n_seeds: int, max_runs: int) -> None:
+    """Refuse more than ``max_runs`` runs (grid points × seeds), from the axes' lengths alone:
+    before the seeds' keys are split and before the runs are listed one by one."""
+    points = math.prod(len(v) for v in grid.values())
+    runs = points * n_seeds
+    if runs > max_runs:
+        raise ValueError(f"the sweep has {runs:,} runs ({points:,} grid points x {n_seeds:,} "
+                         f"seeds), more than max_runs = {max_runs:,}; pass max_runs={runs} to "
+                         "allow it")
+
+
+def _check_result_size(programs: list, limit: int) -> None:
+    """Refuse a result (every output of every run: runs × recorded steps × bytes) larger than
+    ``limit`` bytes, before any compute: it is held in memory on process 0 and written to the
+    result file."""
+    runs = sum(len(p.idx) for p in programs)
+    total = sum(len(p.idx) * p.batch.bytes_out for p in programs)
+    if total > limit:
+        per = max((p.batch.bytes_out for p in programs), default=0)
+        raise ValueError(f"the sweep's result would take {total:,} bytes ({runs:,} runs x up to "
+                         f"{per:,} bytes of outputs each), more than max_result_bytes = "
+                         f"{limit:,}; pass max_result_bytes={total} to allow it, or record less "
+                         "(a larger stride, fewer outputs)")
 
 
 def _check_names(target: SweepTarget, grid: dict, fixed: dict) -> None:

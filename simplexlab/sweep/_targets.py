@@ -98,6 +98,12 @@ class SweepTarget(abc.ABC):
         processes or chunks computed it; the last, partial block is padded with its last run."""
         return 1
 
+    def steps_per_run(self, static: dict[str, Any]) -> int | None:
+        """Steps each run of the program ``static`` takes (the engine refuses more than its
+        ``max_steps`` before any compute); ``None`` (the default) for a target without a step
+        count of its own (the mean-field ODEs' adaptive steps)."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         return {"target": self.name, "target_version": self.version}
 
@@ -151,6 +157,9 @@ class SimulatorTarget(SweepTarget):
         return self.cls.make(**{k: v for k, v in static.items()
                                 if k not in ("num_steps", "stride")})
 
+    def steps_per_run(self, static):
+        return static["num_steps"]
+
     def validate(self, static, arrays):
         for name in ("num_steps", "stride"):
             v = static[name]
@@ -179,8 +188,9 @@ class SimulatorTarget(SweepTarget):
             # checked on the host above (sim.check_params): no run-time checks in the program,
             # so that it has no host callback and JAX's persistent cache can keep it
             with trusted_inputs():
+                # the step count was checked against the sweep's own max_steps (the engine)
                 rec = trajectory(sim, jax.random.wrap_key_data(kd), arrays,
-                                 num_steps=num_steps, stride=stride)[1]
+                                 num_steps=num_steps, stride=stride, max_steps=num_steps)[1]
             rec = rec._asdict() if hasattr(rec, "_asdict") else dict(rec)
             rec.pop("step", None)  # the step is the coordinate
             return rec
@@ -307,7 +317,8 @@ class MeanFieldTarget(SweepTarget):
                              "give group_size >= 2 for its finite-group system")
         for name in ("t1", "rtol", "atol"):
             v = static[name]
-            if not isinstance(v, int | float) or not np.isfinite(v) or v <= 0:
+            if (not isinstance(v, int | float) or isinstance(v, bool) or not np.isfinite(v)
+                    or v <= 0):  # a bool is no number (True would be 1.0)
                 raise ValueError(f"meanfield: {name} must be a finite number > 0; got {v!r}")
         if static["time"] not in ("physical", "inner"):
             raise ValueError(f"meanfield: time must be 'physical' or 'inner'; got "

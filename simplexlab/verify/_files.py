@@ -116,4 +116,32 @@ def load_schedule_config(path: str | os.PathLike) -> tuple[GainSchedule, dict[st
     if unknown:
         raise ValueError(f"{path}: [verify]: unknown key(s) {unknown}; known: "
                          f"{list(VERIFY_OPTIONS)}")
+    _check_option_types(path, opts)
     return schedule, dict(opts)
+
+
+#: TOML kinds by the type names of :func:`~simplexlab.verify.verify_schedule`'s annotations
+_KINDS = (("bool", "a boolean"), ("int", "an integer"), ("float", "a number"),
+          ("str", "a string"))
+
+
+def _check_option_types(path: Path, opts: dict[str, Any]) -> None:
+    """Every ``[verify]`` value of the TOML type its keyword's annotation names (a boolean is
+    never a number, ``group_size = 2.5`` is no integer): a ``ValueError`` naming the file, the
+    key, the type expected and the value given. Keys without a simple annotation (``y0``) are
+    left to :func:`~simplexlab.verify.verify_schedule`."""
+    import inspect
+
+    from ._verify import verify_schedule
+
+    params = inspect.signature(verify_schedule).parameters
+    for key, v in opts.items():
+        names = set(str(params[key].annotation).replace(" ", "").split("|")) - {"None"}
+        kind = next((k for t, k in _KINDS if names == {t}), None)
+        ok = {"a boolean": isinstance(v, bool),
+              "an integer": isinstance(v, int) and not isinstance(v, bool),
+              "a number": isinstance(v, int | float) and not isinstance(v, bool),
+              "a string": isinstance(v, str)}.get(kind, True)
+        if not ok:
+            raise ValueError(f"{path}: [verify] {key} must be {kind}; got {v!r} "
+                             f"({type(v).__name__})")
