@@ -303,3 +303,41 @@ def test_schedule_config_type_errors_name_the_file_key_and_type(tmp_path, line, 
     assert _one_line(err).startswith(f"{path}: ")
     path.write_text('[schedule]\nkind = "B"\n[verify]\nseeds = 4\np0 = 1\ntol_p_vs_grpo = 0.1\n')
     assert load_schedule_config(path)[1] == {"seeds": 4, "p0": 1, "tol_p_vs_grpo": 0.1}
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"seeds": 10**9}, "seeds = 1,000,000,000"),
+    ({"group_size": 10**7, "seeds": 64}, "group_size = 10,000,000"),
+    ({"num_steps": 10**12}, "num_steps = 1,000,000,000,000"),
+])
+def test_verify_schedule_refuses_work_that_cannot_finish(kw, match, monkeypatch):
+    from simplexlab.shaping import GainSchedule
+    from simplexlab.verify import _verify, verify_schedule
+
+    def no_compute(*a, **k):  # nothing may be solved or simulated
+        raise AssertionError("compute started")
+
+    monkeypatch.setattr(_verify, "solve", no_compute)
+    with pytest.raises(ValueError, match=match) as e:
+        verify_schedule(GainSchedule(), **kw)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("steps = -1", "steps must be an integer >= 0; got -1"),
+    ("steps = 2.5", "steps must be an integer >= 0; got 2.5"),
+    ("batch = 0", "batch must be an integer >= 1; got 0"),
+    ("eta = true", "eta must be a finite number > 0; got True"),
+])
+def test_warm_start_settings_are_checked_with_the_file_named(text, match, tmp_path):
+    pytest.importorskip("torch")
+    import argparse
+
+    from simplexlab.lab._train_cli import _plan
+
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(f"[warm_start]\n{text}\n[train]\nmethod = \"grpo\"\n")
+    args = argparse.Namespace(seed=0, force=False, out=str(tmp_path / "runs"))
+    with pytest.raises(ValueError, match=match) as e:
+        _plan(cfg, args)
+    assert "run.toml [warm_start]" in str(e.value)

@@ -220,11 +220,25 @@ def _completion_mask(comp, eos: int):
 # ---- warm start ----------------------------------------------------------------------------
 
 @renamed_kwargs(lr="eta")
+def check_warm_start(steps=300, batch=64, eta=3e-3, *, where: str = "warm_start") -> None:
+    """``steps`` an integer >= 0, ``batch`` an integer >= 1, ``eta`` a finite number > 0
+    (booleans are neither): ``ValueError`` naming ``where``, the setting and its value (a
+    negative ``steps`` would otherwise be a silent no-op, ``range(-1)``)."""
+    for name, v, lower in (("steps", steps, 0), ("batch", batch, 1)):
+        if not is_int(v) or v < lower:
+            raise ValueError(f"{where}: {name} must be an integer >= {lower}; got {v!r}")
+    if isinstance(eta, bool) or not isinstance(eta, int | float) or not (
+            math.isfinite(eta) and eta > 0):
+        raise ValueError(f"{where}: eta must be a finite number > 0; got {eta!r}")
+
+
 def warm_start(model, task, *, steps: int = 300, batch: int = 64, eta: float = 3e-3,
                seed: int = 0, progress=None) -> list[float]:
     """Supervised warm start on :meth:`task.warm_start_batch` (cross-entropy on the answer
     tokens), so the policy starts with several correct families of unequal mass; ``eta``:
-    AdamW's rate (``lr=`` is its deprecated old name). Returns the losses."""
+    AdamW's rate (``lr=`` is its deprecated old name). Returns the losses. Bad settings:
+    :func:`check_warm_start`."""
+    check_warm_start(steps, batch, eta)
     import torch
 
     rng = random.Random(seed)

@@ -238,6 +238,35 @@ def _default_composition(n: int) -> tuple[float, ...]:
     return tuple(float(v) for v in w / w.sum())
 
 
+#: the most bandit runs (seeds) one verification starts, unless the machine's memory is the
+#: tighter bound (a larger count is almost always a typo: 10**9)
+MAX_SEEDS = 100_000
+
+
+def _check_work(K: int, M: int, group_size: int, num_steps: int, seeds: int) -> None:
+    """Refuse, before any compute, a verification that cannot finish: more than
+    :data:`MAX_SEEDS` seeds, more than :data:`~simplexlab.sim.MAX_STEPS` steps, or bandit
+    arrays (every seed's group of ``group_size`` rollouts over ``K + M`` modes at once, and the
+    recorded trajectories) larger than this machine's memory: a ``ValueError`` with the
+    estimate (XLA would otherwise end the process)."""
+    from .._checks import host_memory_bytes
+    from ..sim._protocol import MAX_STEPS
+
+    if seeds > MAX_SEEDS:
+        raise ValueError(f"verify_schedule: seeds = {seeds:,} is more than {MAX_SEEDS:,} bandit "
+                         "runs; a verification's interval needs tens to thousands")
+    if num_steps > MAX_STEPS:
+        raise ValueError(f"verify_schedule: num_steps = {num_steps:,} is more than "
+                         f"{MAX_STEPS:,}")
+    work = 8 * seeds * (group_size * (K + M + 4) + (num_steps // _stride(num_steps) + 1)
+                        * (K + M + 4))
+    memory = host_memory_bytes()
+    if memory is not None and work > memory // 2:
+        raise ValueError(f"verify_schedule: seeds = {seeds:,} × group_size = {group_size:,} "
+                         f"(K + M = {K + M}) needs about {work:,} bytes of bandit arrays, more "
+                         f"than half of this machine's memory ({memory:,} bytes)")
+
+
 def _tol(value, name: str, *, optional: bool = False):
     if value is None and optional:
         return None
@@ -320,6 +349,7 @@ def verify_schedule(
     for name, v in (("require_flip", require_flip), ("progress", progress)):
         if not isinstance(v, bool):
             raise ValueError(f"verify_schedule: {name} must be True or False; got {v!r}")
+    _check_work(K, M, group_size, num_steps, seeds)
     if theory not in THEORIES:
         raise ValueError(f"verify_schedule: theory must be one of {THEORIES}; got {theory!r}")
     if require_neutral is None:
