@@ -115,6 +115,28 @@ def file_mode() -> int:
     return 0o666 & ~_umask()
 
 
+def _disk_full(path: Path, err: BaseException) -> OSError | None:
+    """An ``OSError`` saying in words that the disk is full when ``err`` is a write that failed
+    for want of space (``ENOSPC``, or a library's own error -- netCDF's "HDF error" -- while the
+    folder's file system has less than 1 MiB free); ``None`` otherwise."""
+    import errno
+
+    full = isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
+    if not full and isinstance(err, RuntimeError | OSError):
+        try:
+            full = shutil.disk_usage(path.parent).free < 2**20
+        except OSError:
+            full = False
+    if not full:
+        return None
+    try:
+        free = f"{shutil.disk_usage(path.parent).free:,} bytes free"
+    except OSError:
+        free = "free space unknown"
+    return OSError(errno.ENOSPC, f"the disk is full: could not write {path} ({free}); free "
+                                 "some space or choose another output folder")
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically: a temporary file in the same folder (the user's
     usual permissions), flushed to disk, then renamed over ``path``; parent folders are
@@ -131,9 +153,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        full = _disk_full(path, err)
+        if full is not None:
+            raise full from None
         raise
     return path
 
@@ -298,9 +323,12 @@ def write_dataset(ds, path: str | os.PathLike) -> Path:
         else:
             ds.to_netcdf(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         if tmp.exists():
             shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+        full = _disk_full(path, err)
+        if full is not None:
+            raise full from None
         raise
     return path
 

@@ -5,6 +5,7 @@ chunk folder that is a symbolic link is refused before any compute; the temporar
 file left by a killed run is removed by the next run."""
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -252,3 +253,48 @@ def test_killed_result_write_leaves_no_temporary_after_the_next_run(tmp_path, fr
     assert not any(p.exists() for p in leftovers)
     assert all(p.exists() for p in kept)
     _assert_same(xr.load_dataset(tmp_path / "s.nc"), fresh)
+
+
+def test_a_full_disk_says_so(tmp_path, monkeypatch):
+    """A write that fails for want of space names the file and says the disk is full: the
+    atomic writer (ENOSPC) and the dataset writer (netCDF's bare "HDF error" on a full disk)."""
+    import errno
+
+    def no_space(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(R.os, "fsync", no_space)
+        with pytest.raises(OSError, match="the disk is full: could not write .*x.json"):
+            R.atomic_write_bytes(tmp_path / "x.json", b"{}")
+    assert not list(tmp_path.glob(".*.tmp"))  # nothing half-written is left
+
+    ds = xr.Dataset({"a": ("x", np.arange(3.0))})
+
+    def hdf_error(*a, **k):
+        raise RuntimeError("NetCDF: HDF error")
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", hdf_error)
+    monkeypatch.setattr(R.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(1, 1, 0))
+    with pytest.raises(OSError, match="the disk is full: could not write .*r.nc"):
+        R.write_dataset(ds, tmp_path / "r.nc")
+
+
+def test_unwritable_chunk_folder_and_missing_zarr_are_refused_up_front(tmp_path, monkeypatch):
+    import importlib.util
+
+    from simplexlab.sweep import _engine
+
+    folder = tmp_path / "t.chunks"
+    folder.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(_engine.os, "access",
+                        lambda p, mode: False if Path(p) == folder else real_access(p, mode))
+    with pytest.raises(ValueError, match="t.chunks.*not a folder this user can write"):
+        _tiny(tmp_path, name="t")
+    monkeypatch.setattr(_engine.os, "access", real_access)
+    real_find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda n, *a: None if n == "zarr" else real_find(n, *a))
+    with pytest.raises(ValueError, match="needs the zarr package"):
+        _tiny(tmp_path, name="z", format="zarr")

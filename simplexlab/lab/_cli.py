@@ -268,7 +268,7 @@ def _cmd_sweep(args) -> int:
     t0 = time.perf_counter()
     try:
         ds = run(kwargs.pop("target"), resume=args.resume, **kwargs)
-    except ValueError as err:
+    except (ValueError, OSError) as err:  # bad input, or a full / unwritable disk
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # SweepInterrupted, or a Ctrl-C while the sweep is planned

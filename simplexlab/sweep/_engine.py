@@ -25,6 +25,7 @@ compute, save, gather, report progress; a Ctrl-C waits for the chunk in flight
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import itertools
 import json
 import math
@@ -292,6 +293,10 @@ def _chunk_folder(out, name: str) -> Path:
     if not real.is_relative_to(base):
         raise ValueError(f"out: the chunk folder {str(folder)!r} resolves to {str(real)!r}, "
                          f"outside the output folder {str(base)!r}")
+    if folder.exists() and not (folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)):
+        raise ValueError(f"out: the chunk folder {str(folder)!r} exists but is not a folder "
+                         "this user can write (its permissions); fix them or choose another "
+                         "out or name")
     return folder
 
 
@@ -349,6 +354,9 @@ def _plan(target, grid, fixed, *, seeds, seed, keys, format, memory_budget, chun
         raise ValueError(f"batching must be one of {BATCHINGS}; got {batching!r}")
     if format not in ("nc", "zarr"):
         raise ValueError(f"format must be 'nc' or 'zarr'; got {format!r}")
+    if format == "zarr" and importlib.util.find_spec("zarr") is None:
+        raise ValueError("format = 'zarr' needs the zarr package (python -m pip install zarr); "
+                         "it is not installed: use format = 'nc' or install it")
     budget = parse_bytes(memory_budget)
     max_runs = _as_count(max_runs, "max_runs")
     max_steps = _as_count(max_steps, "max_steps")
