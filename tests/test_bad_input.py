@@ -794,3 +794,21 @@ def test_run_time_errors_reach_the_caller_on_an_asynchronous_backend():
         assert f"{name} call: returned" in lines
         assert f"{name} wait: raised True" in lines, proc.stdout
         assert f"{name} filter_jit: raised True" in lines, proc.stdout
+
+
+def test_a_verifier_built_inside_jit_checks_its_rates():
+    """Traced rates cannot be checked on the host: the same rules run inside the program (a
+    rate outside [0, 1], NaN, J <= 0 raise; allow_flipped admits J <= 0)."""
+    import equinox as eqx
+
+    from simplexlab.theory import Verifier
+
+    a = jnp.asarray
+    f = eqx.filter_jit(lambda fn, fp: Verifier(fn, fp).J)  # arrays: traced rates
+    assert float(f(a(0.2), a(0.1))) == pytest.approx(0.7)
+    for fn, fp, what in ((1.5, 0.0, "in \\[0, 1\\]"), (float("nan"), 0.0, "finite"),
+                         (0.6, 0.5, "flips the flow")):
+        with pytest.raises(Exception, match=what):
+            jax.block_until_ready(f(a(fn), a(fp)))
+    g = eqx.filter_jit(lambda fn, fp: Verifier(fn, fp, allow_flipped=True).J)
+    assert float(g(a(0.6), a(0.5))) == pytest.approx(-0.1)

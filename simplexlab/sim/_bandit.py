@@ -304,9 +304,12 @@ class Bandit(AbstractSimulator, WithDtype):
         return {"method": "g2rpo", "gain": schedule.gain, **cls._flat(schedule)}
 
     def verifier(self, params) -> Verifier:
+        """The run's verifier. Its rates are parameters :meth:`init` checked (traced ones by
+        run-time checks there), so the one built inside each step carries none."""
         dt = self.float_dtype()
-        return Verifier(jnp.asarray(params["delta_fn"], dt), jnp.asarray(params["delta_fp"], dt),
-                        allow_flipped=self.allow_flipped)
+        with trusted_inputs():
+            return Verifier(jnp.asarray(params["delta_fn"], dt),
+                            jnp.asarray(params["delta_fp"], dt), allow_flipped=self.allow_flipped)
 
     def _optimizer(self, params):
         """The optax optimizer at rate ``eta`` (checked once, in :meth:`init`)."""

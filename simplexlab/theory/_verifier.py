@@ -20,6 +20,19 @@ def _labels(correct):
     return correct
 
 
+def _checked_rates(delta_fn, delta_fp, allow_flipped: bool):
+    """``(delta_fn, delta_fp)`` with run-time checks attached: finite, in ``[0, 1]``, and (unless
+    ``allow_flipped``) ``delta_fn + delta_fp < 1``."""
+    fn = check_finite(jnp.asarray(delta_fn), "Verifier.delta_fn")
+    fp = check_finite(jnp.asarray(delta_fp), "Verifier.delta_fp")
+    fn = check(fn, lambda a: (a < 0) | (a > 1), "Verifier.delta_fn must be in [0, 1]")
+    fp = check(fp, lambda a: (a < 0) | (a > 1), "Verifier.delta_fp must be in [0, 1]")
+    if not allow_flipped:
+        fn = check(fn, lambda a: a + fp >= 1,
+                   "delta_fn + delta_fp >= 1 (J <= 0) flips the flow; use allow_flipped=True")
+    return fn, fp
+
+
 class Verifier(eqx.Module):
     r"""Binary verifier with false-negative rate ``delta_fn`` and false-positive rate ``delta_fp``.
 
@@ -50,15 +63,18 @@ class Verifier(eqx.Module):
                     "pass allow_flipped=True to study that regime on purpose"
                 )
 
+    def __post_init__(self):
+        # built from traced rates (inside jit / vmap): the host checks of __check_init__ cannot
+        # run, so the same rules are attached as run-time checks to the rates themselves (within
+        # simplexlab._checks.trusted_inputs, where a simulator builds its own verifier from
+        # parameters it checked already, they are skipped)
+        if not (is_concrete(self.delta_fn) and is_concrete(self.delta_fp)):
+            self.delta_fn, self.delta_fp = _checked_rates(self.delta_fn, self.delta_fp,
+                                                          self.allow_flipped)
+
     def checked(self) -> Verifier:
         """The same verifier with run-time checks attached (for traced parameters)."""
-        fn = check_finite(jnp.asarray(self.delta_fn), "Verifier.delta_fn")
-        fp = check_finite(jnp.asarray(self.delta_fp), "Verifier.delta_fp")
-        fn = check(fn, lambda a: (a < 0) | (a > 1), "Verifier.delta_fn must be in [0, 1]")
-        fp = check(fp, lambda a: (a < 0) | (a > 1), "Verifier.delta_fp must be in [0, 1]")
-        if not self.allow_flipped:
-            fn = check(fn, lambda a: a + fp >= 1,
-                       "delta_fn + delta_fp >= 1 (J <= 0) flips the flow; use allow_flipped=True")
+        fn, fp = _checked_rates(self.delta_fn, self.delta_fp, self.allow_flipped)
         return Verifier(fn, fp, allow_flipped=self.allow_flipped)
 
     @property
