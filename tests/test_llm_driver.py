@@ -183,6 +183,34 @@ def test_resume_continues_the_same_run(tmp_path):
               out=tmp_path / "b", name="r", resume=True, progress=False)
 
 
+class _Planted:
+    """A pickle that, when unpickled, creates a file (a harmless stand-in for any code)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_resume_never_runs_code_from_a_planted_checkpoint(tmp_path):
+    """A checkpoint placed in a run folder (shared, downloaded) is loaded with tensors,
+    containers and numbers only: a pickle that would run code is refused in one line, and
+    its code never runs."""
+    import pickle
+
+    marker = tmp_path / "ran"
+    out = tmp_path / "runs"
+    out.mkdir()
+    with open(out / "r.ckpt", "wb") as f:
+        pickle.dump({"config": _Planted(marker)}, f)
+    with pytest.raises(ValueError, match="not a checkpoint this lab writes") as e:
+        train(tiny_model(TASK.vocab_size, seed=2), TASK, _small_cfg(steps=2), out=out,
+              name="r", resume=True, progress=False)
+    assert not marker.exists()
+    assert "\n" not in str(e.value)
+
+
 @pytest.mark.slow
 def test_warm_start_leaves_several_families():
     model = tiny_model(TASK.vocab_size, seed=0)

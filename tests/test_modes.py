@@ -661,7 +661,7 @@ BAD_CALLS = [
     (lambda: discover_modes([["a", "b"], "c"]), "mixes"),
     (lambda: discover_modes([["a"], ["b"]], groups=[0, 1]), "groups must be None"),
     (lambda: discover_modes(["a", "b"], groups=[0]), "groups must be a list of 2"),
-    (lambda: discover_modes(["a", "b"], groups=[[0], [1]]), "groups must be a list of 2"),
+    (lambda: discover_modes(["a", "b"], groups=[[0], [1]]), r"groups\[0\] = \[0\] is a list"),
     (lambda: discover_modes(["a"], eps=0), "eps must be a finite number > 0; got 0"),
     (lambda: discover_modes(["a"], eps=-0.5), "got -0.5"),
     (lambda: discover_modes(["a"], eps=float("nan")), "got nan"),
@@ -746,3 +746,18 @@ def test_import_is_lazy():
     assert names == {"__future__", "functools", "math", "re", "collections", "pathlib",
                      "typing", "numpy", "_version"}
     assert not [n for n in tree.body if isinstance(n, ast.If | ast.Try | ast.With)]
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"completions": [b"2+4", b"9-3"]}, r"completions\[0\] is bytes .*decode"),
+    ({"completions": ["a", "b"], "groups": [[1], [2]]}, r"groups\[0\] = \[1\] is a list"),
+    ({"completions": ["a", "b"], "groups": [[1], [2, 3]]}, r"groups\[0\] = \[1\] is a list"),
+    ({"completions": ["a", "b"], "groups": [{1}, {2}]}, r"groups\[0\] = \{1\} is a set"),
+])
+def test_bytes_and_unhashable_group_ids_are_named(kw, match):
+    """Bytes are not read as nested lists of ints, and a list of ids per completion is named as
+    such (not "a list of length 2" when its length is right)."""
+    from simplexlab.llm import discover_modes
+
+    with pytest.raises(ValueError, match=match):
+        discover_modes(**kw)

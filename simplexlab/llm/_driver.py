@@ -347,7 +347,14 @@ def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None
     start = 0
     if resume and out is not None and _checkpoint_path(out, name).exists():
         # weights_only: tensors, containers and numbers only, never a pickled object
-        ck = torch.load(_checkpoint_path(out, name), weights_only=True)
+        path = _checkpoint_path(out, name)
+        try:
+            ck = torch.load(path, weights_only=True)
+        except Exception as err:  # an object beyond tensors / containers / numbers, or no file
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ValueError(f"cannot resume {name!r}: {path} is not a checkpoint this lab "
+                             f"writes (only tensors, containers and numbers are loaded; "
+                             f"nothing in it was run): {first}") from None
         saved = {_RENAMED.get(k, k): v for k, v in ck["config"].items()}  # older checkpoints
         if saved != cfg.to_dict():
             raise ValueError(f"cannot resume {name!r}: the checkpoint was made with another "

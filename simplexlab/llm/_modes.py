@@ -520,6 +520,11 @@ def _layout(completions, groups):
                          f"{type(completions).__name__}")
     if len(completions) == 0:
         raise ValueError("completions is empty; nothing to cluster")
+    for i, c in enumerate(completions):  # bytes are a Sequence too: not a group of texts
+        if isinstance(c, bytes | bytearray):
+            raise ValueError(f"completions[{i}] is {type(c).__name__} ({bytes(c)[:20]!r}), not a "
+                             "string: decode the completions first (e.g. "
+                             "tokenizer.decode or b.decode('utf-8'))")
     nested = [not isinstance(c, str) and isinstance(c, Sequence) for c in completions]
     if any(nested):
         if not all(nested):
@@ -543,14 +548,18 @@ def _layout(completions, groups):
     if groups is None:
         return flat, (len(flat),), [np.arange(len(flat))], None
     if isinstance(groups, str) or not isinstance(groups, Sequence | np.ndarray) or \
-            np.ndim(groups) != 1 or len(groups) != len(flat):
+            len(groups) != len(flat):
         raise ValueError(f"groups must be a list of {len(flat)} group ids (one per completion); "
                          f"got {type(groups).__name__} of length "
                          f"{len(groups) if hasattr(groups, '__len__') else '?'}")
     where: dict[Hashable, list[int]] = {}
     for i, g in enumerate(list(groups)):
-        if not isinstance(g, Hashable):
-            raise ValueError(f"groups[{i}] = {g!r} is not hashable")
+        if isinstance(g, np.ndarray) and g.ndim == 0:
+            g = g.item()
+        if not isinstance(g, Hashable) or isinstance(g, np.ndarray):
+            raise ValueError(f"groups[{i}] = {g!r} is a {type(g).__name__}, not a group id: "
+                             "one hashable id per completion (an int or a string, e.g. the "
+                             "prompt's index), not a list of them")
         where.setdefault(g, []).append(i)
     return flat, (len(flat),), [np.asarray(v) for v in where.values()], list(where)
 
