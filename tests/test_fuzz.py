@@ -361,3 +361,123 @@ def test_schedule_safeguards_are_one_number(name, value):
     pass the bounds check unread) or a bool is refused, naming the field."""
     with pytest.raises(ValueError, match=name):
         sh.GainSchedule(kind="B", **{name: value})
+
+
+# --------------------------------------------------------------------------- files and the CLI
+# The other surfaces a user types into: sweep TOML files (any key of any section given a value
+# of any type) and the command line's options. Every bad input must be one line naming it
+# (ValueError from the loader, exit 2 from the CLI), before any compute: never a traceback,
+# never a silent run. Compute is blocked outright here (the engine's run is replaced), so a
+# case that slipped past the checks fails the test instead of running.
+
+_TOML_VALUES = st.one_of(
+    st.booleans(), st.integers(-10**13, 10**13), st.floats(allow_nan=False, width=64),
+    st.text(max_size=6), st.lists(st.one_of(st.booleans(), st.integers(-3, 10**12),
+                                            st.text(max_size=3)), max_size=3),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 3), max_size=2))
+
+
+def _toml_value(v) -> str:
+    import json as _json
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, str):
+        return _json.dumps(v)
+    return str(v)
+
+
+@settings(max_examples=60, deadline=None)
+@given(section=st.sampled_from(["top", "fixed", "grid"]),
+       key=st.sampled_from(["seeds", "seed", "name", "format", "max_runs", "eta", "p0",
+                            "group_size", "num_steps", "K", "method", "gain", "delta_fn"]),
+       value=_TOML_VALUES)
+def test_a_sweep_file_with_any_value_is_loaded_or_refused_in_one_line(tmp_path_factory,
+                                                                     section, key, value):
+    from simplexlab.sweep import load_config
+
+    base = {"top": {"simulator": '"bandit"', "name": '"f"', "seeds": "2"},
+            "fixed": {"K": "3", "M": "2", "num_steps": "4", "stride": "2"},
+            "grid": {"eta": "[0.05, 0.1]"}}
+    base[section][key] = _toml_value(value)
+    text = "\n".join(f"{k} = {v}" for k, v in base["top"].items())
+    for sec in ("fixed", "grid"):
+        text += f"\n[{sec}]\n" + "\n".join(f"{k} = {v}" for k, v in base[sec].items())
+    path = tmp_path_factory.mktemp("toml") / "f.toml"
+    path.write_text(text + "\n")
+    try:
+        kw = load_config(path)
+    except ValueError as err:
+        assert "\n" not in str(err).strip(), str(err)
+        assert str(path) in str(err) or key in str(err), str(err)
+        return
+    # accepted: never a boolean for a number, never a value of the wrong kind
+    kw.pop("target")
+    has_bool = isinstance(value, bool) or (isinstance(value, list)
+                                            and any(isinstance(x, bool) for x in value))
+    assert not (has_bool and key not in ("format", "name", "method")), (section, key, value)
+    assert not (section == "grid" and not isinstance(value, list)), (key, value)
+    assert kw["name"] and kw["seeds"] >= 1
+
+
+def _is_int_text(s: str) -> bool:
+    try:
+        int(s)
+    except ValueError:
+        return False
+    return True
+
+
+_BAD_OPTIONS = st.one_of(
+    st.tuples(st.just("--seed"), st.one_of(st.integers(-10**30, -1).map(str),
+                                           st.integers(2**32, 2**80).map(str),
+                                           st.text(min_size=1, max_size=5).filter(
+                                               lambda s: not _is_int_text(s)
+                                               and not s.startswith("-")))),
+    st.tuples(st.just("--out"), st.sampled_from(["", " ", "  "])),
+    st.tuples(st.just("--experiments-dir"), st.sampled_from(["", "/nonexistent/x", "/dev/null"])))
+
+
+@settings(max_examples=40, deadline=None)
+@given(command=st.sampled_from([["claims", "g2-app-e-tables"], ["reproduce", "focal-weight"]]),
+       option=_BAD_OPTIONS)
+def test_a_bad_cli_option_is_one_line_and_exit_2(command, option, monkeypatch_session):
+    import contextlib
+    import io
+
+    from simplexlab.lab import main
+
+    flag, value = option
+    argv = ([flag, value] + command) if flag == "--experiments-dir" else \
+        (command + [flag, value])
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as e:  # argparse's own refusal
+            code = e.code
+    lines = [ln for ln in err.getvalue().strip().splitlines() if not ln.startswith("usage:")
+             and not ln.startswith("  ")]
+    assert code == 2, (argv, err.getvalue())
+    assert len(lines) == 1 and "Traceback" not in err.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_session():
+    """No compute may start in the CLI fuzz: the claims' and experiments' runners fail."""
+    mp = pytest.MonkeyPatch()
+    from simplexlab.lab import _claims, _registry
+
+    def no_compute(*a, **k):
+        raise AssertionError("compute started for a bad option")
+
+    mp.setattr(_claims, "evaluate_claims", no_compute)
+    mp.setattr(_registry, "run_experiment", no_compute)
+    yield mp
+    mp.undo()
