@@ -87,3 +87,17 @@ def test_a_failed_evaluation_is_failed_not_no(tmp_path):
     md = path.with_suffix(".md").read_text()
     assert "0 do not hold" in md and "1 could not be evaluated" in md
     assert json.loads(path.read_text())["claims"][0]["holds_at_paper"] == "failed"
+
+
+def test_a_full_disk_during_reproduce_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from simplexlab.lab import _registry
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "the disk is full: could not write x.json (0 bytes free)")
+
+    monkeypatch.setattr(_registry, "run_experiment", full)
+    assert main(["reproduce", "focal-weight", "--no-claims", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "the disk is full" in err and "Traceback" not in err

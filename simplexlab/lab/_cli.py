@@ -180,8 +180,12 @@ def _cmd_reproduce(args) -> int:
                   file=sys.stderr)
             return 130
         except Exception as err:  # report, continue with the others, fail at the end
+            import errno
             import traceback
 
+            if isinstance(err, OSError) and err.errno == errno.ENOSPC:  # no bug: say so
+                print(f"error: {err}", file=sys.stderr)
+                return 2
             traceback.print_exc()
             print(f"[{name}] FAILED: {err}", file=sys.stderr)
             failed.append(name)
