@@ -126,44 +126,31 @@ def test_a_broken_setting_flips_the_status(claims, name, broken):
     assert bad.robustness_fraction < good.robustness_fraction
 
 
-def _faulty_moments(probs, length):
-    from simplexlab.theory._product import product_log10_moments
-
-    m = product_log10_moments(probs, length)
-    return m._replace(sd=m.sd * 1.05)  # a wrong sd formula (5 % off)
+def _declared_faults():
+    return [(name, f) for name, c in load_claims().items() for f in c.faults]
 
 
-def _faulty_schedule_b(*args):
-    from simplexlab.theory._gains import _ORIGINAL_B
+def test_claims_declare_faults():
+    """Every declared fault names a library function that exists (the fault framework: each
+    claim states what it rests on and how that could be wrong)."""
+    faults = _declared_faults()
+    assert len(faults) >= 3
+    for name, f in faults:
+        mod, attr = f._resolve()
+        assert callable(getattr(mod, attr)), (name, f.target)
 
-    return 1.1 * _ORIGINAL_B(*args)
 
-
-@pytest.mark.parametrize(("name", "target", "fault"), [
-    # F-GRPO eq. 15 with μ̂ for 1 − μ̂: the weight grows with the success rate
-    ("fg-fig3-focal-downweights", "simplexlab.shaping._rules.focal_weight",
-     lambda mu, gamma: mu ** gamma),
-    # G²RPO App. E: the exact moments with a wrong standard deviation
-    ("g2-app-e-tables", "simplexlab.sampling.product_log10_moments", _faulty_moments),
-    # G²RPO eq. (67): schedule B's gain 10 % too large (the mean-field flip moves off λ0 = 1)
-    ("g2-flip-at-one", "simplexlab.theory._gains._gain_schedule_b", _faulty_schedule_b),
-])
-def test_a_fault_of_the_library_changes_the_verdict(claims, monkeypatch, name, target, fault):
-    """The claim rests on the library: the same fault a real bug would make, injected into the
-    library (not the claim), changes its verdict."""
-    import jax
-
-    from simplexlab.theory import _gains
-
+@pytest.mark.parametrize(("name", "fault"), _declared_faults(),
+                         ids=[f"{n}:{f.target.rsplit('.', 1)[-1]}" for n, f in _declared_faults()])
+def test_a_fault_of_the_library_changes_the_verdict(claims, name, fault):
+    """The claim rests on the library: each fault it declares -- the bug a real one would be,
+    injected into the library (not the claim) -- changes its verdict (the status at the paper's
+    setting, or the robustness fraction). A claim whose fault stopped changing it fails here."""
     good = _status(claims, name)
-    assert good.holds_at_paper == "yes"
-    monkeypatch.setattr(_gains, "_ORIGINAL_B", _gains._gain_schedule_b, raising=False)
-    monkeypatch.setattr(target, fault)
-    jax.clear_caches()  # compiled programs traced before the fault would hide it
-    bad = _status(claims, name)
-    jax.clear_caches()
-    assert bad.holds_at_paper != "yes"
-    assert bad.robustness_fraction < good.robustness_fraction
+    with fault.inject():
+        bad = _status(claims, name)
+    assert (bad.holds_at_paper, bad.robustness_fraction) != (
+        good.holds_at_paper, good.robustness_fraction), (name, fault.name)
 
 
 def test_claims_command_writes_the_report(tmp_path, capsys):

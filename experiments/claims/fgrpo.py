@@ -12,7 +12,7 @@ import numpy as np
 
 from simplexlab import categorical as C
 from simplexlab import sampling, shaping, sweep
-from simplexlab.lab import Verdict, claim, combine, mean_ci, paired_ci, side
+from simplexlab.lab import Fault, Verdict, claim, combine, mean_ci, paired_ci, side
 
 MUS = (0.8, 0.5, 0.2)
 RHOS = (0.1, 0.01, 0.001)
@@ -104,7 +104,10 @@ def fig5_threshold(ctx):
                 "more than those of low-success prompts.",
        experiment="focal-weight",
        paper_setting={"gamma": "not listed (ours: 0.5, 1, 2)", "group_size": 256},
-       grid={"gamma": [0.5, 1.0, 2.0], "group_size": [8, 64, 256]})
+       grid={"gamma": [0.5, 1.0, 2.0], "group_size": [8, 64, 256]},
+       faults=[Fault("eq. 15 with the success rate for the failure rate: g = μ̂^γ",
+                     "simplexlab.shaping._rules.focal_weight",
+                     lambda f: lambda mu, gamma: f(1.0 - mu, gamma))])
 def fig3_focal(ctx):
     rng = np.random.default_rng(ctx.seed)
     groups = ctx.pick(20_000, 200_000, tiny=4000)

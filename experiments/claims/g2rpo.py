@@ -16,6 +16,7 @@ import numpy as np
 from simplexlab import meanfield as mf
 from simplexlab import sampling, sweep
 from simplexlab.lab import (
+    Fault,
     Verdict,
     boundary_text,
     claim,
@@ -183,7 +184,10 @@ def _nn(v):
                       "schedule": "B", "neutralize": True,
                       "K, M, p0, prompt starts": "the lab's collision setting: K = 6, M = 2, "
                                                  "p0 = 0.7, Dirichlet(1) starts"},
-       grid={"instance": [0, 1, 2, 3]})
+       grid={"instance": [0, 1, 2, 3]},
+       faults=[Fault("schedule B's gain (eq. 67) 10 % too large",
+                     "simplexlab.theory._gains._gain_schedule_b",
+                     lambda f: lambda *a: 1.1 * f(*a))])
 def flip_at_one(ctx):
     """A mean-field statement, judged in the mean field: the G → ∞ system of the bandit's
     collision setting (:meth:`simplexlab.sim.Bandit.meanfield`: eq. 56 with schedule B, eq. 67),
@@ -511,7 +515,11 @@ def portraits_sim(ctx):
        experiment="product-model",
        paper_setting={"probs": [0.8, 0.1, 0.05, 0.03, 0.02], "length": 80, "group_size": 10,
                       "sequences": 20_000, "batches": 500},
-       grid={"length": [20, 40, 80, 160]})
+       grid={"length": [20, 40, 80, 160]},
+       faults=[Fault("the standard deviation 5 % off (a wrong variance formula)",
+                     "simplexlab.sampling.product_log10_moments",
+                     lambda f: lambda probs, length: f(probs, length)._replace(
+                         sd=1.05 * f(probs, length).sd))])
 def app_e_tables(ctx):
     """Two parts, each able to fail. (1) The lab against itself: the product sampler's mean and
     variance of log10 π(h) (batch means and unbiased within-batch variances, intervals over

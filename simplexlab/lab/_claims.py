@@ -43,7 +43,7 @@ import numpy as np
 
 from .._results import atomic_write_bytes, atomic_write_json, provenance, read_json, to_jsonable
 
-__all__ = ["Claim", "ClaimContext", "Verdict", "boundary_text", "claim", "claims_registry",
+__all__ = ["Claim", "ClaimContext", "Fault", "Verdict", "boundary_text", "claim", "claims_registry",
            "combine", "crossing", "evaluate_claims", "first_event", "kaplan_meier", "load_claims",
            "mean_ci",
            "paired_ci", "restricted_mean", "side", "write_report"]
@@ -236,6 +236,45 @@ class Verdict:
 
 
 @dataclasses.dataclass(frozen=True)
+class Fault:
+    """A plausible bug of the library a claim rests on: ``target`` (``"package.module.name"``,
+    the function where the library defines or exports it) is replaced, while the fault is
+    injected, by ``make(original)`` (a dropped factor, a swapped sign, a wrong count). A claim
+    that can fail changes its verdict under each of its faults (``tests/test_claims.py``)."""
+
+    name: str
+    target: str
+    make: Callable[[Callable], Callable]
+
+    def _resolve(self):
+        import importlib
+
+        module, _, attr = self.target.rpartition(".")
+        return importlib.import_module(module), attr
+
+    def inject(self):
+        """A context manager: the fault in place (compiled JAX programs cleared on entry and
+        exit, so that no program traced with the right function serves the faulty one)."""
+        import contextlib
+
+        import jax
+
+        @contextlib.contextmanager
+        def injected():
+            mod, attr = self._resolve()
+            original = getattr(mod, attr)
+            setattr(mod, attr, self.make(original))
+            jax.clear_caches()
+            try:
+                yield
+            finally:
+                setattr(mod, attr, original)
+                jax.clear_caches()
+
+        return injected()
+
+
+@dataclasses.dataclass(frozen=True)
 class Claim:
     """A paper's statement as a checked result (module docstring)."""
 
@@ -249,10 +288,12 @@ class Claim:
     evaluate: Callable[[ClaimContext], Verdict]
     module: str = ""
     uses_committed_result: bool = False
+    faults: tuple[Fault, ...] = ()
 
 
 def claim(name: str, *, paper: str, source: str, sentence: str, experiment: str | None,
-          paper_setting: dict, grid: dict, uses_committed_result: bool = False):
+          paper_setting: dict, grid: dict, uses_committed_result: bool = False,
+          faults: Sequence[Fault] = ()):
     """Register ``evaluate(ctx) -> Verdict`` as the claim ``name`` (kebab-case, unique).
     ``paper``: a key of :data:`PAPERS`; ``source``: figure / equation; ``sentence``: the
     paper's words; ``experiment``: the registered experiment it belongs to; ``paper_setting``:
@@ -270,7 +311,7 @@ def claim(name: str, *, paper: str, source: str, sentence: str, experiment: str 
             raise ValueError(f"claim {name!r} registered twice ({prev.module} and {src})")
         _CLAIMS[name] = Claim(name, paper, source, " ".join(sentence.split()), experiment,
                               dict(paper_setting), dict(grid), func, str(src),
-                              uses_committed_result)
+                              uses_committed_result, tuple(faults))
         return func
 
     return register

@@ -229,7 +229,13 @@ def _cmd_claims(args) -> int:
         print(f"{'name':<{w}}  {'paper':<5}  {'source':<26}  experiment")
         for c in claims:
             print(f"{c.name:<{w}}  {c.paper:<5}  {c.source[:26]:<26}  {c.experiment or '-'}")
-        print(f"{len(claims)} claims")
+            if args.verbose:
+                for f in c.faults:
+                    print(f"{'':<{w}}  fault: {f.name} ({f.target})")
+                if not c.faults:
+                    print(f"{'':<{w}}  fault: none declared yet")
+        n_faults = sum(len(c.faults) for c in claims)
+        print(f"{len(claims)} claims, {n_faults} declared faults")
         return 0
     try:
         claims = select_claims(args.names or None, directory=args.experiments_dir)
@@ -456,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
     p_cl.add_argument("--out", type=_path_arg, default=None,
                       help="output folder (default figures/ or "
                       "figures/quick/); the report goes to OUT/claims/")
+    p_cl.add_argument("-v", "--verbose", action="store_true",
+                      help="with `claims list`: the faults each claim declares")
     p_cl.add_argument("--seed", type=_seed_arg, default=0, help=f"run seed, 0 .. {MAX_SEED}")
     p_cl.set_defaults(func=_cmd_claims)
     p_sw = sub.add_parser("sweep", help="run a sweep from a TOML file (see experiments/sweeps/)",
