@@ -73,7 +73,10 @@ def _side(a, b):
        sentence="At μ_pos = 0.64, τ = 6.3e-5 the tail-miss probability falls below 1e-3 only at "
                 "N = 2^17 (the largest group of Fig. 4).",
        experiment="tail-miss", paper_setting={"mu_pos": 0.64, "tau": 6.3e-5},
-       grid={"mu_pos": [0.5, 0.64, 0.8], "tau": [3e-5, 6.3e-5, 1.3e-4]})
+       grid={"mu_pos": [0.5, 0.64, 0.8], "tau": [3e-5, 6.3e-5, 1.3e-4]},
+       faults=[Fault("Lemma 3.1's tail-miss probability with τ/2 for τ",
+                     "simplexlab.sampling.tail_miss",
+                     lambda f: lambda mu, tau, n: f(mu, 0.5 * tau, n))])
 def fig5_threshold(ctx):
     def threshold(mu, tau):
         ks = np.arange(1, 26)

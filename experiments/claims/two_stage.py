@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from simplexlab import sampling, sweep
-from simplexlab.lab import Verdict, claim, combine, mean_ci, side
+from simplexlab.lab import Fault, Verdict, claim, combine, mean_ci, side
 
 BASE = {"rewards": (0.5, 1.0, 0.0), "probs0": (0.45, 0.05, 0.5), "eta": 0.1, "group_size": 2}
 #: π(a1) "rises then falls" when its peak exceeds its start and its end by this (per seed)
@@ -168,7 +168,10 @@ def fig6_temperature(ctx):
                 "Â = r − mean.",
        experiment="two-stage",
        paper_setting={**BASE, "advantage": "r − π·r (population)", "group_size": 2},
-       grid={"group_size": [2, 3, 5, 10, 50]})
+       grid={"group_size": [2, 3, 5, 10, 50]},
+       faults=[Fault("the expected update (Thm 1) twice too large",
+                     "simplexlab.sampling.expected_logit_update",
+                     lambda f: lambda *a, **k: 2.0 * f(*a, **k))])
 def thm1(ctx):
     Gs = [2, 3, 5, 10, 50]
     n = ctx.pick(4000, 20000, tiny=1000)
