@@ -180,3 +180,33 @@ def test_kaplan_meier_against_the_empirical_cdf_and_a_hand_computation():
     event = np.array([True, False, True, True, False])
     np.testing.assert_allclose(kaplan_meier(times, event, [0.0, 1.0, 2.0, 3.0, 4.0]),
                                [0.0, 0.2, 0.2, 1 - 4 / 15, 1 - 4 / 15], atol=1e-12)
+
+
+def test_concentration_zone_is_judged_at_app_j_scale_and_can_fail(claims, tmp_path):
+    """fg-fig4-concentration-zone reads the committed App. J run (A = 128,000): it holds there;
+    a zone that never closes fails the largest N, and a small N that lost its mass fails the
+    claim."""
+    import copy
+    import pathlib
+
+    real = json.loads((pathlib.Path(__file__).parents[1] / "figures" /
+                       "categorical-regimes.json").read_text())
+    assert real["parameters"]["A"] == 128_000
+
+    def verdict(rec):
+        (tmp_path / "figures").mkdir(exist_ok=True)
+        (tmp_path / "figures" / "categorical-regimes.json").write_text(json.dumps(rec))
+        return claims["fg-fig4-concentration-zone"].evaluate(ClaimContext(root=tmp_path))
+
+    good = verdict(real)
+    assert good.holds_at_paper == "yes" and good.robustness_fraction == 1.0
+    open_zone = copy.deepcopy(real)
+    open_zone["results"]["final_m_ret"]["gamma=0"][-2:] = [0.1, 0.1]  # no regime III
+    assert verdict(open_zone).robustness_fraction < 1.0
+    lost = copy.deepcopy(real)
+    lost["results"]["final_m_ret"]["gamma=0"][1] = 0.5  # N = 4 lost its mass
+    assert verdict(lost).holds_at_paper != "yes"
+    small = copy.deepcopy(real)
+    small["parameters"]["A"] = 2_000
+    with pytest.raises(ValueError, match="not the full App. J run"):
+        verdict(small)
