@@ -119,7 +119,7 @@ def _plan(path: Path, args) -> dict:
     bad = sorted(set(warm) - {"steps", "batch", "eta"})
     if bad:
         raise ValueError(f"{path}: unknown [warm_start] key(s) {bad}")
-    from ..llm._driver import check_warm_start  # before the model is built or loaded
+    from ..llm import check_warm_start  # before the model is built or loaded
 
     check_warm_start(**warm, where=f"{path} [warm_start]")
     train = dict(raw.get("train", {}))

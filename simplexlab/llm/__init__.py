@@ -28,7 +28,14 @@ Importing this package imports torch (``import simplexlab`` never does). It sits
 """
 
 from ._bridge import DTYPES, STATS, advantages, group_stats, to_jax, to_torch
-from ._driver import DEFAULT_SCHEDULE, TrainConfig, clipped_token_loss, train, warm_start
+from ._driver import (
+    DEFAULT_SCHEDULE,
+    TrainConfig,
+    check_warm_start,
+    clipped_token_loss,
+    train,
+    warm_start,
+)
 from ._model import load_model, tiny_model
 from ._modes import (
     Modes,
@@ -89,5 +96,6 @@ __all__ = [
     "unregister_verl",
     "verl_compute_advantage",
     "warm_start",
+    "check_warm_start",
     "with_rarity_bonus",
 ]

@@ -49,7 +49,7 @@ from .._results import (
     writable_folder,
     write_dataset,
 )
-from ..sim._protocol import MAX_STEPS
+from ..sim.internal import MAX_STEPS
 from ._store import ChunkStore, chunk_digest
 from ._targets import BATCHINGS, Batch, SweepTarget, make_target
 
@@ -241,7 +241,7 @@ def run(
         max_runs, max_steps, max_result_bytes: the size guards, checked before any compute (and
             ``max_runs`` before the seeds' keys are split): the number of runs (grid points ×
             seeds, default at most 10^7, :data:`MAX_RUNS`), a simulator's ``num_steps`` per run
-            (default at most 10^8, :data:`simplexlab.sim._protocol.MAX_STEPS`) and the size of
+            (default at most 10^8, :data:`simplexlab.sim.internal.MAX_STEPS`) and the size of
             the result (every output of every run, in memory on process 0 and in the result
             file; default at most ``"8GiB"``, :data:`MAX_RESULT_BYTES`). Work beyond one of
             them raises ``ValueError`` stating the estimate and the limit; pass a larger limit

@@ -250,7 +250,7 @@ def _check_work(K: int, M: int, group_size: int, num_steps: int, seeds: int) -> 
     recorded trajectories) larger than this machine's memory: a ``ValueError`` with the
     estimate (XLA would otherwise end the process)."""
     from .._checks import host_memory_bytes
-    from ..sim._protocol import MAX_STEPS
+    from ..sim.internal import MAX_STEPS
 
     if seeds > MAX_SEEDS:
         raise ValueError(f"verify_schedule: seeds = {seeds:,} is more than {MAX_SEEDS:,} bandit "
