@@ -30,7 +30,12 @@ def _mc(mu, tau, n, groups, rng):
                 "and then falls with the group size N, peaking at a finite N*.",
        experiment="tail-miss",
        paper_setting={"mu_pos": list(MUS), "rho": "not listed (ours: 0.1, 0.01, 0.001)"},
-       grid={"mu_pos": list(MUS), "rho": list(RHOS)})
+       grid={"mu_pos": list(MUS), "rho": list(RHOS)},
+       faults=[Fault("the peak N* of Lemma 3.1 read 8x too large",
+                     "simplexlab.sampling.tail_miss_peak",
+                     lambda f: lambda mu, tau, *a, **k: f(mu, tau, *a, **k)._replace(
+                         n_star=8 * f(mu, tau, *a, **k).n_star,
+                         n_star_int=8 * f(mu, tau, *a, **k).n_star_int))])
 def tail_miss_peak(ctx):
     rng = np.random.default_rng(ctx.seed)
     groups = ctx.pick(4_000, 20_000, tiny=2000)
@@ -231,7 +236,10 @@ def fig4_zone(ctx):
                 "concentration zone.",
        experiment="categorical-regimes", paper_setting={**PAPER4, "gamma": 1.0},
        grid={"quick": {"group_size": [4, 256, 8192]},
-             "full": {"group_size": [4, 32, 256, 2048, 8192, 32768]}})
+             "full": {"group_size": [4, 32, 256, 2048, 8192, 32768]}},
+       faults=[Fault("the categorical simulator drops the focal weight (g = 1 for every γ)",
+                     "simplexlab.sim._categorical.focal_weight",
+                     lambda f: lambda mu, gamma: f(mu, 0.0 * gamma))])
 def fig4_focal(ctx):
     st, r = _categorical(ctx)
     ns = list(st["ns"])
