@@ -96,7 +96,10 @@ def _sampled_modes_reason(y0, p0, Gs) -> tuple[str, dict]:
                 "(winner-take-all): L_y rises towards 1.",
        experiment="collision",
        paper_setting={"method": "grpo", "K": 6, "M": 2, "group_size": PAPER_G, "p0": 0.7},
-       grid={"group_size": [4, 8, 16, 64]})
+       grid={"group_size": [4, 8, 16, 64]},
+       faults=[Fault("the bandit applies the advantages with the wrong sign",
+                     "simplexlab.sim._bandit.advantages",
+                     lambda f: lambda *a, **k: -f(*a, **k))])
 def grpo_collision(ctx):
     st, r = _collision(ctx)
     gi = list(st["G"]).index(PAPER_G) if PAPER_G in st["G"] else 0
