@@ -121,18 +121,17 @@ def _disk_full(path: Path, err: BaseException) -> OSError | None:
     folder's file system has less than 1 MiB free); ``None`` otherwise."""
     import errno
 
-    full = isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
-    if not full and isinstance(err, RuntimeError | OSError):
-        try:
-            full = shutil.disk_usage(path.parent).free < 2**20
-        except OSError:
-            full = False
-    if not full:
+    if not isinstance(err, RuntimeError | OSError):  # an interrupt, a bug: not the disk
         return None
     try:
-        free = f"{shutil.disk_usage(path.parent).free:,} bytes free"
+        free = shutil.disk_usage(path.parent).free
     except OSError:
-        free = "free space unknown"
+        free = None
+    full = (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+        free is not None and free < 2**20)
+    if not full:
+        return None
+    free = "free space unknown" if free is None else f"{free:,} bytes free"
     return OSError(errno.ENOSPC, f"the disk is full: could not write {path} ({free}); free "
                                  "some space or choose another output folder")
 

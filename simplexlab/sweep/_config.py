@@ -36,7 +36,7 @@ from typing import Any
 
 from .._checks import is_int
 from .._results import check_file_name, read_toml
-from ._engine import _as_values
+from ._engine import _as_values, _kind
 from ._targets import make_target
 
 __all__ = ["load_config", "run_config"]
@@ -85,13 +85,7 @@ def _expected(default, array: bool) -> str | None:
         return _NUMBER
     if isinstance(default, bool):
         return _BOOLEAN
-    if is_int(default):
-        return _INTEGER
-    if isinstance(default, float):
-        return _NUMBER
-    if isinstance(default, str):
-        return _STRING
-    return None
+    return _kind(default)
 
 
 def _check_types(path: Path, cfg: dict, target) -> None:

@@ -135,16 +135,17 @@ def _as_values(name: str, values) -> list:
     return values
 
 
-def _kind(name: str, default) -> str:
-    """What a parameter's values are, from its default: for the messages of
-    :func:`_check_bools`."""
+def _kind(default) -> str | None:
+    """What a parameter's values are, from its (non-bool) default: ``"an integer"``, ``"a
+    number"`` or ``"a string"``; ``None`` for any other default. Shared by :func:`_check_bools`
+    and the sweep files' type checks (``_config``)."""
     if is_int(default):
         return "an integer"
     if isinstance(default, float | np.floating):
         return "a number"
     if isinstance(default, str):
         return "a string"
-    return f"a valid {name}"
+    return None
 
 
 def _check_bools(target: SweepTarget, grid: dict, fixed: dict) -> None:
@@ -160,7 +161,7 @@ def _check_bools(target: SweepTarget, grid: dict, fixed: dict) -> None:
             for v in (vals if where == "grid" else [vals]):
                 if isinstance(v, bool | np.bool_):
                     raise ValueError(f"{target.name}: {where} {name} = {v!r} is a bool, not "
-                                     f"{_kind(name, default)} (default {default!r})")
+                                     f"{_kind(default) or f'a valid {name}'} (default {default!r})")
 
 
 def _devices(devices):
