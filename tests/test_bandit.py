@@ -283,3 +283,17 @@ def test_meanfield_only_for_methods_that_have_one():
         Bandit(method="rloo").meanfield()
     with pytest.raises(ValueError, match="SGD on the mean-reduced log-likelihood"):
         Bandit(optimizer="adam").meanfield()
+
+
+def test_one_instance_is_the_same_prompts_in_float32_and_float64():
+    # the Dirichlet(1) starts are drawn in float32 whatever the run's dtype: an ``instance``
+    # names one set of prompts, not one per precision (JAX draws different bits per dtype)
+    b64 = Bandit(K=3, M=4, num_prompts=5, dtype="float64")
+    b32 = Bandit(K=3, M=4, num_prompts=5, dtype="float32")
+    params = {**b64.default_params(), "instance": 3.0}
+    t64 = np.asarray(b64.initial_logits(params))
+    t32 = np.asarray(b32.initial_logits(params))
+    assert t64.dtype == np.float64 and t32.dtype == np.float32
+    np.testing.assert_allclose(t64, t32, rtol=0, atol=1e-5)
+    other = np.asarray(b64.initial_logits({**params, "instance": 4.0}))
+    assert np.abs(other - t64).max() > 1e-2  # a different instance is different prompts

@@ -149,8 +149,14 @@ def test_a_fault_of_the_library_changes_the_verdict(claims, name, fault):
     good = _status(claims, name)
     with fault.inject():
         bad = _status(claims, name)
-    assert (bad.holds_at_paper, bad.robustness_fraction) != (
-        good.holds_at_paper, good.robustness_fraction), (name, fault.name)
+    assert _verdict(bad) != _verdict(good), (name, fault.name)
+
+
+def _verdict(v):
+    """The status at the paper's setting and the robustness fraction (NaN, where no grid point
+    can tell, read as None: NaN would differ from itself)."""
+    frac = v.robustness_fraction
+    return v.holds_at_paper, (None if np.isnan(frac) else round(frac, 12))
 
 
 def test_claims_command_writes_the_report(tmp_path, capsys):
@@ -210,3 +216,85 @@ def test_concentration_zone_is_judged_at_app_j_scale_and_can_fail(claims, tmp_pa
     small["parameters"]["A"] = 2_000
     with pytest.raises(ValueError, match="not the full App. J run"):
         verdict(small)
+
+
+def test_crossed_interval_covers_the_random_draw_where_a_seed_interval_does_not():
+    """A crossed design (every seed on every prompt start) with a large between-start spread:
+    the two-way bootstrap covers the population mean (0) at about its level; an interval over
+    seeds of the start-mean (the one draw's mean) covers it far less often. Monte Carlo over 300
+    independent data sets."""
+    rng = np.random.default_rng(1)
+    n_seeds, n_draws, cover_crossed, cover_seeds = 16, 12, 0, 0
+    res = lab.crossed_resamples(n_seeds, n_draws, 500, seed=2)
+    for _ in range(300):
+        x = (rng.normal(0, 1.0, (1, n_draws)) + rng.normal(0, 0.2, (n_seeds, 1))
+             + rng.normal(0, 0.2, (n_seeds, n_draws)))
+        m, lo, hi = lab.crossed_ci(x, resamples=res)
+        assert m == pytest.approx(x.mean())
+        cover_crossed += lo <= 0 <= hi
+        _, lo, hi = mean_ci(x.mean(1))
+        cover_seeds += lo <= 0 <= hi
+    assert cover_crossed / 300 > 0.85  # percentile bootstrap with 12 draws: a little below 95 %
+    assert cover_seeds / 300 < 0.5
+    with pytest.raises(ValueError, match="seed, draw"):
+        lab.crossed_ci(np.zeros(5))
+
+
+def test_points_that_cannot_tell_are_named_and_left_out_of_the_fraction():
+    axes = {"gain": [1, 2, 3], "G": [4, 16]}
+    holds = np.array([[False, False], [False, True], [True, True]])
+    inf = np.array([[True, False], [True, True], [True, True]])
+    b = boundary_text(axes, holds, along="gain", informative=inf)
+    assert b == ("needs gain ≥ 3 at G = 4; always at G = 16; cannot tell at 1 of 6 "
+                 "points (within noise or censored in both arms): gain = 1, G = 16")
+    v = lab.Verdict("yes", 0.1, (0.0, 0.2), "c", axes, holds, grid_informative=inf)
+    assert v.robustness_fraction == pytest.approx(3 / 5)
+    blind = lab.Verdict("yes", 0.1, (0.0, 0.2), "c", axes, holds,
+                        grid_informative=np.zeros((3, 2), bool))
+    assert np.isnan(blind.robustness_fraction)
+    assert boundary_text(axes, holds, informative=np.zeros((3, 2), bool)).startswith(
+        "cannot tell anywhere")
+    with pytest.raises(ValueError, match="grid_informative has shape"):
+        lab.Verdict("yes", 0.1, (0.0, 0.2), "c", axes, holds, grid_informative=[True])
+
+
+def test_overlap_order_leaves_adam_s_rounding_noise_out(claims):
+    """Under Adam the three Siamese variants move alike in exact arithmetic: their accuracy
+    differences are float rounding and those grid points cannot tell; SGD's can."""
+    import sys
+
+    sc = sys.modules[claims["sc-fig2-overlap-order"].evaluate.__module__]
+    v = _status(claims, "sc-fig2-overlap-order")
+    opt = list(v.grid_axes["optimizer"])
+    assert not v.informative[opt.index("adamw")].any()
+    assert v.informative[opt.index("sgd")].all()
+    assert np.isclose(v.robustness_fraction,
+                      np.asarray(v.grid_holds)[v.informative].mean())
+    assert sc.NOISE < 1e-6
+
+
+def test_report_top_counts_and_says_why_each_no(tmp_path, claims, monkeypatch):
+    from simplexlab.lab import _claims
+
+    monkeypatch.setattr(_claims, "_UNCHECKED", {})
+    lab.not_checkable("g2-table-1-benchmarks", paper="G2", source="Table 1",
+                      sentence="G²RPO improves pass@k on MATH.",
+                      why="an LLM benchmark run; the lab has no such model or data")
+    with pytest.raises(ValueError, match="say why"):
+        lab.not_checkable("g2-other", paper="G2", source="s", sentence="s", why=" ")
+    with pytest.raises(ValueError, match="is a claim"):
+        lab.not_checkable(next(iter(claims)), paper="G2", source="s", sentence="s", why="w")
+    a, b = list(claims)[:2]
+    no = {**_entry(b, "no", 0.0), "criterion": "change of L_y (> 0)",
+          "reason": "the bonus reaches only sampled modes"}
+    write_report([_entry(a, "yes", 0.64), no], tmp_path, quick=True, maps=False)
+    md = (tmp_path / "claims" / "claims.md").read_text()
+    head = md.split("## Claims")[0]
+    assert ("**2 claims: 1 hold, 0 partly, 1 do not hold at the paper's setting; 1 statements "
+            "not checkable.**") in head
+    why = head.split('## Why each "no"')[1]
+    assert f"`{b}`" in why and "change of L_y (> 0) = 0.1 [0, 0.2]" in why
+    assert "the bonus reaches only sampled modes" in why and f"`{a}`" not in why
+    assert "`g2-table-1-benchmarks`" in md.split("## Statements not checkable")[1]
+    rep = json.loads((tmp_path / "claims" / "claims.json").read_text())
+    assert [u["name"] for u in rep["not_checkable"]] == ["g2-table-1-benchmarks"]

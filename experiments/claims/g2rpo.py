@@ -21,6 +21,8 @@ from simplexlab.lab import (
     boundary_text,
     claim,
     combine,
+    crossed_ci,
+    crossed_resamples,
     crossing,
     mean_ci,
     paired_ci,
@@ -39,17 +41,18 @@ PAPER_G = 16
 
 def _collision_settings(ctx):
     return ctx.pick(
-        {"gains": (0.0, 1.0, 1.5, 2.0, 3.0, 4.0), "G": (4, 8, 16, 64), "prompts": 4, "seeds": 8,
+        {"gains": (0.0, 1.0, 1.5, 2.0, 3.0, 4.0), "G": (4, 8, 16, 64), "prompts": 8, "seeds": 8,
          "eta": 0.2, "steps": 150},
         {"gains": (0.0, 0.5, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0), "G": (4, 8, 16, 32, 64),
-         "prompts": 8, "seeds": 32, "eta": 0.05, "steps": 2000},
-        tiny={"gains": (0.0, 1.5, 3.0), "G": (16,), "prompts": 2, "seeds": 4, "eta": 0.1,
+         "prompts": 16, "seeds": 32, "eta": 0.05, "steps": 2000},
+        tiny={"gains": (0.0, 1.5, 3.0), "G": (16,), "prompts": 3, "seeds": 4, "eta": 0.1,
               "steps": 100})
 
 
 def _collision(ctx):
-    """``{"dLy", "dK"}``: per (gain, G, seed) prompt-mean change of L_y and K̂ from step 0 to
-    the end, and the initial compositions ``y0`` (prompt, K)."""
+    """``{"dLy", "dK"}``: per (gain, G, seed, prompt) change of L_y and K̂ from step 0 to the
+    end (each prompt's start is a Dirichlet(1) draw: the claims judge the population of starts,
+    :func:`simplexlab.lab.crossed_ci`), and the initial compositions ``y0`` (prompt, K)."""
     st = _collision_settings(ctx)
     key = ("g2-collision", tuple(sorted(ctx.overrides.items())))
 
@@ -67,9 +70,8 @@ def _collision(ctx):
                        fixed=fixed, seeds=st["seeds"], seed=ctx.seed, progress=False,
                        batching="map")
         Ly, Kh = ds["L_y"].values, ds["K_hat"].values  # (gain, G, seed, step, prompt)
-        return {"dLy": (Ly[..., -1, :] - Ly[..., 0, :]).mean(-1),
-                "dK": (Kh[..., -1, :] - Kh[..., 0, :]).mean(-1),
-                "y0": ds["y"].values[0, 0, 0, 0], "Ly_end": Ly[..., -1, :].mean(-1)}
+        return {"dLy": Ly[..., -1, :] - Ly[..., 0, :], "dK": Kh[..., -1, :] - Kh[..., 0, :],
+                "y0": ds["y"].values[0, 0, 0, 0]}
 
     return st, ctx.cached(key, compute)
 
@@ -103,32 +105,40 @@ def _sampled_modes_reason(y0, p0, Gs) -> tuple[str, dict]:
 def grpo_collision(ctx):
     st, r = _collision(ctx)
     gi = list(st["G"]).index(PAPER_G) if PAPER_G in st["G"] else 0
-    m, lo, hi = mean_ci(r["dLy"][0, gi])
+    m, lo, hi = crossed_ci(r["dLy"][0, gi])
     holds = [side(*_ci3(r["dLy"][0, j]), 1) == "yes" for j in range(len(st["G"]))]
     return Verdict(side(lo, m, hi, 1), m, (lo, hi),
-                   "change of the prompt-mean L_y over the run under GRPO (> 0: collision)",
+                   "change of the prompt-mean L_y over the run under GRPO (> 0: collision); "
+                   "interval over seeds and prompt starts",
                    {"group_size": list(st["G"])}, holds,
-                   grid_effect=r["dLy"][0].mean(-1))
+                   grid_effect=r["dLy"][0].mean((-2, -1)))
 
 
 def _ci3(x):
-    m, lo, hi = mean_ci(x)
+    """``(lo, mean, hi)``: over seeds (``x`` 1-d), or over seeds and prompt starts (``x``
+    ``(seed, prompt)``, :func:`simplexlab.lab.crossed_ci`)."""
+    m, lo, hi = crossed_ci(x) if np.ndim(x) == 2 else mean_ci(x)
     return lo, m, hi
 
 
-def _flip(st, r):
-    """Per G: the finite-G flip gain (where the seed-mean ΔL_y crosses 0) and a bootstrap
-    95 % interval over seeds."""
+def _flip(st, r, n_boot: int = 200):
+    """Per G: the finite-G flip gain (where the mean ΔL_y crosses 0) and a bootstrap 95 %
+    interval. ``r["dLy"]``: ``(gain, G, seed)`` for one prompt draw (the interval is over
+    seeds: the flip of that draw), or ``(gain, G, seed, prompt)`` (the interval resamples seeds
+    and prompt starts, :func:`simplexlab.lab.crossed_resamples`: the flip of the setting)."""
     gains = np.asarray(st["gains"])
+    d_all = np.asarray(r["dLy"], float)
+    if d_all.ndim == 3:
+        d_all = d_all[..., None]
+    si, pi = crossed_resamples(d_all.shape[2], d_all.shape[3], n_boot)
+    if d_all.shape[3] == 1:
+        pi = np.zeros_like(pi)
     out = []
-    rng = np.random.default_rng(0)
     for j in range(len(st["G"])):
-        d = r["dLy"][:, j]  # (gain, seed)
-        x = crossing(gains, d.mean(-1))
-        boots = []
-        for _ in range(200):
-            idx = rng.integers(0, d.shape[1], d.shape[1])
-            boots.append(crossing(gains, d[:, idx].mean(-1)))
+        d = d_all[:, j]  # (gain, seed, prompt)
+        x = crossing(gains, d.mean((-2, -1)))
+        boots = [crossing(gains, d[:, s][:, :, p].mean((-2, -1)))
+                 for s, p in zip(si, pi, strict=True)]
         b = np.sort([np.inf if v is None else v for v in boots])
         out.append((x, float(b[int(0.025 * (b.size - 1))]), float(b[int(0.975 * (b.size - 1))])))
     return out
@@ -158,7 +168,7 @@ def anti_collision(ctx):
     gi = list(st["G"]).index(PAPER_G) if PAPER_G in st["G"] else 0
     parts, effs = [], []
     for lam in (1.5, 3.0):
-        m, lo, hi = mean_ci(r["dLy"][gains.index(lam), gi])
+        m, lo, hi = crossed_ci(r["dLy"][gains.index(lam), gi])
         parts.append(side(lo, m, hi, -1))
         effs.append((m, lo, hi))
     above = [i for i, g in enumerate(gains) if g > 1]
@@ -168,8 +178,9 @@ def anti_collision(ctx):
     reason, det = _sampled_modes_reason(r["y0"], COLLISION["p0"], st["G"])
     axes = {"gain": [gains[i] for i in above], "group_size": list(st["G"])}
     return Verdict(combine(parts), effs[0][0], effs[0][1:],
-                   "change of the prompt-mean L_y at λ0 = 1.5 (< 0: anti-collision); λ0 = 3 too",
-                   axes, holds, grid_effect=r["dLy"][above].mean(-1),
+                   "change of the prompt-mean L_y at λ0 = 1.5 (< 0: anti-collision); λ0 = 3 too; "
+                   "intervals over seeds and prompt starts",
+                   axes, holds, grid_effect=r["dLy"][above].mean((-2, -1)),
                    boundary=_flip_text(st, flips) + " (mean field: at λ0 = 1 for every G)",
                    reason=reason,
                    details={"lambda0_3": effs[1], "flip": [list(map(_nn, f)) for f in flips],
@@ -253,8 +264,8 @@ def khat_rises(ctx):
     st, r = _collision(ctx)
     gains = list(st["gains"])
     gi = list(st["G"]).index(PAPER_G) if PAPER_G in st["G"] else 0
-    m, lo, hi = mean_ci(r["dK"][gains.index(1.5), gi])  # the paper's default gain
-    mg, lg, hg = mean_ci(r["dK"][0, gi])
+    m, lo, hi = crossed_ci(r["dK"][gains.index(1.5), gi])  # the paper's default gain
+    mg, lg, hg = crossed_ci(r["dK"][0, gi])
     status = combine([side(lo, m, hi, 1), side(lg, mg, hg, -1)])
     rows = [i for i, g in enumerate(gains) if g in (1.5, 2.0, 3.0, 4.0)]
     holds = np.array([[side(*_ci3(r["dK"][i, j]), 1) == "yes" for j in range(len(st["G"]))]
@@ -262,9 +273,10 @@ def khat_rises(ctx):
     reason, det = _sampled_modes_reason(r["y0"], COLLISION["p0"], st["G"])
     return Verdict(status, m, (lo, hi),
                    "change of the prompt-mean K̂ (modes with y_j > 0.05) under G²RPO at the "
-                   "paper's default λ0 = 1.5 (> 0); GRPO's change (< 0) in details",
+                   "paper's default λ0 = 1.5 (> 0); GRPO's change (< 0) in details; intervals "
+                   "over seeds and prompt starts",
                    {"gain": [gains[i] for i in rows], "group_size": list(st["G"])}, holds,
-                   grid_effect=r["dK"][rows].mean(-1),
+                   grid_effect=r["dK"][rows].mean((-2, -1)),
                    reason="modes below the threshold are rarely sampled: " + reason,
                    details={"grpo_dK": (mg, lg, hg), **det})
 

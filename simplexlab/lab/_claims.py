@@ -16,9 +16,10 @@ a :class:`Verdict` from simulation results:
   :func:`side`, :func:`combine`);
 - a **robustness grid** over the settings the paper leaves open (step size, group size,
   optimizer, advantage rule, temperature, verifier noise, ...), run through
-  :func:`simplexlab.sweep.run` or a simulator's batched API, with a boolean per grid point; the
-  robustness fraction is the share of points where the claim holds and :func:`boundary_text`
-  says where it fails.
+  :func:`simplexlab.sweep.run` or a simulator's batched API, with a boolean per grid point and,
+  where a point cannot tell (the effect is within numerical noise, or the horizon censors both
+  arms), a mask of the informative points; the robustness fraction is the share of informative
+  points where the claim holds, and :func:`boundary_text` says where it fails.
 
 Simulation results shared by several claims are computed once per evaluation
 (:meth:`ClaimContext.cached`). :func:`evaluate_claims` runs claims and :func:`write_report` writes
@@ -44,9 +45,10 @@ import numpy as np
 from .._results import atomic_write_bytes, atomic_write_json, provenance, read_json, to_jsonable
 
 __all__ = ["Claim", "ClaimContext", "Fault", "Verdict", "boundary_text", "claim", "claims_registry",
-           "combine", "crossing", "evaluate_claims", "first_event", "kaplan_meier", "load_claims",
-           "mean_ci",
-           "paired_ci", "restricted_mean", "side", "write_report"]
+           "combine", "crossed_ci", "crossed_resamples", "crossing", "evaluate_claims",
+           "first_event", "kaplan_meier", "load_claims", "mean_ci", "not_checkable",
+           "paired_ci",
+           "restricted_mean", "side", "unchecked_registry", "write_report"]
 
 #: the fields of every claim entry of ``claims.json`` (the interface of CLAIMS_SCHEMA.md)
 SCHEMA = ("name", "paper", "source", "sentence", "experiment", "holds_at_paper", "effect", "ci",
@@ -61,6 +63,7 @@ _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 LEVEL = 0.95  #: confidence level of every interval
 
 _CLAIMS: dict[str, Claim] = {}
+_UNCHECKED: dict[str, Unchecked] = {}
 
 
 # ---- statistics ------------------------------------------------------------------------------
@@ -78,6 +81,29 @@ def mean_ci(x, level: float = LEVEL) -> tuple[float, float, float]:
         return m, m, m
     half = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
     return m, m - half, m + half
+
+
+def crossed_resamples(n_seeds: int, n_draws: int, n_boot: int = 2000, seed: int = 0):
+    """Index arrays ``(seeds (n_boot, n_seeds), draws (n_boot, n_draws))`` of the two-way
+    bootstrap of a crossed design (every seed runs on every random draw: prompt starts,
+    instances): seeds and draws are resampled independently, with replacement. Use the same
+    resamples for every grid point of one comparison (paired)."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n_seeds, (n_boot, n_seeds)), rng.integers(0, n_draws, (n_boot, n_draws))
+
+
+def crossed_ci(x, level: float = LEVEL, resamples=None) -> tuple[float, float, float]:
+    """Mean of ``x`` (``(seed, draw)``: one value per seed and random draw of the setting) and
+    the percentile interval of the two-way bootstrap (:func:`crossed_resamples`), which covers
+    the draw as well as the seeds: a setting that draws prompt starts at random is judged over
+    the population of starts, not one of them."""
+    x = np.asarray(x, float)
+    if x.ndim != 2:
+        raise ValueError(f"crossed_ci needs a (seed, draw) array; got shape {x.shape}")
+    si, di = crossed_resamples(*x.shape) if resamples is None else resamples
+    boots = np.take_along_axis(x[si], di[:, None, :], axis=2).mean((1, 2))  # (n_boot,)
+    lo, hi = np.quantile(boots, [0.5 - level / 2, 0.5 + level / 2])
+    return float(x.mean()), float(lo), float(hi)
 
 
 def paired_ci(a, b, level: float = LEVEL) -> tuple[float, float, float]:
@@ -157,27 +183,40 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def boundary_text(axes: dict[str, Sequence], holds, *, along: str | None = None) -> str:
+def boundary_text(axes: dict[str, Sequence], holds, *, along: str | None = None,
+                  informative=None) -> str:
     """Where a claim holds on its grid, in words. ``axes``: the grid's axes in the order of
     ``holds`` (a boolean array); ``along``: the axis to read thresholds on (default the first),
-    one clause per point of the other axes."""
+    one clause per point of the other axes; ``informative``: the points that can tell (default
+    all): the clauses read only those, and the others are named at the end."""
     holds = np.asarray(holds, bool)
+    inf = (np.ones(holds.shape, bool) if informative is None
+           else np.asarray(informative, bool))
     names = list(axes)
-    if holds.all():
-        return "holds on the whole grid"
-    if not holds.any():
-        return "fails on the whole grid"
+    blind = [", ".join(f"{n} = {_fmt(axes[n][i])}" for n, i in zip(names, idx, strict=True))
+             for idx in zip(*np.nonzero(~inf), strict=True)]
+    tail = (f"; cannot tell at {len(blind)} of {inf.size} points (within noise or censored in "
+            "both arms): " + "; ".join(blind)) if blind else ""
+    if not inf.any():
+        return "cannot tell anywhere on the grid" + tail
+    if holds[inf].all():
+        return ("holds on the whole grid" if not blind else "holds wherever it can tell") + tail
+    if not holds[inf].any():
+        return ("fails on the whole grid" if not blind else "fails wherever it can tell") + tail
     along = along or names[0]
     ax = names.index(along)
-    h = np.moveaxis(holds, ax, -1)
-    vals = list(axes[along])
+    h, known = np.moveaxis(holds, ax, -1), np.moveaxis(inf, ax, -1)
+    all_vals = list(axes[along])
     others = [n for n in names if n != along]
     clauses = []
-    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in all_vals)
     for idx in np.ndindex(*h.shape[:-1]):
-        row = h[idx]
+        row, vals = h[idx][known[idx]], [v for v, k in zip(all_vals, known[idx], strict=True)
+                                         if k]
         where = ", ".join(f"{n} = {_fmt(axes[n][i])}" for n, i in zip(others, idx, strict=True))
         at = f" at {where}" if where else ""
+        if not vals:
+            continue  # named in the tail
         if row.all():
             txt = "always"
         elif not row.any():
@@ -194,7 +233,7 @@ def boundary_text(axes: dict[str, Sequence], holds, *, along: str | None = None)
             at_ok = ", ".join(_fmt(v) for v, ok in zip(vals, row, strict=True) if ok)
             txt = f"holds at {along} ∈ {{{at_ok}}}"
         clauses.append(txt + at)
-    return "; ".join(clauses)
+    return "; ".join(clauses) + tail
 
 
 # ---- claims ----------------------------------------------------------------------------------
@@ -206,7 +245,10 @@ class Verdict:
     ``holds_at_paper``: yes / partly / no; ``effect`` and ``ci``: the criterion's effect at the
     paper's setting and its interval (``criterion`` says what it is and on which side the claim
     holds); ``grid_axes`` / ``grid_holds`` (and optionally ``grid_effect``): the robustness grid
-    and where the claim holds on it; ``boundary``: where it fails (default: from the grid);
+    and where the claim holds on it; ``grid_informative``: the grid points that can tell
+    (default all; a point whose effect is within numerical noise, or where the horizon censors
+    both arms, cannot: it is left out of the robustness fraction and drawn grey);
+    ``boundary``: where it fails (default: from the grid);
     ``reason``: where mean field and finite G (or the paper and the computation) disagree, the
     reason the lab can compute; ``details``: further numbers for the JSON."""
 
@@ -220,6 +262,7 @@ class Verdict:
     boundary: str | None = None
     reason: str = ""
     details: dict = dataclasses.field(default_factory=dict)
+    grid_informative: Any = None
 
     def __post_init__(self):
         if self.holds_at_paper not in STATUSES:
@@ -229,10 +272,24 @@ class Verdict:
         if np.shape(self.grid_holds) != shape:
             raise ValueError(f"grid_holds has shape {np.shape(self.grid_holds)}; the grid axes "
                              f"{list(self.grid_axes)} give {shape}")
+        if self.grid_informative is not None and np.shape(self.grid_informative) != shape:
+            raise ValueError(f"grid_informative has shape {np.shape(self.grid_informative)}; "
+                             f"the grid axes {list(self.grid_axes)} give {shape}")
+
+    @property
+    def informative(self) -> np.ndarray:
+        """The grid points that can tell (all unless ``grid_informative`` says otherwise)."""
+        if self.grid_informative is None:
+            return np.ones(np.shape(self.grid_holds), bool)
+        return np.asarray(self.grid_informative, bool)
 
     @property
     def robustness_fraction(self) -> float:
-        return float(np.mean(np.asarray(self.grid_holds, bool)))
+        """The share of the informative grid points where the claim holds (NaN if none is)."""
+        inf = self.informative
+        if not inf.any():
+            return math.nan
+        return float(np.mean(np.asarray(self.grid_holds, bool)[inf]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,6 +372,41 @@ def claim(name: str, *, paper: str, source: str, sentence: str, experiment: str 
         return func
 
     return register
+
+
+@dataclasses.dataclass(frozen=True)
+class Unchecked:
+    """A paper's statement the lab does not check, and why (listed in the claims report)."""
+
+    name: str
+    paper: str
+    source: str
+    sentence: str
+    why: str
+
+
+def not_checkable(name: str, *, paper: str, source: str, sentence: str, why: str) -> None:
+    """Register a statement of a paper that the lab cannot check (a benchmark table of an LLM
+    run, a statement with no criterion), with the reason; the claims report counts and lists
+    these beside the claims, so that every checkable figure and theorem has a claim or a line
+    saying why not."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"statement name must be kebab-case; got {name!r}")
+    if paper not in PAPERS:
+        raise ValueError(f"statement {name!r}: paper must be one of {sorted(PAPERS)}; got "
+                         f"{paper!r}")
+    if not why or not why.strip():
+        raise ValueError(f"statement {name!r}: say why it cannot be checked")
+    if name in _CLAIMS:
+        raise ValueError(f"{name!r} is a claim; a statement is either checked or not")
+    _UNCHECKED[name] = Unchecked(name, paper, source, " ".join(sentence.split()),
+                                 " ".join(why.split()))
+
+
+def unchecked_registry() -> dict[str, Unchecked]:
+    """The statements registered with :func:`not_checkable`, paper by paper."""
+    order = list(PAPERS)
+    return dict(sorted(_UNCHECKED.items(), key=lambda kv: order.index(kv[1].paper)))
 
 
 def claims_directory(directory: str | os.PathLike | None = None) -> Path:
@@ -408,12 +500,16 @@ def _entry(c: Claim, v: Verdict | None, mode: str, seconds: float, error: str | 
                 "error": error}
     eff = None if not np.isfinite(v.effect) else float(v.effect)
     ci = [None if not np.isfinite(x) else float(x) for x in v.ci]
-    boundary = v.boundary or boundary_text(v.grid_axes, v.grid_holds)
+    boundary = v.boundary or boundary_text(v.grid_axes, v.grid_holds,
+                                           informative=v.grid_informative)
+    frac = v.robustness_fraction
     return {**base, "holds_at_paper": v.holds_at_paper, "effect": eff, "ci": ci,
-            "criterion": v.criterion, "robustness_fraction": v.robustness_fraction,
+            "criterion": v.criterion,
+            "robustness_fraction": None if not np.isfinite(frac) else frac,
             "boundary": boundary, "reason": v.reason,
             "grid": {"axes": {k: list(vals) for k, vals in v.grid_axes.items()},
                      "holds": np.asarray(v.grid_holds, bool).tolist(),
+                     "informative": v.informative.tolist(),
                      "effect": (None if v.grid_effect is None
                                 else np.asarray(v.grid_effect, float).tolist()),
                      "declared": grid},
@@ -449,8 +545,10 @@ def evaluate_claims(claims: Sequence[Claim], *, quick: bool = True, seed: int = 
         e = _entry(c, v, ctx.mode, time.perf_counter() - t0, error)
         entries.append(e)
         if log is not None:
+            frac = e["robustness_fraction"]
             log(f"[claim {i}/{n}] {c.name}: {e['holds_at_paper']} at the paper's setting, "
-                f"{e['robustness_fraction']:.0%} of its grid ({e['seconds']:.1f}s)")
+                f"{'–' if frac is None else format(frac, '.0%')} of its grid "
+                f"({e['seconds']:.1f}s)")
     return entries
 
 
@@ -462,27 +560,47 @@ def _status_line(e: dict) -> str:
     return status_line(e)
 
 
-def count_line(entries: list[dict]) -> str:
+def count_line(entries: list[dict], unchecked: int | None = None) -> str:
     """``"33 claims: 20 hold, 8 partly, 5 do not hold at the paper's setting"`` (and how many
-    evaluations failed, when any did: a failure is no verdict)."""
+    evaluations failed, when any did: a failure is no verdict; and, given ``unchecked``, how
+    many statements are not checkable)."""
     counts = {s: sum(e["holds_at_paper"] == s for e in entries) for s in (*STATUSES, FAILED)}
     text = (f"{len(entries)} claims: {counts['yes']} hold, {counts['partly']} partly, "
             f"{counts['no']} do not hold at the paper's setting")
     if counts[FAILED]:
         text += f"; {counts[FAILED]} could not be evaluated (their evaluation failed)"
+    if unchecked:
+        text += f"; {unchecked} statements not checkable"
     return text
 
 
-def _md(entries: list[dict], mode: str, prov: dict) -> str:
+def _why_no(e: dict) -> str:
+    """A "no" claim's line at the top of the report: the criterion, its value and interval at
+    the paper's setting, and the lab's computation of the reason."""
+    ci = e.get("ci") or [None, None]
+    eff = "–" if e.get("effect") is None else (
+        f"{e['effect']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}]" if None not in ci else
+        f"{e['effect']:.3g}")
+    why = f"- `{e['name']}` ({e['paper']} {e['source']}): {e.get('criterion', '')} = {eff}"
+    return why + (f". {e['reason']}" if e.get("reason") else "")
+
+
+def _md(entries: list[dict], mode: str, prov: dict, unchecked: Sequence[dict] = ()) -> str:
     rev = prov.get("git_revision") or prov.get("git", {}) or "unknown"
+    noes = [e for e in entries if e["holds_at_paper"] == "no"]
     lines = [f"# Claims report ({mode} mode)", "",
+             f"**{count_line(entries, len(unchecked))}.**", "",
              f"Written by `simplexlab claims{' --full' if mode == 'full' else ''}` "
              f"(revision {rev}). One line per claim: holds at the paper's setting (yes / partly "
              "/ no, judged on a 95 % interval over seeds), the fraction of its robustness grid "
-             "where it holds, and where it fails. The criterion, the grid and every number are "
-             "in `claims.json`; robustness maps: `robustness_*.png`.", "",
-             "| claim | paper, source | experiment | at paper's setting | effect [95 % CI] "
-             "| robust | boundary; reason |", "|---|---|---|---|---|---|---|"]
+             "where it holds (grid points that cannot tell left out), and where it fails. The "
+             "criterion, the grid and every number are in `claims.json`; robustness maps: "
+             "`robustness_*.png`.", ""]
+    if noes:
+        lines += ["## Why each \"no\"", "", *map(_why_no, noes), ""]
+    lines += ["## Claims", "",
+              "| claim | paper, source | experiment | at paper's setting | effect [95 % CI] "
+              "| robust | boundary; reason |", "|---|---|---|---|---|---|---|"]
     for e in entries:
         eff = "–" if e["effect"] is None else (
             f"{e['effect']:.3g} [{e['ci'][0]:.3g}, {e['ci'][1]:.3g}]"
@@ -493,12 +611,19 @@ def _md(entries: list[dict], mode: str, prov: dict) -> str:
         lines.append(f"| `{e['name']}` | {e['paper']} {e['source']} | {e['experiment'] or '–'} "
                      f"| {e['holds_at_paper']} | {eff} | {robust} | "
                      f"{why.replace('|', '/')} |")
-    lines += ["", count_line(entries) + ".", ""]
+    if unchecked:
+        lines += ["", "## Statements not checkable", "",
+                  "| statement | paper, source | the paper's words | why not |",
+                  "|---|---|---|---|"]
+        lines += [f"| `{u['name']}` | {u['paper']} {u['source']} | {u['sentence']} | "
+                  f"{u['why'].replace('|', '/')} |" for u in unchecked]
+    lines += ["", count_line(entries, len(unchecked)) + ".", ""]
     return "\n".join(lines)
 
 
 def _maps(entries: list[dict], folder: Path) -> list[str]:
-    """One robustness-map PNG per paper: a panel per claim, green where it holds."""
+    """One robustness-map PNG per paper: a panel per claim, green where it holds, red where it
+    fails, grey where the point cannot tell."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -506,7 +631,7 @@ def _maps(entries: list[dict], folder: Path) -> list[str]:
     from matplotlib.colors import ListedColormap
 
     written = []
-    cmap = ListedColormap(["#d73027", "#1a9850"])
+    cmap = ListedColormap(["#d73027", "#bdbdbd", "#1a9850"])  # fails, cannot tell, holds
     for paper in PAPERS:
         es = [e for e in entries if e["paper"] == paper and e["grid"].get("axes")]
         if not es:
@@ -520,6 +645,8 @@ def _maps(entries: list[dict], folder: Path) -> list[str]:
             axes = e["grid"]["axes"]
             names = list(axes)
             h = np.asarray(e["grid"]["holds"], float)
+            inf = np.asarray(e["grid"].get("informative", np.ones(h.shape, bool)), bool)
+            h = np.where(inf, h, 0.5)
             if h.ndim == 1:
                 h = h[None, :]
                 ylab, yt = "", [""]
@@ -537,9 +664,13 @@ def _maps(entries: list[dict], folder: Path) -> list[str]:
             ax.set_xlabel(xname, fontsize=8)
             ax.set_ylabel(ylab, fontsize=8)
             mark = "★ " if e["holds_at_paper"] == "yes" else ""
-            ax.set_title(f"{mark}{e['name']}\nat paper: {e['holds_at_paper']}, "
-                         f"{e['robustness_fraction']:.0%} of grid", fontsize=8)
-        fig.suptitle(f"Robustness maps, {PAPERS[paper]} (green: the claim holds)", fontsize=10)
+            frac = e["robustness_fraction"]
+            where = "–" if frac is None else f"{frac:.0%}"
+            of = "of grid" if inf.all() else f"of the {int(inf.sum())} points that can tell"
+            ax.set_title(f"{mark}{e['name']}\nat paper: {e['holds_at_paper']}, {where} {of}",
+                         fontsize=8)
+        fig.suptitle(f"Robustness maps, {PAPERS[paper]} (green: the claim holds; red: it fails; "
+                     "grey: cannot tell, within noise or censored)", fontsize=10)
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=80)
@@ -571,10 +702,11 @@ def write_report(entries: list[dict], out: str | os.PathLike, *, quick: bool,
             entries = sorted([*kept, *entries], key=lambda e: order.index(e["name"])
                              if e["name"] in order else len(order))
     prov = provenance()
+    unchecked = [dataclasses.asdict(u) for u in unchecked_registry().values()]
     payload = {"provenance": prov, "mode": mode, "schema": list(SCHEMA),
-               "claims": to_jsonable(entries)}
+               "claims": to_jsonable(entries), "not_checkable": unchecked}
     figs = _maps(entries, folder) if maps else []
     payload["figures"] = figs
-    atomic_write_bytes(folder / "claims.md", _md(entries, mode, prov).encode())
+    atomic_write_bytes(folder / "claims.md", _md(entries, mode, prov, unchecked).encode())
     atomic_write_json(path, payload)
     return path

@@ -42,11 +42,19 @@ def claims_report(out_dir: str | os.PathLike) -> dict[str, Any] | None:
     return report
 
 
+def _flat(x) -> list:
+    return [v for item in x for v in _flat(item)] if isinstance(x, list) else [x]
+
+
 def status_line(claim: dict[str, Any]) -> str:
     """One claim's status line: ``"holds at the paper's setting; in 64 % of its grid"``."""
     holds = _HOLDS.get(str(claim.get("holds_at_paper")), "status at the paper's setting unknown")
     frac = claim.get("robustness_fraction")
     if isinstance(frac, (int, float)) and not isinstance(frac, bool) and 0 <= frac <= 1:
+        grid = claim.get("grid")
+        inf = grid.get("informative") if isinstance(grid, dict) else None
+        if isinstance(inf, list) and not all(_flat(inf)):
+            return f"{holds}; in {100 * frac:.0f} % of the grid points that can tell"
         return f"{holds}; in {100 * frac:.0f} % of its grid"
     return holds
 

@@ -397,7 +397,9 @@ class Bandit(AbstractSimulator, WithDtype):
     def initial_logits(self, params):
         r"""``θ_0 = (log((1 − p0) y0), log(p0 z0))`` per prompt; ``y0``/``z0`` from the settings
         or ``Dirichlet(1)`` (normalized i.i.d. exponentials) from ``key(0x5EED)`` folded with
-        ``instance``."""
+        ``instance``. The exponentials are drawn in float32 whatever the run's dtype, so one
+        ``instance`` is the same set of prompts (up to float32 rounding) in float32 and float64
+        runs."""
         dt = self.float_dtype()
         P, K, M = self.num_prompts, self.K, self.M
         key = jax.random.fold_in(jax.random.key(_INSTANCE_KEY),
@@ -407,7 +409,8 @@ class Bandit(AbstractSimulator, WithDtype):
         def block(fixed, k, n):
             if fixed is not None:
                 return jnp.broadcast_to(jnp.asarray(fixed, dt), (P, n))
-            e = jax.random.exponential(k, (P, n), dt)
+            # float32 draw: JAX's samplers draw different bits per dtype
+            e = jax.random.exponential(k, (P, n), jnp.float32).astype(dt)
             return e / jnp.sum(e, -1, keepdims=True)
 
         p0 = jnp.asarray(params["p0"], dt) if M > 0 else jnp.zeros((), dt)
