@@ -100,13 +100,13 @@ def _km_panel(ax, steps, runs: dict, colors: dict, labels: dict, title: str, sho
         cens.append(f"{int((~event).sum())}")
         if (~event).any():
             ax.plot(steps[-1], km[-1], marker="|", ms=14, mew=2, color=colors[key])
-    title += (f"\ncensored at step {int(steps[-1])} (of {times.size}): "
+    title += (f"\nnot collapsed by step {int(steps[-1])} (censored, of {times.size}):\n"
               + ", ".join(f"{(short or labels)[k]}: {c}" for k, c in zip(runs, cens,
                                                                        strict=True)))
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("training step")
     ax.set_ylabel(f"fraction of seeds collapsed\n(π(Cat) or π(Persian) ≥ {COLLAPSED:g})")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
 
 

@@ -231,7 +231,9 @@ def _draw(ax, p, labels, *, xmax, title, seeds, legend=None, mf=True):
     ax.grid(alpha=0.3)
     if legend:
         if mf:
-            ax.plot([], [], "--", color="gray", lw=1.0, label="expected dynamics (Thm 1)")
+            ax.plot([], [], "--", color="gray", lw=1.0,
+                    label="expected dynamics: Thm 1 with the exact group advantage "
+                          "(G − 1)/G (r − π·r)")
         ax.plot([], [], "-", color="k", lw=1.2, label="stage switch a3→a1 (seed mean): "
                 "1 exploitation | 2 exploration")
         ax.fill_between([], [], [], color="0.5", alpha=0.15,
