@@ -20,7 +20,6 @@ from typing import Literal
 
 import diffrax
 import equinox as eqx
-import equinox._errors as _eqx_errors
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,6 +34,7 @@ from .._checks import (
     trusted_inputs,
     xp,
 )
+from .._upstream import error_checks_off, result_code, result_message, with_result_code
 from ._closed_forms import concentration
 from ._fields import AbstractDynamics
 from ._state import State, make_state
@@ -106,12 +106,8 @@ def _checked_before():
     with one; :func:`_prepare` checks the same arguments first (``ValueError`` on the host, or its
     own ``error_if`` in a caller's trace). Scoped to the trace: equinox reads ``EQX_ON_ERROR``
     when an ``error_if`` is traced, not when the program runs."""
-    before = _eqx_errors.EQX_ON_ERROR
-    _eqx_errors.EQX_ON_ERROR = "off"
-    try:
+    with error_checks_off():
         yield
-    finally:
-        _eqx_errors.EQX_ON_ERROR = before
 
 
 def _throw(sol, result, who: str):
@@ -124,7 +120,7 @@ def _throw(sol, result, who: str):
     ``jit`` or ``vmap``) gets diffrax's own run-time check (``error_if``). Returns ``sol``."""
     if result.is_traced():
         return result.error_if(sol, ~diffrax.is_okay(result))
-    check_result_codes(result._value, who)  # on the host: no compiled comparison, no callback
+    check_result_codes(result_code(result), who)  # on the host: no compiled comparison, no callback
     return sol
 
 
@@ -134,10 +130,11 @@ def check_result_codes(codes, who: str) -> None:
     host half of :func:`_throw`, also for the sweep engine, which gets :func:`solve_block`'s
     codes as an output of its compiled program."""
     codes = np.asarray(codes)
-    okay = [int(r._value) for r in (diffrax.RESULTS.successful, diffrax.RESULTS.event_occurred)]
+    okay = [int(result_code(r)) for r in (diffrax.RESULTS.successful,
+                                          diffrax.RESULTS.event_occurred)]
     bad = ~np.isin(codes, okay)
     if np.any(bad):
-        messages = sorted({diffrax.RESULTS._index_to_message[int(c)] for c in codes[bad]})
+        messages = sorted({result_message(c) for c in codes[bad]})
         where = f" ({int(np.sum(bad))} of the {bad.size} trajectories)" if bad.ndim else ""
         raise eqx.EquinoxRuntimeError(f"{who}: the integration failed{where}: "
                                       + " / ".join(messages))
@@ -501,8 +498,7 @@ def _solve_ensemble_blocks(dynamics, states, t0, t1, saveat, solver, dt0, adjoin
         sol, result = _solve_ensemble(eqx.combine(per_block, shared), s, t0, t1, saveat, solver,
                                       dt0, adjoint, **kw)
         # every leaf per trajectory (ts set below), the block's result code on each of its rows
-        result = eqx.tree_at(lambda r: r._value, result,
-                             jnp.broadcast_to(result._value, s.p.shape))
+        result = with_result_code(result, jnp.broadcast_to(result_code(result), s.p.shape))
         return eqx.tree_at(lambda x: x.ts, sol, s.p), result
 
     sol, result = map_blocks(one, block, per, states)
@@ -648,4 +644,4 @@ def solve_block(dynamics: AbstractDynamics, states: State, *, saveat, time="phys
                                   diffrax.Tsit5(), None, diffrax.ForwardMode(),
                                   rtol=rtol, atol=atol, max_steps=max_steps, p_floor=p_floor,
                                   time=time)
-    return sol, jnp.broadcast_to(result._value, states.p.shape)
+    return sol, jnp.broadcast_to(result_code(result), states.p.shape)
