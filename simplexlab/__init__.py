@@ -27,6 +27,10 @@ Layers (each imports only the ones before it): ``theory`` (maths) → ``shaping`
 re-export by topic). ``import simplexlab`` imports nothing heavy: each namespace (and JAX) is
 imported on first access, so ``simplexlab --help`` answers at once and the command line can set
 ``XLA_FLAGS`` before JAX starts.
+
+Docstrings cite the papers by key -- G2 (G²RPO), SC, FG (F-GRPO), TS, PG (ProGRPO) -- or by the
+method name in brackets, with the papers' own numbers (``SC Thm 2.4``, ``G²RPO eq. (56)``);
+:data:`simplexlab.lab.BIBLIOGRAPHY` and :func:`simplexlab.lab.cite` give the full references.
 """
 
 import importlib as _importlib

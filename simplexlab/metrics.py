@@ -1,5 +1,5 @@
 """Diversity and exploration metrics: pass@k (FG eq. 25), Avg K, L_y, K_eff,
-(normalized) entropy, sequence/token-level entropy (G² App. G.2), answer-level entropy
+(normalized) entropy, sequence/token-level entropy (G2 App. G.2), answer-level entropy
 (TS App. C.6), distinct-n and Self-BLEU (PG Table 5)."""
 
 from .shaping import (

@@ -1,6 +1,6 @@
 """The package's layers: maths (``theory``) → ``shaping`` → ``sim`` → ``sweep`` → ``verify`` →
 ``lab``, each importing only the layers before it (and the base modules ``_checks``, ``_types``,
-``_results``, ``_version``, ``_env``, ``_interrupt``, ``_upstream``).
+``_results``, ``_version``, ``_env``, ``_interrupt``, ``_upstream``, ``_bibliography``).
 
 Each layer's ``__init__`` is its only public door: no module imports another layer's private
 ``_module`` path (nor a private name from it); what a layer above needs beyond the public face is
@@ -28,7 +28,8 @@ PKG = ROOT / "simplexlab"
 ORDER = ["theory", "shaping", "sim", "sweep", "verify", "lab"]
 #: layers beside the last one of ORDER: name -> the layer of ORDER they sit beside
 SIBLINGS = {"llm": "lab"}
-BASE = {"_checks", "_types", "_results", "_version", "_env", "_interrupt", "_upstream"}
+BASE = {"_checks", "_types", "_results", "_version", "_env", "_interrupt", "_upstream",
+        "_bibliography"}
 #: upward imports allowed as deprecation shims, lazily and of the public package only:
 #: (module, layer it may import); ``sim/__init__.py``'s ``__getattr__`` serves the names that
 #: moved to :mod:`simplexlab.verify`

@@ -3,9 +3,10 @@
 ``savefig``); the command line (:func:`main`); result files (:func:`atomic_write_json`,
 :func:`provenance`, ...); claims as code (:func:`claim`, :class:`Verdict`, the statistics
 :func:`mean_ci`, :func:`restricted_mean`, ...; :func:`evaluate_claims`, :func:`write_report`, and
-the report's readers :func:`claim_status`, :func:`experiment_status`); plotting helpers for
-simplex figures (:func:`ternary_axes`,
-:func:`stream_on_simplex`, :func:`plot_training`, ...; re-exported by :mod:`simplexlab.plotting`).
+the report's readers :func:`claim_status`, :func:`experiment_status`); the bibliography of the
+papers the lab implements, by key (:data:`BIBLIOGRAPHY`, :class:`Paper`, :func:`cite`); plotting
+helpers for simplex figures (:func:`ternary_axes`, :func:`stream_on_simplex`,
+:func:`plot_training`, ...; re-exported by :mod:`simplexlab.plotting`).
 
 The registry and the plotting helpers load on first access, so that importing this package (or
 :mod:`simplexlab.plotting`) loads neither the experiment registry nor the experiments.
@@ -14,6 +15,7 @@ The registry and the plotting helpers load on first access, so that importing th
 import importlib as _importlib
 from typing import TYPE_CHECKING
 
+from .._bibliography import BIBLIOGRAPHY, Paper, cite
 from .._results import atomic_write_bytes, atomic_write_json, provenance, to_jsonable
 from ._progress import progress
 
@@ -71,12 +73,14 @@ _LAZY = {
 __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
+    "BIBLIOGRAPHY",
     "boundary_text",
     "Claim",
     "claim",
     "claim_lines",
     "claim_status",
     "ClaimContext",
+    "cite",
     "combine",
     "Context",
     "crossed_ci",
@@ -103,6 +107,7 @@ __all__ = [
     "METHOD_STYLES",
     "MethodStyle",
     "paired_ci",
+    "Paper",
     "plot_plan",
     "plot_training",
     "progress",

@@ -10,7 +10,7 @@ The bridge (:mod:`simplexlab.llm._bridge`):
   (GRPO, G²RPO with its gain schedule, F-GRPO, ...) on a torch loop's ``(P, G)`` groups, computed
   by that one JAX implementation under a cached ``jax.jit``; returns a torch tensor.
 - :func:`group_stats` -- G²RPO's plug-in group statistics (p̂, ŷ, K̂, L̂_y, L̂_z, gain, bonuses;
-  G² Alg. 1) as torch tensors, for logging (:data:`STATS` names them).
+  G2 Alg. 1) as torch tensors, for logging (:data:`STATS` names them).
 
 The driver: a toy task (:class:`ArithmeticTask`), a tiny model (:func:`tiny_model`,
 :func:`load_model`), the training loop (:class:`TrainConfig`, :func:`train`, :func:`warm_start`,
@@ -20,7 +20,7 @@ The driver: a toy task (:class:`ArithmeticTask`), a tiny model (:func:`tiny_mode
 The adapters: :class:`G2RPOTrainer` (TRL's ``GRPOTrainer`` with the lab's shaping;
 built on first use, needs the ``trl`` extra), the verl advantage estimator
 (:func:`register_verl`, :class:`VerlEstimator`, :func:`verl_compute_advantage`) and the
-reward-side :func:`rarity_bonus` of G² Listing 1 (:func:`with_rarity_bonus`; verl is imported only
+reward-side :func:`rarity_bonus` of G2 Listing 1 (:func:`with_rarity_bonus`; verl is imported only
 when they run), and mode discovery for free text (:func:`discover_modes`).
 
 Importing this package imports torch (``import simplexlab`` never does). It sits beside

@@ -88,7 +88,7 @@ _JAX_NAMES = {"float32": torch.float32, "float64": torch.float64, "int32": torch
 _GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 
 STATS = ("p_hat", "y_hat", "K", "K_above", "L_y", "L_z", "gain", "good_bonus", "bad_bonus")
-"""The keys of :func:`group_stats`' dict (G² Alg. 1 lines 2–4, Listing 1 (a)–(f))."""
+"""The keys of :func:`group_stats`' dict (G2 Alg. 1 lines 2–4, Listing 1 (a)–(f))."""
 
 #: largest reward magnitude the group statistics take without overflow (as in
 #: ``shaping.prepare_group``: 1e-3 sqrt(max), at most 1e100)
@@ -450,7 +450,7 @@ def advantages(rewards: torch.Tensor, modes: torch.Tensor | None = None, *, meth
       detached and cast to the rewards' dtype.
     * ``method``: a name in :data:`simplexlab.shaping.METHODS`; ``params``: its parameters
       (:data:`simplexlab.shaping.METHOD_PARAMS` names).
-    * G²RPO (G² Alg. 1: correct rollouts clustered by mode among the good, incorrect ones among
+    * G²RPO (G2 Alg. 1: correct rollouts clustered by mode among the good, incorrect ones among
       the bad when ``schedule.cluster_bad``; bonus eq. 44 + neutralizer eq. 53 added to the GRPO
       z-score, line 12): ``schedule`` (a :class:`~simplexlab.shaping.GainSchedule` or its
       ``to_dict()`` mapping; default ``GainSchedule()``, schedule B) at training step ``step``
@@ -493,7 +493,7 @@ def _stats_program(num_clusters, schedule, rates, mode_threshold, validate):
     def run(rewards, modes, mask, step):
         flags = _flags(rewards, modes, mask, None, "g2rpo", num_clusters) if validate else None
         with trusted_inputs():  # the checks are the flags above
-            # the clusters of shaping.advantages("g2rpo") (G² Alg. 1 lines 2–4)
+            # the clusters of shaping.advantages("g2rpo") (G2 Alg. 1 lines 2–4)
             good, bad = shaping.g2rpo_clusters(shaping.Groups(rewards, modes, mask),
                                                sched.cluster_bad)
             st = shaping.g2rpo_stats(rewards, good, bad, mask, config=sched.config(step, verifier),
@@ -511,7 +511,7 @@ def group_stats(rewards: torch.Tensor, modes: torch.Tensor, *, mask: torch.Tenso
                 schedule: shaping.GainSchedule | Mapping[str, Any] | None = None, step: int = 0,
                 delta_fn: float = 0.0, delta_fp: float = 0.0, mode_threshold: float = 0.05,
                 validate: bool = True) -> dict[str, torch.Tensor]:
-    r"""G²RPO's plug-in group statistics for logging, as torch tensors (G² Alg. 1 lines 2–4,
+    r"""G²RPO's plug-in group statistics for logging, as torch tensors (G2 Alg. 1 lines 2–4,
     Listing 1 (a)–(f); :func:`simplexlab.shaping.g2rpo_stats` on the clusters
     :func:`advantages` uses for ``method="g2rpo"``).
 

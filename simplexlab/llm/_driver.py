@@ -1,4 +1,4 @@
-r"""A small GRPO driver for ``transformers`` causal LMs (G² §5, App. G).
+r"""A small GRPO driver for ``transformers`` causal LMs (G2 §5, App. G).
 
 One training step (:func:`train`):
 
@@ -12,7 +12,7 @@ One training step (:func:`train`):
    one JAX implementation through the bridge (:func:`simplexlab.llm.advantages`);
 4. ``ppo_epochs`` passes of the clipped surrogate with asymmetric ε (``eps_low = 0.20``,
    ``eps_high = 0.28``, DAPO), token-mean over every completion token of the batch, no KL term
-   (G² App. G), AdamW, gradients accumulated over ``grad_accum`` micro-batches.
+   (G2 App. G), AdamW, gradients accumulated over ``grad_accum`` micro-batches.
 
 Logged every step: the verifier's reward and the true accuracy, pass@k, token entropy, the
 normalized sequence (mode) entropy of the groups, and -- when the task can enumerate its
@@ -141,7 +141,7 @@ class TrainConfig:
 
     @property
     def verifier(self) -> Verifier:
-        """The noisy verifier of ``delta_fn``, ``delta_fp`` (G² App. A.2)."""
+        """The noisy verifier of ``delta_fn``, ``delta_fp`` (G2 App. A.2)."""
         return Verifier(self.delta_fn, self.delta_fp)
 
     def to_dict(self) -> dict[str, Any]:
@@ -181,7 +181,7 @@ TrainConfig.__init__ = _init
 
 def clipped_token_loss(logp, old_logp, adv, mask, *, eps_low: float = 0.2,
                        eps_high: float = 0.28, num_tokens=None):
-    r"""The clipped surrogate with asymmetric ε, token-mean (DAPO; G² App. G):
+    r"""The clipped surrogate with asymmetric ε, token-mean (DAPO; G2 App. G):
 
     ``L = −(1/N) Σ_{i,t} m_{i,t} min(ρ_{i,t} A_i, clip(ρ_{i,t}, 1 − ε_low, 1 + ε_high) A_i)``,
     ``ρ = exp(logp − old_logp)``, ``N = num_tokens`` (default ``Σ m``: the tokens of this batch;
@@ -327,7 +327,7 @@ def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None
     ``targets``, ``sequences``, ``rewards``, ``modes``, ``advantages``, ``loss``) after the
     update. ``mode_fn(targets, completions, rewards) -> ids``, if given, replaces the verifier's
     mode labels in the advantages (e.g. :func:`simplexlab.llm.discover_modes` on the decoded
-    completions, G² Alg. 1 line 3): ``targets`` the ``P`` prompts' targets, ``completions`` the
+    completions, G2 Alg. 1 line 3): ``targets`` the ``P`` prompts' targets, ``completions`` the
     ``(P·G, max_new_tokens)`` token ids, ``rewards`` the ``(P, G)`` rewards the update sees; it
     returns ``(P, G)`` integer ids in ``[0, G)`` (``num_clusters = G``); the logged metrics keep
     the verifier's exact modes. Returns the result dict."""

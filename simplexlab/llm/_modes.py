@@ -2,7 +2,7 @@ r"""Mode discovery for free text: sentence embeddings clustered per prompt, as
 G²RPO does it -- by default with group-centred agglomerative clustering, chosen on a labelled
 benchmark of solution methods; DBSCAN, the paper's algorithm, stays selectable.
 
-G² §5 ("Mode discovery") and App. G.1 ("Clustering pipeline"): each prompt's rollouts are embedded
+G2 §5 ("Mode discovery") and App. G.1 ("Clustering pipeline"): each prompt's rollouts are embedded
 with ``sentence-transformers/all-MiniLM-L6-v2`` and clustered with DBSCAN (scikit-learn); each
 cluster is a reasoning mode and the cluster frequencies estimate ŷ. Alg. 1 lines 3–4 and
 Listing 1 (b)–(c) cluster the *correct* rollouts of a prompt, and (optionally, separately) the
@@ -155,7 +155,7 @@ __all__ = ["DISTANCES", "EMBEDDING_DIM", "LONG_LAYERS", "LONG_WORDS", "MAX_SEQ_L
            "auto_layers", "discover_modes", "distinct_weights", "embed", "mode_stats",
            "model_path", "token_f1"]
 
-#: the embedding model (G² App. G.1)
+#: the embedding model (G2 App. G.1)
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 #: its output dimension
 EMBEDDING_DIM = 384
@@ -212,7 +212,7 @@ class ModeStats(NamedTuple):
     entry per group (none for a single group)."""
 
     y: np.ndarray  #: ŷ, cluster masses ``(…, num_clusters)``; zeros where ``n_good == 0``
-    K: np.ndarray  #: K̂, occupied clusters (G² App. G.2 ``rarity/avg_K``); 0 where no good
+    K: np.ndarray  #: K̂, occupied clusters (G2 App. G.2 ``rarity/avg_K``); 0 where no good
     L_y: np.ndarray  #: ``‖ŷ‖²`` (``rarity/avg_L2y``); NaN where ``n_good == 0``
     n_good: np.ndarray  #: correct (clustered) completions per group
 
@@ -743,7 +743,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
                    layers: int | str = LAYERS, distance: str | None = None,
                    token_weight: float = TOKEN_WEIGHT, max_pairs: int = MAX_PAIRS) -> Modes:
     """Reasoning modes of free-text completions: all-MiniLM-L6-v2 embeddings clustered within
-    each prompt's group (G² §5 "Mode discovery", App. G.1; Alg. 1 lines 3–4).
+    each prompt's group (G2 §5 "Mode discovery", App. G.1; Alg. 1 lines 3–4).
 
     ``completions``: a flat list of ``n`` strings -- one group, or with ``groups`` (a list of
     ``n`` hashable group ids, e.g. prompt ids; groups may differ in size) one per distinct id --
@@ -754,7 +754,7 @@ def discover_modes(completions, *, groups=None, rewards=None, method: str = "agg
     (``simplexlab.llm.advantages(rewards, torch.from_numpy(ids), num_clusters=C, ...)``).
 
     ``rewards`` (optional, the shape of the ids, booleans or 0/1): cluster each group's correct
-    and incorrect completions separately (G² Alg. 1 line 3: the correct ones give ŷ; line 4 and
+    and incorrect completions separately (G2 Alg. 1 line 3: the correct ones give ŷ; line 4 and
     Listing 1 (c): the incorrect ones give ẑ), ids restarting in each class, as the bridge's
     G²RPO rule reads them (a correct rollout's id among the good modes, an incorrect one's among
     the bad). Without it every completion of a group is clustered together.
@@ -892,7 +892,7 @@ def _check_set_sizes(index, keys, correct, max_pairs: int) -> None:
 # ---- statistics ------------------------------------------------------------------------------
 
 def mode_stats(modes, rewards=None, *, groups=None, num_clusters: int | None = None) -> ModeStats:
-    """Per group ŷ, K̂ and L_y of the correct completions (G² §4 Alg. 1 line 3, App. G.2), by
+    """Per group ŷ, K̂ and L_y of the correct completions (G2 §4 Alg. 1 line 3, App. G.2), by
     :func:`simplexlab.metrics.cluster_distribution`, :func:`~simplexlab.metrics.num_modes` and
     :func:`~simplexlab.metrics.concentration` -- the quantities the paper logs (``rarity/avg_K``,
     ``rarity/avg_L2y``), without Listing 1's clip ρ (that belongs to the bonus:

@@ -1,4 +1,4 @@
-r"""The mean-field prediction for a trained language model (G² §3–4).
+r"""The mean-field prediction for a trained language model (G2 §3–4).
 
 A language model is not a tabular softmax over modes, and its learning rate does not map to the
 ODE's step size η by any formula. What the mean-field theory does predict is the *path*: from the

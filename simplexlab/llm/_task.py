@@ -21,7 +21,7 @@ exactly. Every target has at least one correct answer in each family (``n+0``, `
 The warm-start distribution (:meth:`ArithmeticTask.warm_start_batch`) samples the families with
 unequal frequencies ``family_weights`` and an incorrect answer with probability ``p_wrong``, so
 the policy starts with several correct families of unequal mass -- the setting in which GRPO
-collapses onto the largest (G² §3) and G²RPO is meant to keep them.
+collapses onto the largest (G2 §3) and G²RPO is meant to keep them.
 
 Plain Python and torch (no JAX): token ids in, labels out.
 """

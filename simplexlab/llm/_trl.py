@@ -1,4 +1,4 @@
-r"""The lab's shaping rules inside TRL's ``GRPOTrainer`` (G² §5, App. G).
+r"""The lab's shaping rules inside TRL's ``GRPOTrainer`` (G2 §5, App. G).
 
 TRL has no advantage hook (TRL issue #4525): ``GRPOTrainer._generate_and_score_completions``
 computes the group-normalized advantages inline. :class:`G2RPOTrainer` subclasses it and
@@ -11,7 +11,7 @@ computes the group-normalized advantages inline. :class:`G2RPOTrainer` subclasse
    on several processes;
 3. adds the lab's G²RPO bonus (method ``"g2rpo_bonus"`` of :func:`simplexlab.shaping.advantages`,
    through the bridge: the one JAX implementation) to TRL's advantages **after** TRL's group
-   normalization -- TRL's own z-score (its sample std and ε = 1e-4) is kept, as G² §5 adds the
+   normalization -- TRL's own z-score (its sample std and ε = 1e-4) is kept, as G2 §5 adds the
    bonus to the framework's advantages -- or, with ``method`` another lab rule, replaces them;
 4. logs the plug-in ``p̂``, ``L̂_y``, ``K̂`` of the groups through TRL's logger
    (``g2rpo/p_hat``, ``g2rpo/L_y``, ``g2rpo/K_hat``, ``g2rpo/bonus_abs``).

@@ -1,4 +1,4 @@
-r"""The lab's advantage rules inside verl (G² §5, Alg. 1, App. G Listing 1).
+r"""The lab's advantage rules inside verl (G2 §5, Alg. 1, App. G Listing 1).
 
 Written against verl 0.9.1. Two pieces, each computed by the bridge
 (:func:`simplexlab.llm.advantages`: the one JAX implementation; no formula is copied here):
@@ -18,7 +18,7 @@ Written against verl 0.9.1. Two pieces, each computed by the bridge
      ``non_tensor_batch[mode_key]`` (default ``"mode_id"``), else ``mode_fn(index, scores)``,
    * computes the lab's advantages of ``method`` at training ``step`` (the gain schedule's
      warm-up) through the bridge -- or, with ``base="grpo"`` (any estimator in verl's registry),
-     verl's own ``base`` advantages plus the lab's G²RPO bonus (G² §5: "add the per-sample bonus
+     verl's own ``base`` advantages plus the lab's G²RPO bonus (G2 §5: "add the per-sample bonus
      to GRPO advantages"),
    * broadcasts each response's advantage over its tokens (× ``response_mask``) and returns
      ``(advantages, returns)`` with ``returns = advantages``, as verl's GRPO does.
@@ -370,7 +370,7 @@ def rarity_bonus(scores, modes, groups, *,
                  schedule: str | os.PathLike | GainSchedule | None = None, force: bool = False,
                  step: int = 0, num_clusters: int | None = None, delta_fn: float = 0.0,
                  delta_fp: float = 0.0) -> np.ndarray:
-    """Listing 1's per-sample ``rarity_bonus`` (G² Alg. 1 lines 5–11) of a flat batch.
+    """Listing 1's per-sample ``rarity_bonus`` (G2 Alg. 1 lines 5–11) of a flat batch.
 
     ``scores``: ``n`` verifier outcomes in {0, 1}; ``modes``: ``n`` integer mode ids (a correct
     response's mode among the good modes of its group, an incorrect one's among the bad, as
@@ -480,7 +480,7 @@ def with_rarity_bonus(compute_score: Callable | None = None, *,
                       mode_key: str | None = "mode_id", train_split: str | None = "train",
                       step: int | None = None, delta_fn: float = 0.0,
                       delta_fp: float = 0.0) -> Callable[..., list[dict[str, Any]]]:
-    """A batch reward function for verl (G² Listing 1): ``fn(data_sources, solution_strs,
+    """A batch reward function for verl (G2 Listing 1): ``fn(data_sources, solution_strs,
     ground_truths, extra_infos, **kwargs) -> [{"score", "rarity_bonus", "mode_id"}, ...]`` -- the
     signature verl's ``BatchRewardManager`` calls (``verl/workers/reward_manager/batch.py``).
 

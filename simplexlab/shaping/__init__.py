@@ -1,7 +1,7 @@
 """Advantage baselines and shaping rules.
 
 Group-relative baselines (raw, mean-shifted, GRPO, Dr.GRPO, RLOO, REINFORCE++), G²RPO
-(G² Alg. 1, Listing 1), F-GRPO (FG eq. 15–16), IAC (SC §3.1), GRPO-N (TS App. B.5),
+(G2 Alg. 1, Listing 1), F-GRPO (FG eq. 15–16), IAC (SC §3.1), GRPO-N (TS App. B.5),
 GRPO-TN (TS App. C.5), ProGRPO (PG eq. 4–6), and a small composition API (:class:`Pipeline`).
 Every rule by name on what a training loop sees (:func:`advantages`, :data:`METHODS`: what each
 rule needs, declared once), the one map from a rule to its mean-field system

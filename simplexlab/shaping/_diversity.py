@@ -1,4 +1,4 @@
-r"""Diversity and exploration metrics (G² §5 / App. G.2, FG eq. 25, TS App. C.6, PG Table 5).
+r"""Diversity and exploration metrics (G2 §5 / App. G.2, FG eq. 25, TS App. C.6, PG Table 5).
 
 All functions are pure and jit/vmap; cluster ids use ``−1`` for "not in any cluster / masked".
 """
@@ -70,7 +70,7 @@ def pass_at_k(n, c, k: int):
 
 
 def cluster_distribution(cluster_ids, num_clusters: int, mask=None):
-    r"""Empirical cluster masses ``ŷ_j = n_j / Σ n`` (G² §4, Alg. 1 line 3) over ``num_clusters``.
+    r"""Empirical cluster masses ``ŷ_j = n_j / Σ n`` (G2 §4, Alg. 1 line 3) over ``num_clusters``.
 
     ``cluster_ids``: int ``(…, G)``, ``−1`` = not clustered (e.g. an incorrect rollout); ids
     ``≥ num_clusters`` are an error. A group with no clustered rollout gives all zeros.
@@ -94,7 +94,7 @@ def cluster_distribution(cluster_ids, num_clusters: int, mask=None):
 
 
 def num_modes(y):
-    r"""Number of occupied modes ``K = #{j : y_j > 0}`` (G² App. G.2 ``rarity/avg_K``).
+    r"""Number of occupied modes ``K = #{j : y_j > 0}`` (G2 App. G.2 ``rarity/avg_K``).
 
     ``y``: masses or counts over the last axis, finite and ``>= 0``."""
     y = _masses(y, "y")
@@ -110,19 +110,19 @@ def _masses(y, name):
 
 
 def avg_num_modes(y):
-    r"""Avg K: batch mean of :func:`num_modes` over prompts (G² §5 "Metrics", Table 1)."""
+    r"""Avg K: batch mean of :func:`num_modes` over prompts (G2 §5 "Metrics", Table 1)."""
     return jnp.mean(num_modes(y))
 
 
 def effective_num_modes(y):
-    r"""``K_eff = 1/L_y = 1/||y||²`` (G² §5 and App. G.2 ``rarity/avg_effK``); ``y`` must lie
+    r"""``K_eff = 1/L_y = 1/||y||²`` (G2 §5 and App. G.2 ``rarity/avg_effK``); ``y`` must lie
     on the simplex (last axis)."""
     y = check_simplex(y, "y")
     return 1.0 / concentration(jnp.asarray(y))
 
 
 def entropy(y):
-    r"""Shannon entropy ``H(y) = −Σ y_j log y_j`` (natural log, ``0 log 0 = 0``), G² App. G.2."""
+    r"""Shannon entropy ``H(y) = −Σ y_j log y_j`` (natural log, ``0 log 0 = 0``), G2 App. G.2."""
     y = check_simplex(y, "y")
     y = jnp.asarray(y)
     pos = y > 0
@@ -130,7 +130,7 @@ def entropy(y):
 
 
 def normalized_entropy(y):
-    r"""``H̃(y) = H(y)/log K ∈ [0, 1]`` with ``K`` the number of occupied modes (G² App. G.2).
+    r"""``H̃(y) = H(y)/log K ∈ [0, 1]`` with ``K`` the number of occupied modes (G2 App. G.2).
 
     ``K ≤ 1`` gives 0 (a single observed mode carries no diversity; the paper leaves 0/0 open).
     """
@@ -173,7 +173,7 @@ unchecked = SimpleNamespace(retained_mass=_retained_mass)
 
 
 def sequence_entropy(cluster_ids, num_clusters: int, mask=None):
-    r"""Sequence-level entropy: ``H(ŷ)`` of the observed good-mode distribution (G² §5,
+    r"""Sequence-level entropy: ``H(ŷ)`` of the observed good-mode distribution (G2 §5,
     App. G.2). 0 for a group with no clustered rollout."""
     y = cluster_distribution(cluster_ids, num_clusters, mask)
     pos = y > 0
@@ -181,7 +181,7 @@ def sequence_entropy(cluster_ids, num_clusters: int, mask=None):
 
 
 def token_entropy(logits, mask=None, *, normalize: bool = False):
-    r"""Token-level entropy of a rollout, ``H_tok = (1/T) Σ_t H(π(·|x, a_<t))`` (G² App. G.2;
+    r"""Token-level entropy of a rollout, ``H_tok = (1/T) Σ_t H(π(·|x, a_<t))`` (G2 App. G.2;
     TS App. C.6 averages it over the group as well: take the mean of the result).
 
     ``logits``: ``(…, T, V)`` next-token logits; ``mask``: bool ``(…, T)``. ``normalize`` divides

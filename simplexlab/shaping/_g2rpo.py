@@ -1,4 +1,4 @@
-r"""G²RPO granularity bonus from cluster counts (G² Algorithm 1, Listing 1, §4, App. D.4).
+r"""G²RPO granularity bonus from cluster counts (G2 Algorithm 1, Listing 1, §4, App. D.4).
 
 For one prompt group with binary rewards ``r_i ∈ {0, 1}`` and cluster ids of the correct rollouts
 (and optionally of the incorrect ones), the plug-in estimates are (Alg. 1 lines 2–4)
@@ -36,7 +36,7 @@ __all__ = ["G2RPOStats", "g2rpo_advantages", "g2rpo_bonus", "g2rpo_stats"]
 
 
 class G2RPOStats(NamedTuple):
-    """Plug-in statistics of one group (G² Alg. 1 lines 2–4, Listing 1 (a)–(f))."""
+    """Plug-in statistics of one group (G2 Alg. 1 lines 2–4, Listing 1 (a)–(f))."""
 
     p_hat: jnp.ndarray  # bad fraction |B|/G
     y_hat: jnp.ndarray  # (..., C) clipped and re-normalized good-cluster masses (0 = unoccupied)
@@ -160,7 +160,7 @@ def g2rpo_stats(rewards, good_cluster, bad_cluster=None, mask=None, *,
 
 def g2rpo_bonus(rewards, good_cluster, bad_cluster=None, mask=None, *,
                 config: G2RPOConfig | None = None, num_clusters: int | None = None):
-    r"""Per-rollout G²RPO bonus ``B_i`` (G² Alg. 1 lines 5–11; Listing 1 step (g)).
+    r"""Per-rollout G²RPO bonus ``B_i`` (G2 Alg. 1 lines 5–11; Listing 1 step (g)).
 
     Correct rollout in cluster ``j`` → ``B_j`` (eq. 44 with plug-in ``ŷ``, re-centered, clipped);
     incorrect rollout → the same scalar neutralizer (53) (never divided by ``|B|``); masked → 0.
@@ -182,7 +182,7 @@ def g2rpo_bonus(rewards, good_cluster, bad_cluster=None, mask=None, *,
 
 def g2rpo_advantages(rewards, good_cluster, bad_cluster=None, mask=None, *,
                      config: G2RPOConfig | None = None, num_clusters: int | None = None):
-    r"""G²RPO advantages ``Â_i = NormalizeGroup(r)_i + B_i`` (G² Alg. 1 line 12): the GRPO
+    r"""G²RPO advantages ``Â_i = NormalizeGroup(r)_i + B_i`` (G2 Alg. 1 line 12): the GRPO
     z-score (with ``config.eps``) plus :func:`g2rpo_bonus`."""
     config = G2RPOConfig() if config is None else config
     bonus = g2rpo_bonus(rewards, good_cluster, bad_cluster, mask, config=config,

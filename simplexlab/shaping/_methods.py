@@ -46,7 +46,7 @@ class Groups(NamedTuple):
 
 
 def g2rpo_clusters(g: Groups, cluster_bad: bool = True):
-    """G²RPO's cluster ids (G² Alg. 1): a correct-scored rollout is clustered among the good by
+    """G²RPO's cluster ids (G2 Alg. 1): a correct-scored rollout is clustered among the good by
     its mode, an incorrect one among the bad (``cluster_bad=False``: ``None``, one aggregated bad
     arm); ``−1`` elsewhere. Returns ``(good_cluster, bad_cluster)``."""
     m = jnp.ones(jnp.shape(g.rewards), bool) if g.mask is None else g.mask

@@ -154,7 +154,7 @@ class NegativeOnly(eqx.Module):
 
 
 class G2RPOBonus(eqx.Module):
-    """Add the G²RPO bonus (G² Alg. 1 line 12); needs ``good_cluster`` (and optionally
+    """Add the G²RPO bonus (G2 Alg. 1 line 12); needs ``good_cluster`` (and optionally
     ``bad_cluster``) keywords. See :func:`simplexlab.shaping.g2rpo_bonus`."""
 
     config: G2RPOConfig = eqx.field(default_factory=G2RPOConfig, kw_only=True)
@@ -233,7 +233,7 @@ def dapo_iac(alpha: float = 1.0) -> Pipeline:
 
 
 def g2rpo(config: G2RPOConfig | None = None, num_clusters: int | None = None) -> Pipeline:
-    """G²RPO (G² Alg. 1): GRPO z-score plus the bonus; call with ``good_cluster=…``."""
+    """G²RPO (G2 Alg. 1): GRPO z-score plus the bonus; call with ``good_cluster=…``."""
     config = G2RPOConfig() if config is None else config
     if not isinstance(config, G2RPOConfig):
         raise ValueError(f"config must be a G2RPOConfig; got {config!r}")

@@ -1,4 +1,4 @@
-r"""The G²RPO settings, declared once (G² §4, App. D.4, D.6, Listing 1).
+r"""The G²RPO settings, declared once (G2 §4, App. D.4, D.6, Listing 1).
 
 :class:`GainSchedule` is the one G²RPO settings object: what the lab verifies, what the bandit,
 the torch driver and the TRL / verl adapters hold as a field, and what a training loop uses: the
@@ -213,7 +213,7 @@ GainSchedule.FIELDS = tuple(f.name for f in dataclasses.fields(GainSchedule))
 
 
 class G2RPOConfig(GainSchedule):
-    r"""Hyper-parameters of the G²RPO bonus at one training step (G² Listing 1 arguments and
+    r"""Hyper-parameters of the G²RPO bonus at one training step (G2 Listing 1 arguments and
     App. D.4 safeguards): the settings of :class:`GainSchedule` -- whose ``kind`` is called
     ``schedule`` here -- and ``verifier``, the verifier's ``J`` and ``σ(p)`` used by schedules
     A/B (eq. 62/67). :meth:`GainSchedule.config` makes one per step; keyword-only arguments

@@ -1,5 +1,4 @@
-r"""The Cat/Dog/Persian/Siamese softmax classifier of "When Sharpening Becomes Collapse" (SC §2.4,
-App. G, App. H Algorithm 1).
+r"""The Cat/Dog/Persian/Siamese softmax classifier of SC §2.4, App. G and App. H Algorithm 1.
 
 A linear softmax classifier over the four labels (Cat, Dog, Persian, Siamese): logits
 ``f_θ(x, ·) = W e_x`` for an input with embedding ``e_x`` (``W`` is ``(4, d)``, no bias, so the

@@ -1,4 +1,4 @@
-r"""Sharpening-collapse theory (Fan et al., "When Sharpening Becomes Collapse", §2, App. A–G).
+r"""Sharpening-collapse theory (SC §2, App. A–G).
 
 - Theorem 2.2 (eq. 4): batch-optimal policy
   :math:`\hat\pi(o_i) \propto \pi_{ref}(o_i)\exp(N_i A_i/(\beta G))` and its partition function

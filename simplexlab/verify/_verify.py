@@ -4,7 +4,7 @@ r"""The five checks of a G²RPO gain schedule and :func:`verify_schedule`, which
 returns a :class:`~simplexlab.verify.ScheduleReport` (numbers, a verdict, the reasons of any
 failure, the inputs; :mod:`._report`). Writing and reading schedule files is :mod:`._files`.
 
-The checks (G² = the G²RPO paper; every number is measured, none is assumed):
+The checks (G2: the G²RPO paper; every number is measured, none is assumed):
 
 (a) **flip** -- along the mean-field ODE of the schedule
     (:class:`~simplexlab.meanfield.Neutralized`, eq. 56, when ``schedule.neutralize``;
@@ -22,7 +22,7 @@ The checks (G² = the G²RPO paper; every number is measured, none is assumed):
     passes when ``<= tol_neutral``). Also reported, not checked unless ``tol_p_vs_grpo`` is set:
     ``max_t |p_schedule(t) − p_GRPO(t)|`` against the GRPO ODE run from the same start, which is
     *not* zero even with an exact neutralizer -- the schedule flattens ``y`` (and ``z``), so the
-    baseline decay rate ``∝ L_y + L_z`` is smaller on its trajectory (G² Remark D.4). Required
+    baseline decay rate ``∝ L_y + L_z`` is smaller on its trajectory (G2 Remark D.4). Required
     when ``schedule.neutralize`` (``require_neutral``).
 (c) **bounded** -- the bad-rollout bonus ``B_b`` that the plug-in estimator
     (:func:`~simplexlab.shaping.g2rpo_stats`, Listing 1, with the schedule's safeguards, at full
