@@ -262,6 +262,12 @@ def test_bad_params_name_the_value(values, match):
         trajectory(sim, jax.random.key(0), values, num_steps=2)
 
 
+def test_progrpo_reading_is_zero_or_one():
+    with pytest.raises(ValueError, match="progrpo_all_correct must be 0"):
+        Bandit(method="progrpo").check_params({"progrpo_all_correct": 0.5})
+    Bandit(method="progrpo").check_params({"progrpo_all_correct": 1.0})
+
+
 def test_flipped_verifier_needs_the_flag():
     q = {"delta_fn": 0.6, "delta_fp": 0.5}
     rec = trajectory(Bandit(allow_flipped=True), jax.random.key(0), q, num_steps=2)[1]

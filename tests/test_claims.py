@@ -24,7 +24,7 @@ from simplexlab.lab._claims import (
     write_report,
 )
 
-PAPERS = {"TS", "SC", "FG", "G2", "LLM", "SL"}
+PAPERS = {"TS", "SC", "FG", "G2", "PG", "LLM", "SL"}
 
 
 @pytest.fixture(scope="module")

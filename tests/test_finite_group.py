@@ -123,11 +123,13 @@ def test_g2rpo_reduction_and_partitions_equal_enumeration(method, schedule):
 
 def test_progrpo_and_reinforce_pp_reductions():
     for verifier in (Verifier(), NOISY):
-        rule = group_rule("progrpo", params={"progrpo_alpha": 0.7}, verifier=verifier)
-        ref = expected_update(rule, PI, 3, 5, verifier=verifier, path="enumerate").theta
-        out = expected_update(rule, PI, 3, 5, verifier=verifier)
-        assert out.path == "rule"
-        np.testing.assert_allclose(out.theta, ref, atol=1e-14)
+        for eq4 in (0.0, 1.0):  # all-correct groups skipped (PG Alg. 1) / re-weighted (eq. 4)
+            rule = group_rule("progrpo", params={"progrpo_alpha": 0.7,
+                                                 "progrpo_all_correct": eq4}, verifier=verifier)
+            ref = expected_update(rule, PI, 3, 5, verifier=verifier, path="enumerate").theta
+            out = expected_update(rule, PI, 3, 5, verifier=verifier)
+            assert out.path == "rule"
+            np.testing.assert_allclose(out.theta, ref, atol=1e-14)
     # REINFORCE++ over a batch of 2 groups of 2: brute force over both groups jointly
     pi = np.array([0.5, 0.2, 0.3])
     rule = group_rule("reinforce_pp", num_groups=2)

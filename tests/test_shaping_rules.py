@@ -153,6 +153,17 @@ def test_progrpo_hand_computation_and_skip():
             a = a + 0.7 * (cq - co)  # PG eq. (4)
         assert_close(out[g], a)  # all-correct / all-wrong groups skipped (PG Alg. 1 line 14)
     assert_close(sh.low_prob_confidence(np.log([0.5, 0.9, 0.99, 0.1, 0.95])), 0.1)
+    # PG eq. (4) read literally: only the all-wrong group is skipped; the all-correct one gets
+    # the pure confidence term (its z-scores are 0)
+    eq4 = sh.progrpo_advantages(r, lp_a, lp_q, am, alpha=0.7, all_correct=True)
+    assert_close(eq4[0], out[0])
+    assert_close(eq4[2], out[2])
+    co = np.array([_conf_np(lp_a[1, i]) for i in range(G)])
+    assert_close(eq4[1], 0.7 * (_conf_np(lp_q[1]) - co))
+    traced = jax.jit(lambda f: sh.progrpo_advantages(r, lp_a, lp_q, am, alpha=0.7,
+                                                     all_correct=f))
+    assert_close(traced(1.0), eq4)
+    assert_close(traced(0.0), out)
 
 
 def test_progrpo_bad_input():

@@ -54,7 +54,8 @@ __all__ = ["Claim", "ClaimContext", "Fault", "Verdict", "boundary_text", "claim"
 SCHEMA = ("name", "paper", "source", "sentence", "experiment", "holds_at_paper", "effect", "ci",
           "robustness_fraction", "boundary", "paper_setting", "grid")
 PAPERS = {"TS": "two-stage RLVR (TS)", "SC": "sharpening collapse (SC)", "FG": "F-GRPO (FG)",
-          "G2": "G²RPO (G2)", "LLM": "G²RPO §5 at LLM scale (embedded task)",
+          "G2": "G²RPO (G2)", "PG": "ProGRPO (PG)",
+          "LLM": "G²RPO §5 at LLM scale (embedded task)",
           "SL": "simplexlab's own predictions (the finite-group theory against the bandit)"}
 STATUSES = ("yes", "partly", "no")
 #: the status of a claim whose evaluation raised: not a verdict, never counted as "no"

@@ -532,7 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.add_argument("--delta-fn", type=float, default=0.0, help="verifier false-negative rate")
     p_plan.add_argument("--delta-fp", type=float, default=0.0, help="verifier false-positive rate")
     p_plan.add_argument("--param", action="append", metavar="NAME=VALUE",
-                        help="a method parameter (focal_gamma, iac_alpha, progrpo_alpha); "
+                        help="a method parameter (focal_gamma, iac_alpha, progrpo_alpha, "
+                             "progrpo_all_correct); "
                         "repeat for several")
     p_plan.add_argument("--num-groups", type=int, default=None,
                         help="groups per batch (reinforce_pp)")

@@ -19,7 +19,8 @@ expectation exactly (the ``"rule"`` path):
   product conditioned on the total ``G``), once per cell with that cell left out; the
   incorrect-scored side (``L̂_z``) by its compositions. ``O(K³ G²)``.
 * **ProGRPO** as the bandit runs it (a rollout's confidence is its probability ``π_c``, the
-  prompt's the geometric mean over the group, PG eq. 4–6 with fraction 1): with
+  prompt's the geometric mean over the group, PG eq. 4–6 with fraction 1; the all-correct
+  groups skipped as in Alg. 1, or re-weighted with ``progrpo_all_correct``): with
   ``α_r = Σ_k q_{r,k} π_k^{1/G}``, ``E[c(q) 1{S'=s} | own c] = π_c^{1/G} C(G−1, s) α_1^s
   α_0^{G−1−s}``; ``O(G)``.
 * **REINFORCE++** (batch normalisation over ``num_groups`` groups drawn from the same policy):
@@ -360,8 +361,9 @@ def _progrpo_totals(rule: MethodRule, q1, q0, probs, G, t, C):
     geo = jnp.exp(logc + xlogy(s, a1) + xlogy(G - 1.0 - s, a0))
     pmf = binomial_pmf(G - 1, jnp.sum(q1))
     W = counts_totals(_ZScore(1e-6), q1, q0, probs, G, t, C)
+    eq4 = jnp.asarray(rule.params.get("progrpo_all_correct", 0.0)).astype(bool)  # all-correct too
     for r, q in ((1, q1), (0, q0)):
-        mixed = ((r + s) > 0) & ((r + s) < G)
+        mixed = ((r + s) > 0) & (((r + s) < G) | eq4)
         e_cq = root * jnp.sum(jnp.where(mixed, geo, 0.0))
         e_co = probs * jnp.sum(jnp.where(mixed, pmf, 0.0))
         W = W.at[r].add(G * q * alpha * (e_cq - e_co))

@@ -72,9 +72,11 @@ def _progrpo(g: Groups, q, *_):
     if g.logp is None:
         raise ValueError("method 'progrpo' needs the rollouts' log-probabilities (logp)")
     # ProGRPO (PG eq. 4–6) with the rollout's probability as its confidence c(o) and the
-    # geometric mean of the group's confidences as the prompt's c(q) (fraction 1)
+    # geometric mean of the group's confidences as the prompt's c(q) (fraction 1); all-correct
+    # groups skipped (Alg. 1) unless progrpo_all_correct = 1 (eq. 4 read literally)
     return progrpo_advantages(g.rewards, g.logp[..., None], g.logp, prompt_mask=g.mask,
-                              mask=g.mask, alpha=q["progrpo_alpha"], fraction=1.0)
+                              mask=g.mask, alpha=q["progrpo_alpha"], fraction=1.0,
+                              all_correct=q["progrpo_all_correct"])
 
 
 class Method(NamedTuple):
@@ -148,12 +150,14 @@ METHODS: dict[str, Method] = {
     # the G²RPO bonus B_i alone (Alg. 1 lines 5–11), to add to another estimator's normalized
     # advantages (the TRL and verl adapters add it to theirs)
     "g2rpo_bonus": Method(("gain",), _g2rpo_bonus, **_G2),
-    "progrpo": Method(("progrpo_alpha",), _progrpo, logp=True),
+    "progrpo": Method(("progrpo_alpha", "progrpo_all_correct"), _progrpo, logp=True),
 }
 """Every advantage rule by name and what it needs (:class:`Method`)."""
 
-METHOD_PARAMS = {"gain": 1.5, "focal_gamma": 1.0, "iac_alpha": 1.0, "progrpo_alpha": 0.3}
-"""Defaults of the methods' own parameters."""
+METHOD_PARAMS = {"gain": 1.5, "focal_gamma": 1.0, "iac_alpha": 1.0, "progrpo_alpha": 0.3,
+                 "progrpo_all_correct": 0.0}
+"""Defaults of the methods' own parameters (``progrpo_all_correct``: 0 skips ProGRPO's
+all-correct groups as PG Alg. 1 does, 1 re-weights them as PG eq. 4 read literally)."""
 
 
 def lookup_method(name, who: str = "") -> Method:

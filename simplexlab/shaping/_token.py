@@ -143,14 +143,17 @@ def low_prob_confidence(logprobs, mask=None, *, fraction: float = 0.2):
 
 def progrpo_advantages(rewards, answer_logprobs, prompt_logprobs, answer_mask=None,
                        prompt_mask=None, mask=None, *, alpha: float, fraction: float = 0.2,
-                       eps: float = 1e-6):
+                       eps: float = 1e-6, all_correct=False):
     r"""ProGRPO advantage re-weighting (ARM), PG eq. (4)–(6) and Alg. 1:
 
     ``Ã_i = A_i + α (c(q) − c(o_i|q))`` with ``A_i = (r_i − μ)/(σ + δ)`` (Alg. 1 line 12) and the
     confidences of :func:`low_prob_confidence` (bottom-``fraction`` tokens, eq. 12), and
     ``Ã_i = A_i`` for groups whose rewards are all equal (Alg. 1 line 14: all-wrong or
-    all-correct). Eq. (4) itself only skips all-wrong groups; we follow Alg. 1 (an all-correct
-    group would otherwise receive a pure confidence signal). Eq. (6) normalizes by
+    all-correct). Eq. (4) itself only skips all-wrong groups; we follow Alg. 1 by default (an
+    all-correct group would otherwise receive a pure confidence signal); ``all_correct`` true
+    (a bool, or 0/1, possibly traced) re-weights the all-correct groups too, eq. (4) read
+    literally (groups whose rewards are all equal and non-zero): there ``A_i = 0`` and
+    ``Ã_i = α (c(q) − c(o_i|q))``. Eq. (6) normalizes by
     ``|T_i^low|`` of the prompt; we read it as the answer's own ``|T_{o_j}^low|`` (§3.2).
 
     ``rewards``: ``(*groups, G)``; ``answer_logprobs``: ``(*groups, G, T)``;
@@ -175,5 +178,7 @@ def progrpo_advantages(rewards, answer_logprobs, prompt_logprobs, answer_mask=No
     c_o = low_prob_confidence(lp_a, am, fraction=fraction)
     hi = jnp.max(jnp.where(m, r, -jnp.inf), -1)
     lo = jnp.min(jnp.where(m, r, jnp.inf), -1)
-    mixed = (hi > lo)[..., None]
-    return jnp.where(m & mixed, a + alpha * (c_q[..., None] - c_o), a)
+    reweight = hi > lo  # Alg. 1 line 14: every group but the all-wrong and all-correct ones
+    if all_correct is not False:  # eq. (4): all but the groups with Σ r = 0 (all equal to 0)
+        reweight = reweight | (jnp.asarray(all_correct).astype(bool) & (lo != 0))
+    return jnp.where(m & reweight[..., None], a + alpha * (c_q[..., None] - c_o), a)

@@ -145,7 +145,8 @@ class Bandit(AbstractSimulator, WithDtype):
     compositions; the run's seed drives only the sampling and verifier noise, so methods compared
     on one ``instance`` start from the same policies), ``delta_fn``, ``delta_fp``, and the
     method's own: ``gain`` (G²RPO λ or λ0), ``focal_gamma`` (F-GRPO), ``iac_alpha`` (IAC),
-    ``progrpo_alpha`` (ProGRPO).
+    ``progrpo_alpha`` and ``progrpo_all_correct`` (ProGRPO: 0 skips the all-correct groups as
+    PG Alg. 1 does, 1 re-weights them as PG eq. 4 read literally).
     """
 
     name: ClassVar[str] = "bandit"
@@ -270,6 +271,8 @@ class Bandit(AbstractSimulator, WithDtype):
             (("delta_fp",), lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]"),
             (("gain",), lambda a: ~xp.isfinite(a), "finite"),
             (("progrpo_alpha",), lambda a: ~xp.isfinite(a), "finite"),
+            (("progrpo_all_correct",), lambda a: ~((a == 0) | (a == 1)),
+             "0 (skip all-correct groups, PG Alg. 1) or 1 (re-weight them, PG eq. 4)"),
             (("focal_gamma",), lambda a: ~(xp.isfinite(a) & (a >= 0)), "finite and >= 0"),
             (("iac_alpha",), lambda a: ~(xp.isfinite(a) & (a >= 0)), "finite and >= 0"),
         ]
