@@ -299,3 +299,8 @@ def test_report_top_counts_and_says_why_each_no(tmp_path, claims, monkeypatch):
     assert "`g2-table-1-benchmarks`" in md.split("## Statements not checkable")[1]
     rep = json.loads((tmp_path / "claims" / "claims.json").read_text())
     assert [u["name"] for u in rep["not_checkable"]] == ["g2-table-1-benchmarks"]
+    refs = md.split("## References")[1]
+    assert f"- **G2**: {lab.cite('G2')}" in refs and "**FG**" not in refs  # only those cited
+    from simplexlab.lab import _claims as cl
+
+    assert set(cl.PAPERS) - set(cl._NOT_PAPERS) == set(lab.BIBLIOGRAPHY)

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from .._bibliography import BIBLIOGRAPHY, cite
 from .._results import atomic_write_bytes, atomic_write_json, provenance, read_json, to_jsonable
 
 __all__ = ["Claim", "ClaimContext", "Fault", "Verdict", "boundary_text", "claim", "claims_registry",
@@ -53,10 +54,13 @@ __all__ = ["Claim", "ClaimContext", "Fault", "Verdict", "boundary_text", "claim"
 #: the fields of every claim entry of ``claims.json`` (the interface of CLAIMS_SCHEMA.md)
 SCHEMA = ("name", "paper", "source", "sentence", "experiment", "holds_at_paper", "effect", "ci",
           "robustness_fraction", "boundary", "paper_setting", "grid")
+#: the sources of claims: the papers of the bibliography (:data:`BIBLIOGRAPHY`, by key) and two
+#: that are not papers
 PAPERS = {"TS": "two-stage RLVR (TS)", "SC": "sharpening collapse (SC)", "FG": "F-GRPO (FG)",
           "G2": "G²RPO (G2)", "PG": "ProGRPO (PG)",
           "LLM": "G²RPO §5 at LLM scale (embedded task)",
           "SL": "simplexlab's own predictions (the finite-group theory against the bandit)"}
+_NOT_PAPERS = ("LLM", "SL")
 STATUSES = ("yes", "partly", "no")
 #: the status of a claim whose evaluation raised: not a verdict, never counted as "no"
 FAILED = "failed"
@@ -618,6 +622,10 @@ def _md(entries: list[dict], mode: str, prov: dict, unchecked: Sequence[dict] = 
                   "|---|---|---|---|"]
         lines += [f"| `{u['name']}` | {u['paper']} {u['source']} | {u['sentence']} | "
                   f"{u['why'].replace('|', '/')} |" for u in unchecked]
+    cited = [k for k in BIBLIOGRAPHY if any(e["paper"] == k for e in entries)
+             or any(u["paper"] == k for u in unchecked)]
+    if cited:
+        lines += ["", "## References", "", *(f"- **{k}**: {cite(k)}" for k in cited)]
     lines += ["", count_line(entries, len(unchecked)) + ".", ""]
     return "\n".join(lines)
 
