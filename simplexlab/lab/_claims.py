@@ -665,8 +665,8 @@ def _maps(entries: list[dict], folder: Path) -> list[str]:
                 yt = [_fmt(v) for v in axes[names[0]]]
             xname = names[-1] if len(names) <= 2 else " × ".join(names[1:])
             xt = ([_fmt(v) for v in axes[names[-1]]] if len(names) <= 2 else
-                  [",".join(_fmt(x) for x in t) for t in
-                   np.ndindex(*[len(axes[n]) for n in names[1:]])])
+                  [",".join(_fmt(axes[n][i]) for n, i in zip(names[1:], t, strict=True))
+                   for t in np.ndindex(*[len(axes[n]) for n in names[1:]])])
             ax.imshow(h, cmap=cmap, vmin=0, vmax=1, aspect="auto", origin="lower")
             ax.set_xticks(range(len(xt)), xt, fontsize=7, rotation=45 if len(xt) > 5 else 0)
             ax.set_yticks(range(len(yt)), yt, fontsize=7)
