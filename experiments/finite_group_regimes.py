@@ -296,8 +296,12 @@ def flip_data(mode: str = "quick", seed: int = 0, *, regimes: bool = True) -> di
     and at the bandit's gains, and the theory read with the bandit's estimator (its crossing on
     the bandit's gain grid), all for the claims' prompt draw (instance 0); and under ``"draws"``
     the same comparison for further prompt draws (:func:`draws_data`), since the bandit's flip
-    depends on the draw."""
-    key = (mode, seed, regimes)
+    depends on the draw. The memo's key includes the faults injected into the library
+    (:func:`simplexlab.lab.injected_faults`: the claims' fault tests), so that a fault reaches
+    the numbers."""
+    from simplexlab.lab import injected_faults
+
+    key = (mode, seed, regimes, injected_faults())
     if key in _MEMO:
         return _MEMO[key]
     import time

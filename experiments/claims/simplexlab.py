@@ -16,10 +16,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from simplexlab.lab import Verdict, claim, load_experiment_module
+from simplexlab.lab import Fault, Verdict, claim, load_experiment_module
 
 SOURCE = "SL"
 PAPER_G = 16
+
+
+def _bandit_stats_fault(description, field):
+    """A fault of the bandit's side only: its G²RPO statistics
+    (:func:`simplexlab.shaping._g2rpo.g2rpo_stats`, which the bandit's bonus reads; the theory
+    reduces the rule on its own, :mod:`simplexlab.shaping._finite`) with ``field`` dropped
+    (``"bad_bonus"``) or of the wrong sign (``"good_bonus"``). The experiment's memo keys on the
+    injected faults (:func:`simplexlab.lab.injected_faults`), so the fault reaches the numbers."""
+    scale = 0.0 if field == "bad_bonus" else -1.0
+
+    def make(f):
+        def faulty(*a, **k):
+            st = f(*a, **k)
+            return st._replace(**{field: scale * getattr(st, field)})
+        return faulty
+    return Fault(description, "simplexlab.shaping._g2rpo.g2rpo_stats", make)
 
 
 def _data(ctx):
@@ -113,7 +129,9 @@ claim("simplexlab-flip-threshold", paper=SOURCE,
       paper_setting={"schedule": "B", "neutralize": True, "K": 6, "M": 2,
                      "group_size": PAPER_G, "p0": 0.7},
       grid={"quick": {"instance": [0, 1, 2], "group_size": [8, 16]},
-            "full": {"instance": [0, 1, 2, 3], "group_size": [8, 16, 32]}})(flip_threshold)
+            "full": {"instance": [0, 1, 2, 3], "group_size": [8, 16, 32]}},
+      faults=[_bandit_stats_fault("the bandit's neutralizer dropped (incorrect rollouts get no "
+                                  "bonus; the theory keeps it)", "bad_bonus")])(flip_threshold)
 claim("simplexlab-regime-signs", paper=SOURCE,
       source="finite-group theory (FiniteGroup) vs G²RPO eq. (68)",
       sentence="Wherever the bandit resolves the sign of ΔL_y (collision or "
@@ -122,4 +140,6 @@ claim("simplexlab-regime-signs", paper=SOURCE,
       paper_setting={"schedule": "B", "neutralize": True, "K": 6, "M": 2, "p0": 0.7},
       grid={"quick": {"gain": [0, 1, 1.5, 2, 2.5, 3, 4], "group_size": [4, 8, 16]},
             "full": {"gain": [0, 0.5, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 4],
-                     "group_size": [4, 8, 16, 32, 64]}})(regime_signs)
+                     "group_size": [4, 8, 16, 32, 64]}},
+      faults=[_bandit_stats_fault("the bandit's good-cluster bonus with the wrong sign (the "
+                                  "theory's is right)", "good_bonus")])(regime_signs)

@@ -47,7 +47,8 @@ from .._results import atomic_write_bytes, atomic_write_json, provenance, read_j
 
 __all__ = ["Claim", "ClaimContext", "Fault", "Verdict", "boundary_text", "claim", "claims_registry",
            "combine", "crossed_ci", "crossed_resamples", "crossing", "evaluate_claims",
-           "first_event", "kaplan_meier", "load_claims", "mean_ci", "not_checkable",
+           "first_event", "injected_faults", "kaplan_meier", "load_claims", "mean_ci",
+           "not_checkable",
            "paired_ci",
            "restricted_mean", "side", "unchecked_registry", "write_report"]
 
@@ -69,6 +70,7 @@ LEVEL = 0.95  #: confidence level of every interval
 
 _CLAIMS: dict[str, Claim] = {}
 _UNCHECKED: dict[str, Unchecked] = {}
+_INJECTED: list[Fault] = []  #: the faults in place now (:meth:`Fault.inject`), innermost last
 
 
 # ---- statistics ------------------------------------------------------------------------------
@@ -316,7 +318,9 @@ class Fault:
 
     def inject(self):
         """A context manager: the fault in place (compiled JAX programs cleared on entry and
-        exit, so that no program traced with the right function serves the faulty one)."""
+        exit, so that no program traced with the right function serves the faulty one; a
+        per-process memo of computed results keys on :func:`injected_faults` for the same
+        reason)."""
         import contextlib
 
         import jax
@@ -326,14 +330,25 @@ class Fault:
             mod, attr = self._resolve()
             original = getattr(mod, attr)
             setattr(mod, attr, self.make(original))
+            _INJECTED.append(self)
             jax.clear_caches()
             try:
                 yield
             finally:
                 setattr(mod, attr, original)
+                _INJECTED.remove(self)
                 jax.clear_caches()
 
         return injected()
+
+
+def injected_faults() -> tuple:
+    """The faults injected now (:meth:`Fault.inject`; empty outside the fault tests), each as
+    ``(target, name, id)``: a per-process memo of results computed from the library (e.g. an
+    experiment's data shared with its claims) puts this in its key, so that a fault injected
+    later is never served a result computed without it, and the memo still serves the
+    evaluations without a fault."""
+    return tuple((f.target, f.name, id(f)) for f in _INJECTED)
 
 
 @dataclasses.dataclass(frozen=True)
