@@ -48,9 +48,8 @@ from .._results import atomic_write_bytes, atomic_write_json, provenance, read_j
 __all__ = ["Claim", "ClaimContext", "Fault", "Verdict", "boundary_text", "claim", "claims_registry",
            "combine", "crossed_ci", "crossed_resamples", "crossing", "evaluate_claims",
            "first_event", "injected_faults", "kaplan_meier", "load_claims", "mean_ci",
-           "not_checkable",
-           "paired_ci",
-           "restricted_mean", "side", "unchecked_registry", "write_report"]
+           "not_checkable", "paired_ci", "restricted_mean", "side", "unchecked_registry",
+           "write_report"]
 
 #: the fields of every claim entry of ``claims.json`` (the interface of CLAIMS_SCHEMA.md)
 SCHEMA = ("name", "paper", "source", "sentence", "experiment", "holds_at_paper", "effect", "ci",
