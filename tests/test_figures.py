@@ -196,10 +196,10 @@ def test_plot_training_draws_a_rule_variant_in_its_rules_colour_dotted():
 
 
 def test_a_figure_without_a_registered_claim_says_so(tmp_path):
-    """method-zoo has no paper claim: its figure says so instead of "not evaluated"; an
+    """finite-group-zoo has no paper claim: its figure says so instead of "not evaluated"; an
     experiment with claims but no report says "not evaluated"."""
     from simplexlab.lab._status import NOT_EVALUATED
     from simplexlab.lab.plotting import NO_CLAIM, claim_lines
 
-    assert claim_lines("method-zoo", tmp_path) == [NO_CLAIM]
+    assert claim_lines("finite-group-zoo", tmp_path) == [NO_CLAIM]
     assert claim_lines("collision", tmp_path) == [NOT_EVALUATED]
