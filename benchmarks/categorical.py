@@ -313,7 +313,8 @@ def rows(results: dict, opts: dict) -> list[Row]:
                   f"{fmt_seconds(min(e_cpu))}, baseline {fmt_seconds(min(b_cpu))}, ratio "
                   f"{cpu_ratio:.2f}×")
     if not opts["quick"]:
-        notes += f"; {'≤' if eng['run_s'] <= 60 else '>'} 60 s (the 60-second CPU goal of the Fig. 4 sweep)"
+        notes += (f"; {'≤' if eng['run_s'] <= 60 else '>'} 60 s (the 60-second CPU goal of the "
+                  "Fig. 4 sweep)")
     notes += (f"; final seed means of Q_pos, M_ret of the two paths agree to {diff:.1e}; "
               f"{eng['run_s'] / eng['policy_steps'] * 1e3:.3f} ms wall per policy step; "
               f"engine {load_span(e_runs)}; baseline {load_span(b_runs)}")
