@@ -116,6 +116,26 @@ def _informative(x) -> bool:
     return bool(abs(np.mean(x)) > NOISE or np.std(x) > NOISE)
 
 
+def _by_reading(x, ia, ig, alphas, Gs, direction):
+    """A criterion ``x`` ``(reading, α, G, seed, prompt)`` judged on the claimed side
+    (``direction``) at the paper's (α, G) = ``(alphas[ia], Gs[ig])`` under each reading, and
+    over the grid of the α > 0 rows: ``(parts, effects by reading, axes, holds, informative,
+    boundary)``."""
+    parts, effs = [], {}
+    for k, name in enumerate(READINGS):
+        lo, m, hi = _ci(x[k, ia, ig])
+        parts.append(side(lo, m, hi, direction))
+        effs[name] = (m, lo, hi)
+    rows = [i for i, a in enumerate(alphas) if a > 0]
+    cells = [[[x[k, i, j] for j in range(len(Gs))] for i in rows] for k in range(len(READINGS))]
+    holds = np.array([[[side(*_ci(c), direction) == "yes" for c in row] for row in blk]
+                      for blk in cells])
+    inf = np.array([[[_informative(c) for c in row] for row in blk] for blk in cells])
+    axes = {"reading": list(READINGS), "alpha": [alphas[i] for i in rows], "group_size": Gs}
+    return (parts, effs, axes, holds, inf, rows,
+            boundary_text(axes, holds, along="alpha", informative=inf))
+
+
 # ---- faults (the library ProGRPO rests on) ---------------------------------------------------
 
 _RULE = "simplexlab.shaping._methods.progrpo_advantages"  # looked up by the bandit's rule
@@ -191,16 +211,7 @@ def uniform_equilibrium(ctx):
     h = Ly.shape[-2] // 2
     late = Ly[..., -1, :] - Ly[..., h, :]  # (reading, alpha, G, seed, prompt)
     ia, ig = _idx(alphas, PAPER_ALPHA), _idx(Gs, PAPER_G)
-    parts, effs = [], {}
-    for k, name in enumerate(READINGS):
-        lo, m, hi = _ci(late[k, ia, ig])
-        parts.append(side(lo, m, hi, -1))
-        effs[name] = (m, lo, hi)
-    rows = [i for i, a in enumerate(alphas) if a > 0]
-    holds = np.array([[[side(*_ci(late[k, i, j]), -1) == "yes" for j in range(len(Gs))]
-                       for i in rows] for k in range(len(READINGS))])
-    inf = np.array([[[_informative(late[k, i, j]) for j in range(len(Gs))] for i in rows]
-                    for k in range(len(READINGS))])
+    parts, effs, axes, holds, inf, rows, boundary = _by_reading(late, ia, ig, alphas, Gs, -1)
     grpo = _ci(late[0, 0, ig])
     final = {name: float(Ly[k, ia, ig, :, -1].mean()) for k, name in enumerate(READINGS)}
     theory, det = ("", {}) if ctx.tiny else _uniform_stability(st)
@@ -210,10 +221,8 @@ def uniform_equilibrium(ctx):
         "change of the prompt-mean L_y over the second half of training (< 0: towards the "
         "uniform 1/K) at α = 0.3, G = 8, under Alg. 1 (shown) and eq. (4) (details); "
         "intervals over seeds and prompt starts",
-        {"reading": list(READINGS), "alpha": [alphas[i] for i in rows], "group_size": Gs},
-        holds, grid_effect=late[:, rows].mean((-2, -1)), grid_informative=inf,
-        boundary=boundary_text({"reading": list(READINGS), "alpha": [alphas[i] for i in rows],
-                                "group_size": Gs}, holds, along="alpha", informative=inf),
+        axes, holds, grid_effect=late[:, rows].mean((-2, -1)), grid_informative=inf,
+        boundary=boundary,
         reason=("the paper's argument (equal Ã ⇒ equilibrium ⇒ equal confidences) ignores the "
                 "softmax: equal advantages still move the logits ∝ π (Lemma A.1's own "
                 "collapse), and with Alg. 1's skip of the all-correct groups the re-weighting "
@@ -399,26 +408,15 @@ def entropy_over_correct(ctx):
     Hy = r["H_y"][..., -1, :]  # (reading, alpha, G, seed, prompt)
     diff = Hy - Hy[:, :1]  # minus GRPO's (α = 0, same keys and starts)
     ia, ig = _idx(alphas, PAPER_ALPHA), _idx(Gs, PAPER_G)
-    parts, effs = [], {}
-    for k, name in enumerate(READINGS):
-        lo, m, hi = _ci(diff[k, ia, ig])
-        parts.append(side(lo, m, hi, 1))
-        effs[name] = (m, lo, hi)
-    rows = [i for i, a in enumerate(alphas) if a > 0]
-    holds = np.array([[[side(*_ci(diff[k, i, j]), 1) == "yes" for j in range(len(Gs))]
-                       for i in rows] for k in range(len(READINGS))])
-    inf = np.array([[[_informative(diff[k, i, j]) for j in range(len(Gs))] for i in rows]
-                    for k in range(len(READINGS))])
+    parts, effs, axes, holds, inf, rows, boundary = _by_reading(diff, ia, ig, alphas, Gs, 1)
     m, lo, hi = effs["Alg. 1"]
     return Verdict(
         combine(parts), m, (lo, hi),
         "final entropy of the within-good composition H(y) (eq. 17) under ProGRPO minus "
         "GRPO's (same seeds and starts; > 0), α = 0.3, G = 8, Alg. 1 (shown) and eq. (4); "
         "intervals over seeds and prompt starts",
-        {"reading": list(READINGS), "alpha": [alphas[i] for i in rows], "group_size": Gs},
-        holds, grid_effect=diff[:, rows].mean((-2, -1)), grid_informative=inf,
-        boundary=boundary_text({"reading": list(READINGS), "alpha": [alphas[i] for i in rows],
-                                "group_size": Gs}, holds, along="alpha", informative=inf),
+        axes, holds, grid_effect=diff[:, rows].mean((-2, -1)), grid_informative=inf,
+        boundary=boundary,
         reason=("relative to GRPO the claim holds, but not as a maximum: under Alg. 1 H(y) "
                 "still falls over training (final H(y) " + ", ".join(
                     f"{n} {float(Hy[k, ia, ig].mean()):.3f}" for k, n in enumerate(READINGS))
