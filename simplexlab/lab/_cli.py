@@ -56,6 +56,17 @@ def _seed_arg(text: str) -> int:
     return seed
 
 
+def _jobs_arg(text: str) -> int:
+    """``--jobs``: a positive integer."""
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1; got {jobs}")
+    return jobs
+
+
 def _path_arg(text: str) -> str:
     """A path option: not empty (``--out ''`` would silently mean the current folder or the
     default)."""
@@ -148,6 +159,9 @@ def _cmd_reproduce(args) -> int:
 
     claims = [] if args.no_claims else select_claims(experiments=names,
                                                       directory=args.experiments_dir)
+    jobs = min(args.jobs, len(names)) if args.jobs else _default_jobs(len(names))
+    if jobs > 1:
+        return _reproduce_parallel(args, exps, names, claims, jobs=jobs, quick=quick, out=out)
     if claims:  # before the experiments, so that their figures can show the claims' status
         _run_claims(claims, quick=quick, out=out, seed=args.seed)
     total = sum(exps[n].seconds(mode_name) for n in names)
@@ -155,16 +169,9 @@ def _cmd_reproduce(args) -> int:
           f"{format_seconds(total)} in all on a 2-core CPU -> {out}", flush=True)
     for i, name in enumerate(names, 1):
         step = f"[{i}/{len(names)}] {name}"
-        result_file = out / f"{name}.json"
-        if args.resume and result_file.exists():
-            try:
-                rec = json.loads(result_file.read_text())
-                same_mode = rec.get("mode") == ("quick" if quick else "full")
-                if same_mode and rec.get("seed") == args.seed:
-                    print(f"{step} already done ({result_file}); skipping (--resume)")
-                    continue
-            except (OSError, json.JSONDecodeError):
-                pass
+        if args.resume and _already_done(out, name, quick, args.seed):
+            print(f"{step} already done ({out / (name + '.json')}); skipping (--resume)")
+            continue
         print(f"{step} ({exps[name].cost[mode_name]}) running ({mode_name}) -> {out}",
               flush=True)
         t0 = time.perf_counter()
@@ -198,9 +205,96 @@ def _cmd_reproduce(args) -> int:
     return 0
 
 
+def _default_jobs(n_experiments: int) -> int:
+    """``--jobs`` by default: 2 where the machine has 2 cores or more (one process compiles
+    while the other computes), else 1; never more than the experiments."""
+    import os
+
+    return max(1, min(2, os.cpu_count() or 1, n_experiments))
+
+
+def _already_done(out: Path, name: str, quick: bool, seed: int) -> bool:
+    """Whether ``out/NAME.json`` is a result of this mode and seed (``--resume`` skips it)."""
+    try:
+        rec = json.loads((out / f"{name}.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return rec.get("mode") == ("quick" if quick else "full") and rec.get("seed") == seed
+
+
+def _previous_seconds(out: Path, names, claims, exps, mode: str) -> dict[str, float]:
+    """Per experiment the expected seconds of its unit (its claims and itself): the times the
+    last run in ``out`` recorded (the claims report's ``seconds``, the result file's
+    ``wall_seconds``), else the registered cost; to start the longest units first."""
+    from .._results import read_json
+
+    last = {}
+    try:
+        last = {e["name"]: float(e.get("seconds") or 0.0)
+                for e in read_json(out / "claims" / "claims.json").get("claims", [])}
+    except (OSError, ValueError, AttributeError, TypeError, KeyError):
+        pass
+    est = {}
+    for name in names:
+        try:
+            sec = float(read_json(out / f"{name}.json")["wall_seconds"])
+        except (OSError, ValueError, KeyError, TypeError):
+            sec = exps[name].seconds(mode)
+        est[name] = sec + sum(last.get(c.name, 1.0) for c in claims if c.experiment == name)
+    return est
+
+
+def _reproduce_parallel(args, exps, names, claims, *, jobs: int, quick: bool, out: Path) -> int:
+    """``reproduce`` with ``jobs`` worker processes (:mod:`simplexlab.lab._parallel`)."""
+    from ._parallel import run_units
+    from ._registry import format_seconds
+    from ._report import count_line, write_report
+
+    mode = "quick" if quick else "full"
+    units = []
+    for name in names:
+        cl = [c.name for c in claims if c.experiment == name]
+        run = not (args.resume and _already_done(out, name, quick, args.seed))
+        if not run and not cl:
+            print(f"[{name}] already done ({out / (name + '.json')}); skipping (--resume)")
+            continue
+        units.append((name, cl, run))
+    est = _previous_seconds(out, names, claims, exps, mode)
+    units.sort(key=lambda u: -est[u[0]])
+    total = sum(exps[n].seconds(mode) for n in names)
+    print(f"reproducing {len(names)} experiment{'s' * (len(names) != 1)} ({mode}) with "
+          f"{len(claims)} claim{'s' * (len(claims) != 1)}, in {jobs} processes "
+          f"({format_seconds(total)} of experiments on a 2-core CPU in one process) -> {out}; "
+          f"each one's output in {out / 'logs'}", flush=True)
+    t0 = time.perf_counter()
+    try:
+        entries, failed = run_units(
+            units, jobs=jobs, experiments_dir=args.experiments_dir, quick=quick, out=out,
+            seed=args.seed, log=lambda line: print(line, flush=True),
+            write_entries=lambda e, final: write_report(e, out, quick=quick, maps=final))
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: finished experiments have their result files in {out}; "
+              f"resume with: simplexlab reproduce {' '.join(args.names)}"
+              f"{' --full' if not quick else ''} --out {out} --seed {args.seed} --resume",
+              file=sys.stderr)
+        return 130
+    if entries:
+        print(f"{count_line(entries)} -> {out / 'claims' / 'claims.json'}, claims.md", flush=True)
+    bad = [e["name"] for e in entries if e.get("error")]
+    if bad:
+        print(f"claims whose evaluation failed: {', '.join(bad)}", file=sys.stderr)
+    print(f"{len(units) - len(failed)} of {len(units)} done in "
+          f"{time.perf_counter() - t0:.1f}s", flush=True)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _run_claims(claims, *, quick: bool, out: Path, seed: int) -> int:
     """Evaluate ``claims`` and write the report under ``out/claims/``; 1 if one failed."""
-    from ._claims import count_line, evaluate_claims, write_report
+    from ._claims import evaluate_claims
+    from ._report import count_line, write_report
 
     mode = "quick" if quick else "full"
     print(f"evaluating {len(claims)} claim{'s' * (len(claims) != 1)} ({mode}) -> "
@@ -444,6 +538,10 @@ def main(argv: list[str] | None = None) -> int:
     p_rep.add_argument("--seed", type=_seed_arg, default=0, help=f"run seed, 0 .. {MAX_SEED}")
     p_rep.add_argument("--resume", action="store_true",
                        help="skip experiments whose result file for this mode and seed exists")
+    p_rep.add_argument("--jobs", type=_jobs_arg, default=None, metavar="N",
+                       help="worker processes (default 2 on a machine with 2 cores or more; "
+                       "1: one process, in order); each experiment runs after its claims in "
+                       "one of them, and writes its output to OUT/logs/NAME.log")
     p_rep.add_argument("--no-claims", action="store_true",
                        help="do not evaluate the experiments' claims first (simplexlab claims)")
     p_rep.set_defaults(func=_cmd_reproduce)

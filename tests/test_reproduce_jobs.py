@@ -1,0 +1,126 @@
+"""``simplexlab reproduce --jobs N``: experiments and their claims in worker processes give the
+same result files and the same claims report as one process, every figure sees its own claims,
+a failing experiment is reported without stopping the others, and ``--resume`` skips what is
+done. On a folder of three tiny experiments (one raises) with two claims, run as commands."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+EXPERIMENTS = '''
+import jax.numpy as jnp
+
+from simplexlab.lab import experiment
+from simplexlab.lab.plotting import claim_lines
+
+
+def _run(ctx, scale):
+    x = jnp.linspace(0.0, 1.0, 101) ** 2 * scale  # float64: the CLI turns x64 on
+    return {"parameters": {"scale": scale}, "value": float(jnp.sum(jnp.sin(x))),
+            "footer": claim_lines(ctx.name, ctx.out)}
+
+
+@experiment("alpha", reproduces="a test experiment", cost={"quick": "~1 s", "full": "~1 s"})
+def alpha(ctx):
+    return _run(ctx, 1.0)
+
+
+@experiment("beta", reproduces="a test experiment", cost={"quick": "~2 s", "full": "~2 s"})
+def beta(ctx):
+    return _run(ctx, 3.0)
+
+
+@experiment("broken", reproduces="a test experiment", cost={"quick": "~1 s", "full": "~1 s"})
+def broken(ctx):
+    raise ValueError("this experiment is broken on purpose")
+'''
+
+CLAIMS = '''
+import jax.numpy as jnp
+
+from simplexlab.lab import Verdict, claim
+
+
+def _verdict(scale, status):
+    effect = float(jnp.mean(jnp.arange(5.0) * scale))
+    return Verdict(status, effect, (effect - 1.0, effect + 1.0), "a test criterion",
+                   {"scale": [1.0, 2.0]}, [True, False])
+
+
+for name, exp, scale, status in (("alpha-holds", "alpha", 1.0, "yes"),
+                                 ("beta-fails", "beta", 2.0, "no")):
+    claim(name, paper="SL", source="a test", sentence="a test claim", experiment=exp,
+          paper_setting={}, grid={"scale": [1.0, 2.0]})(
+              lambda ctx, s=scale, st=status: _verdict(s, st))
+'''
+
+
+def _folder(tmp_path) -> Path:
+    d = tmp_path / "exps"
+    (d / "claims").mkdir(parents=True)
+    (d / "tiny.py").write_text(textwrap.dedent(EXPERIMENTS))
+    (d / "claims" / "tiny.py").write_text(textwrap.dedent(CLAIMS))
+    return d
+
+
+def _reproduce(d: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-m", "simplexlab", "--experiments-dir", str(d),
+                           "reproduce", "--out", str(out), *extra], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _claims(out: Path) -> dict:
+    report = json.loads((out / "claims" / "claims.json").read_text())
+    return {c["name"]: (c["experiment"], c["holds_at_paper"], c["effect"], c["ci"])
+            for c in report["claims"]}
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_two_processes_give_what_one_gives(tmp_path):
+    d = _folder(tmp_path)
+    one, two = tmp_path / "one", tmp_path / "two"
+    p1 = _reproduce(d, one, "--jobs", "1")
+    p2 = _reproduce(d, two, "--jobs", "2")
+    for p in (p1, p2):  # the broken experiment fails the command, the others are done
+        assert p.returncode == 1, p.stderr[-3000:]
+        assert "broken" in p.stderr and "failed" in p.stderr
+    assert "in 2 processes" in p2.stdout and "broken on purpose" in p2.stdout
+    for name in ("alpha", "beta"):
+        r1 = json.loads((one / f"{name}.json").read_text())
+        r2 = json.loads((two / f"{name}.json").read_text())
+        assert r1["value"] == r2["value"]  # the same bits
+        assert r1["parameters"] == r2["parameters"]
+        # the figure of each experiment saw its own claim in the report, in both runs
+        want = "alpha-holds: holds" if name == "alpha" else "beta-fails: does not hold"
+        for r in (r1, r2):
+            assert len(r["footer"]) == 1 and want in r["footer"][0], r["footer"]
+    assert not (two / "broken.json").exists()
+    assert _claims(one) == _claims(two)
+    assert set(_claims(two)) == {"alpha-holds", "beta-fails"}
+    assert (two / "claims" / "claims.md").exists()
+    assert "broken on purpose" in (two / "logs" / "broken.log").read_text()
+    assert "alpha-holds" in (two / "logs" / "alpha.log").read_text()
+    assert not list(two.rglob("*.tmp"))
+    # --resume: the finished experiments are skipped, their claims evaluated again
+    p3 = _reproduce(d, two, "--jobs", "2", "--resume", "alpha", "beta")
+    assert p3.returncode == 0, p3.stderr[-3000:]
+    assert p3.stdout.count("experiment skipped (--resume)") == 2
+    assert _claims(two) == _claims(one)
+
+
+def test_jobs_must_be_a_positive_integer(capsys):
+    from simplexlab.lab import main
+
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(SystemExit) as e:
+            main(["reproduce", "--jobs", bad])
+        assert e.value.code == 2
+        assert "--jobs" in capsys.readouterr().err
