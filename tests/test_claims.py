@@ -11,17 +11,15 @@ from scipy import stats
 
 from simplexlab import lab
 from simplexlab.lab import ClaimContext, main
-from simplexlab.lab._claims import (
-    SCHEMA,
+from simplexlab.lab._claims import SCHEMA, load_claims, select_claims
+from simplexlab.lab._report import write_report
+from simplexlab.lab._stats import (
     boundary_text,
     combine,
     first_event,
-    load_claims,
     mean_ci,
     restricted_mean,
-    select_claims,
     side,
-    write_report,
 )
 
 PAPERS = {"TS", "SC", "FG", "G2", "PG", "LLM", "SL"}

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from simplexlab.lab import main
-from simplexlab.lab._claims import Claim, Verdict, evaluate_claims, write_report
+from simplexlab.lab._claims import Claim, Verdict, evaluate_claims
+from simplexlab.lab._report import write_report
 from simplexlab.lab._status import status_line
 
 ROOT = Path(__file__).resolve().parents[1]
