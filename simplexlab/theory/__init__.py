@@ -24,6 +24,7 @@ from ._closed_forms import (
     neutralizer_schedule_b,
     reciprocal_bonus,
 )
+from ._ensemble import solve_ensemble
 from ._fields import (
     GRPO,
     AbstractDynamics,
@@ -134,7 +135,6 @@ from ._sharpening import (
 from ._solve import (
     Solution,
     solve,
-    solve_ensemble,
 )
 from ._state import (
     State,
