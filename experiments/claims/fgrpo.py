@@ -262,7 +262,7 @@ def fig4_zone(ctx):
        grid={"quick": {"group_size": [4, 256, 8192]},
              "full": {"group_size": [4, 32, 256, 2048, 8192, 32768]}},
        faults=[Fault("the categorical simulator drops the focal weight (g = 1 for every γ)",
-                     "simplexlab.sim._categorical.focal_weight",
+                     "simplexlab.sim._categorical_model.focal_weight",
                      lambda f: lambda mu, gamma: f(mu, 0.0 * gamma))])
 def fig4_focal(ctx):
     st, r = _categorical(ctx)

@@ -34,20 +34,20 @@ protocol (batching, memory per run, output dims, bucketing) in its adapters
 
 from ._bandit import METHODS, Bandit, BanditMetrics, BanditState
 from ._categorical import ADVANTAGES as CATEGORICAL_ADVANTAGES
-from ._categorical import (
-    Categorical,
-    CategoricalConfig,
-    CategoricalPolicy,
-    action_advantages,
-    count_gradient,
-    count_weights,
-)
+from ._categorical import Categorical
 from ._categorical import Metrics as CategoricalMetrics
 from ._categorical import SimState as CategoricalState
 from ._categorical import init as categorical_init
 from ._categorical import metrics as categorical_metrics
 from ._categorical import run as categorical_run
 from ._categorical import step as categorical_step
+from ._categorical_model import (
+    CategoricalConfig,
+    CategoricalPolicy,
+    action_advantages,
+    count_gradient,
+    count_weights,
+)
 from ._classifier import ClassifierMetrics, ClassifierState, SoftmaxClassifier
 from ._policy import OPTIMIZERS
 from ._product import Product, ProductMetrics, ProductState
