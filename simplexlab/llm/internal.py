@@ -8,10 +8,11 @@ name is re-exported from the layer's private modules.
 
 from ._bridge import _advantages_program as advantages_program
 from ._bridge import _schedule_key as schedule_key
-from ._modes import LINKAGE, MAX_SEQ_LENGTH, MERGE, THRESHOLDS, TOKEN_WEIGHT, model_path
+from ._embed import MAX_SEQ_LENGTH, model_path
+from ._embed import _embed as embed_tokens
+from ._embed import _encoder as encoder
+from ._modes import LINKAGE, MERGE, THRESHOLDS, TOKEN_WEIGHT
 from ._modes import _agglomerate as agglomerate
-from ._modes import _embed as embed_tokens
-from ._modes import _encoder as encoder
 
 __all__ = [
     "LINKAGE",
