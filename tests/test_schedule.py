@@ -435,3 +435,16 @@ def test_finite_group_theory_sees_that_a_small_group_does_not_flip():
     assert finite.checks["bandit"]["passed"]
     with pytest.raises(ValueError, match="theory must be one of"):
         verify_schedule(sched, theory="exact", **kw)
+
+
+def test_verify_schedule_is_one_short_function_of_named_checks():
+    """verify_schedule reads as the list of its checks (each one function returning its part of
+    the report and its reason), not as one long body."""
+    import inspect
+
+    from simplexlab.verify import _verify
+
+    src = inspect.getsource(_verify.verify_schedule)
+    assert len(src.splitlines()) <= 60
+    for check in ("_check_flip", "_check_neutral", "_check_bounded", "_check_bandit"):
+        assert check in src and callable(getattr(_verify, check))

@@ -64,6 +64,7 @@ import inspect
 import math
 import sys
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import equinox as eqx
@@ -282,129 +283,85 @@ def _say(progress: bool, msg: str, t0: float) -> None:
         print(f"[verify {time.perf_counter() - t0:5.1f}s] {msg}", file=sys.stderr, flush=True)
 
 
-def verify_schedule(
-    schedule: GainSchedule,
-    *,
-    K: int = 3,
-    M: int = 2,
-    y0=None,
-    z0=None,
-    p0: float = 0.5,
-    eta: float = 0.05,
-    group_size: int = 32,
-    num_steps: int = 200,
-    seeds: int = 64,
-    seed: int = 0,
-    delta_fn: float = 0.0,
-    delta_fp: float = 0.0,
-    require_flip: bool = True,
-    require_neutral: bool | None = None,
-    tol_neutral: float = 1e-3,
-    tol_p_vs_grpo: float | None = None,
-    tol_growth: float = 0.1,
-    max_bad_bonus: float | None = None,
-    max_L_y: float | None = None,
-    tol_p: float = 0.02,
-    tol_L_y: float = 0.02,
-    theory: str = "limit",
-    progress: bool = False,
-) -> ScheduleReport:
-    r"""Verify a G²RPO gain schedule: checks (a)–(e) of the module docstring.
-
-    The system: ``K`` good and ``M`` bad modes, start ``p0`` (bad mass), ``y0`` / ``z0``
-    (within-block compositions; default ``∝ (2^{K−1}, ..., 2, 1)``, for K = 3
-    ``(4/7, 2/7, 1/7)``, and likewise for ``z0``), a verifier with rates ``delta_fn``,
-    ``delta_fp``; ``num_steps`` SGD steps of size ``eta`` with groups of ``group_size``
-    rollouts (ODE time ``t = step · eta`` up to ``T = num_steps · eta``); ``seeds`` bandit runs
-    (keys ``split(key(seed), seeds)``).
-
-    Required for ``passed``: (a) when ``require_flip``; (b) when ``require_neutral`` (default:
-    ``schedule.neutralize``); (c) always; (d) when ``max_L_y`` is given; (e) always.
-    Tolerances: ``tol_neutral`` (bad mass the bonus moves, (b)), ``tol_p_vs_grpo`` (optional
-    bound on ``max |p − p_GRPO|``, (b)), ``tol_growth`` (growth exponent of ``|B_b|``, (c)),
-    ``max_bad_bonus`` (optional bound on ``max |B_b|``, (c)), ``max_L_y`` (optional, (d)),
-    ``tol_p`` / ``tol_L_y`` (bandit vs ODE, plus 3 standard errors, (e)). ``progress`` prints
-    one line per stage to stderr.
-
-    ``theory``: the ODE of checks (a), (b), (d), (e). ``"limit"`` (default): the papers' mean
-    field (G → ∞, eq. 48 / 56), where (a) reads ``a_y/κ``. ``"finite"``: the finite-group system
-    at ``group_size`` (:meth:`~simplexlab.sim.Bandit.finite_group`, the exact expected SGD step
-    of the bandit checked in (e)), where (a) reads the schedule's ``dL_y/dt`` over GRPO's at the
-    same state and ``G`` (1 for GRPO, like ``a_y/κ``; negative: anti-collision) and (b) compares
-    ``ṗ`` with GRPO's finite-G field; (e) then measures the bandit's ``O(η)`` error alone.
-
-    Bad arguments raise ``ValueError`` naming them. Enable ``jax_enable_x64`` for float64 (the
-    command line does); in float32 the numbers are accurate to about 1e-6.
-    """
-    t_start = time.perf_counter()
+def _options(schedule, args: dict) -> SimpleNamespace:
+    """:func:`verify_schedule`'s arguments, checked (``ValueError`` naming the bad one) and with
+    the defaults filled in (``require_neutral``: ``schedule.neutralize``; the starts)."""
     if not isinstance(schedule, GainSchedule):
         raise ValueError(f"verify_schedule: schedule must be a GainSchedule; got {schedule!r}")
     if not (is_concrete(schedule.gain) and np.ndim(schedule.gain) == 0):
         raise ValueError("verify_schedule: schedule.gain must be one concrete number; got "
                          f"{schedule.gain!r}")
-    for name, v, lower in (("K", K, 2), ("M", M, 1), ("group_size", group_size, 2),
-                           ("num_steps", num_steps, 1), ("seeds", seeds, 2), ("seed", seed, 0)):
+    o = SimpleNamespace(**args)
+    for name, lower in (("K", 2), ("M", 1), ("group_size", 2), ("num_steps", 1), ("seeds", 2),
+                        ("seed", 0)):
+        v = getattr(o, name)
         if not is_int(v) or v < lower:
             raise ValueError(f"verify_schedule: {name} must be an integer >= {lower}; got {v!r}")
-    for name, v in (("require_flip", require_flip), ("progress", progress)):
-        if not isinstance(v, bool):
-            raise ValueError(f"verify_schedule: {name} must be True or False; got {v!r}")
-    _check_work(K, M, group_size, num_steps, seeds)
-    if theory not in THEORIES:
-        raise ValueError(f"verify_schedule: theory must be one of {THEORIES}; got {theory!r}")
-    if require_neutral is None:
-        require_neutral = bool(schedule.neutralize)
-    elif not isinstance(require_neutral, bool):
+    for name in ("require_flip", "progress"):
+        if not isinstance(getattr(o, name), bool):
+            raise ValueError(f"verify_schedule: {name} must be True or False; got "
+                             f"{getattr(o, name)!r}")
+    _check_work(o.K, o.M, o.group_size, o.num_steps, o.seeds)
+    if o.theory not in THEORIES:
+        raise ValueError(f"verify_schedule: theory must be one of {THEORIES}; got {o.theory!r}")
+    if o.require_neutral is None:
+        o.require_neutral = bool(schedule.neutralize)
+    elif not isinstance(o.require_neutral, bool):
         raise ValueError(f"verify_schedule: require_neutral must be True, False or None; got "
-                         f"{require_neutral!r}")
-    tol_neutral = _tol(tol_neutral, "tol_neutral")
-    tol_p_vs_grpo = _tol(tol_p_vs_grpo, "tol_p_vs_grpo", optional=True)
-    tol_growth = _tol(tol_growth, "tol_growth")
-    max_bad_bonus = _tol(max_bad_bonus, "max_bad_bonus", optional=True)
-    max_L_y = _tol(max_L_y, "max_L_y", optional=True)
-    tol_p = _tol(tol_p, "tol_p")
-    tol_L_y = _tol(tol_L_y, "tol_L_y")
-    y0 = _default_composition(K) if y0 is None else y0
-    z0 = _default_composition(M) if z0 is None else z0
+                         f"{o.require_neutral!r}")
+    for name in ("tol_neutral", "tol_growth", "tol_p", "tol_L_y"):
+        setattr(o, name, _tol(getattr(o, name), name))
+    for name in ("tol_p_vs_grpo", "max_bad_bonus", "max_L_y"):
+        setattr(o, name, _tol(getattr(o, name), name, optional=True))
+    o.y0 = _default_composition(o.K) if o.y0 is None else o.y0
+    o.z0 = _default_composition(o.M) if o.z0 is None else o.z0
+    return o
 
+
+def _system(schedule, o):
+    """The bandit and its parameters for the schedule (one configuration for the bandit and its
+    ODE; ``Bandit`` validates ``y0``, ``z0``, ``p0``, ``eta`` and the verifier's rates), and the
+    report's ``inputs``."""
     from ..sim import Bandit  # imported on use (simplexlab plan does not need the simulators)
 
-    # one configuration for the bandit and its ODE (Bandit validates y0, z0, p0, eta, deltas)
-    values = {**Bandit.schedule_values(schedule), "gain": float(schedule.gain), "K": K, "M": M,
-              "y0": y0, "z0": z0, "max_group_size": group_size, "group_size": group_size,
-              "eta": eta, "p0": p0, "delta_fn": delta_fn, "delta_fp": delta_fp}
+    values = {**Bandit.schedule_values(schedule), "gain": float(schedule.gain), "K": o.K,
+              "M": o.M, "y0": o.y0, "z0": o.z0, "max_group_size": o.group_size,
+              "group_size": o.group_size, "eta": o.eta, "p0": o.p0, "delta_fn": o.delta_fn,
+              "delta_fp": o.delta_fp}
     try:
         sim, params = Bandit.from_values(values)
         sim.check_params(params)
     except ValueError as err:
         raise ValueError(f"verify_schedule: {err}") from None
-    eta = float(eta)
-    inputs = {"schedule": schedule.to_dict(), "K": K, "M": M, "y0": list(sim.y0),
-              "z0": list(sim.z0), "p0": float(p0), "eta": eta, "group_size": group_size,
-              "num_steps": num_steps, "seeds": seeds, "seed": seed,
-              "delta_fn": float(delta_fn), "delta_fp": float(delta_fp),
-              "require_flip": require_flip, "require_neutral": require_neutral,
-              "tol_neutral": tol_neutral, "tol_p_vs_grpo": tol_p_vs_grpo,
-              "tol_growth": tol_growth, "max_bad_bonus": max_bad_bonus, "max_L_y": max_L_y,
-              "tol_p": tol_p, "tol_L_y": tol_L_y, "theory": theory,
+    o.eta = float(o.eta)
+    inputs = {"schedule": schedule.to_dict(), "K": o.K, "M": o.M, "y0": list(sim.y0),
+              "z0": list(sim.z0), "p0": float(o.p0), "eta": o.eta, "group_size": o.group_size,
+              "num_steps": o.num_steps, "seeds": o.seeds, "seed": o.seed,
+              "delta_fn": float(o.delta_fn), "delta_fp": float(o.delta_fp),
+              "require_flip": o.require_flip, "require_neutral": o.require_neutral,
+              **{k: getattr(o, k) for k in ("tol_neutral", "tol_p_vs_grpo", "tol_growth",
+                                            "max_bad_bonus", "max_L_y", "tol_p", "tol_L_y",
+                                            "theory")},
               "x64": bool(jax.config.read("jax_enable_x64"))}
+    return sim, params, inputs
 
-    # ---- the ODE of the schedule and GRPO's from the same start ------------------------------
-    finite = theory == "finite"
-    _say(progress, f"{'finite-group' if finite else 'mean-field'} ODE of the schedule and of "
-         "GRPO", t_start)
+
+def _odes(sim, params, o) -> SimpleNamespace:
+    """The ODE of the schedule and GRPO's (the same system with gain 0) from the same start,
+    saved at every step, and along the schedule's trajectory the coefficient ``c_y`` of the
+    collision field (``a_y/κ``; finite G: ``dL_y/dt`` over GRPO's) and ``ṗ`` with GRPO's ``ṗ``
+    at the same states."""
+    finite = o.theory == "finite"
     dyn, st0 = sim.finite_group(params) if finite else sim.meanfield(params)
     st0 = jax.tree_util.tree_map(lambda a: a[0], st0)
     dyn = _as_arrays(dyn)
-    T = num_steps * eta
-    ts = jnp.asarray(np.arange(num_steps + 1) * eta)
+    T = o.num_steps * o.eta
+    ts = jnp.asarray(np.arange(o.num_steps + 1) * o.eta)
     sol = solve(dyn, st0, t1=T, saveat=ts)
     # GRPO = the same system with gain 0 (B* = 0 and B_b = 0): the compiled solve is reused
     gain_of = (lambda d: d.rule.schedule.gain) if finite else (lambda d: d.gain)
     dyn0 = eqx.tree_at(gain_of, dyn, jax.tree_util.tree_map(lambda x: x * 0, gain_of(dyn)))
     grpo_sol = solve(dyn0, st0, t1=T, saveat=ts)
-    t = np.asarray(ts)
-    p, L_y, L_z = (np.asarray(a, float) for a in (sol.p, sol.L_y, sol.L_z))
     if finite:  # the fields at the schedule's visited states, and GRPO's (gain 0) there
         f, f0 = _fields(dyn, ts, sol.state), _fields(dyn0, ts, sol.state)
         y = np.asarray(sol.state.y, float)
@@ -421,8 +378,17 @@ def verify_schedule(
         kap = np.asarray(grpo.kappa(sol.p), float)
         c_y = a_y / kap  # inner-time coefficient of V(y): 1 − λ̃ρ (neutralized), 1 − λ̃
         p_dot, p_dot_grpo = np.asarray(r.p_dot, float), np.asarray(r_grpo.p_dot, float)
+    return SimpleNamespace(
+        T=T, t=np.asarray(ts), p=np.asarray(sol.p, float), L_y=np.asarray(sol.L_y, float),
+        L_z=np.asarray(sol.L_z, float), stopped=bool(sol.stopped), a_y=a_y, c_y=c_y,
+        p_dot=p_dot, p_dot_grpo=p_dot_grpo, p_grpo=np.asarray(grpo_sol.p, float),
+        L_y_grpo=np.asarray(grpo_sol.L_y, float))
 
-    # ---- (a) flip ----------------------------------------------------------------------------
+
+def _check_flip(schedule, ode, o):
+    """Check (a): the first time ``c_y`` turns negative (linear interpolation), and the inner
+    gain against the flip threshold (eq. 61) at the start."""
+    t, c_y = ode.t, ode.c_y
     neg = np.flatnonzero(c_y < -_FLIP_EPS)
     if neg.size == 0:
         t_flip = None
@@ -431,109 +397,158 @@ def verify_schedule(
     else:  # linear interpolation of a_y/κ between the last point >= 0 and the first < 0
         i = int(neg[0])
         t_flip = float(t[i - 1] + c_y[i - 1] / (c_y[i - 1] - c_y[i]) * (t[i] - t[i - 1]))
-    full = GainSchedule.from_dict({**schedule.to_dict(), "ramp_steps": 0}).theory_gain(eta)
-    ver = Verifier(float(delta_fn), float(delta_fp))
-    Ly0, Lz0, p_0 = float(L_y[0]), float(L_z[0]), float(p[0])
-    lam0 = float(full(0.0, p_0, Ly0, Lz0, K, ver))
+    full = GainSchedule.from_dict({**schedule.to_dict(), "ramp_steps": 0}).theory_gain(o.eta)
+    ver = Verifier(float(o.delta_fn), float(o.delta_fp))
+    Ly0, Lz0, p_0 = float(ode.L_y[0]), float(ode.L_z[0]), float(ode.p[0])
+    lam0 = float(full(0.0, p_0, Ly0, Lz0, o.K, ver))
     lam_tilde = float(inner_gain(p_0, lam0, ver))
-    threshold = float(flip_threshold(Ly0, Lz0, K)) if schedule.neutralize else 1.0
-    flip = {"passed": t_flip is not None, "required": require_flip, "flips": t_flip is not None,
-            "t_flip": t_flip, "step_flip": None if t_flip is None else t_flip / eta,
+    threshold = float(flip_threshold(Ly0, Lz0, o.K)) if schedule.neutralize else 1.0
+    flip = {"passed": t_flip is not None, "required": o.require_flip,
+            "flips": t_flip is not None, "t_flip": t_flip,
+            "step_flip": None if t_flip is None else t_flip / o.eta,
             "flipped_at_end": bool(c_y[-1] < -_FLIP_EPS),
             "fraction_flipped": float(np.mean(c_y < -_FLIP_EPS)),
             "a_y_over_kappa_start": float(c_y[0]), "a_y_over_kappa_end": float(c_y[-1]),
             "lambda_tilde_start": lam_tilde, "flip_threshold_start": threshold,
-            "t_end": float(T), "ode_stopped": bool(sol.stopped),
-            "system": (f"FiniteGroup (G = {group_size}; the read-out: dL_y/dt over GRPO's)"
-                       if finite else "Neutralized (eq. 56)" if schedule.neutralize
-                       else "GoodBonus (eq. 48)")}
+            "t_end": float(ode.T), "ode_stopped": ode.stopped,
+            "system": (f"FiniteGroup (G = {o.group_size}; the read-out: dL_y/dt over GRPO's)"
+                       if o.theory == "finite" else "Neutralized (eq. 56)"
+                       if schedule.neutralize else "GoodBonus (eq. 48)")}
+    reason = None
+    if o.require_flip and not flip["passed"]:
+        reason = (f"flip: a_y >= 0 along the whole ODE trajectory (t <= {ode.T:g}): collision "
+                  f"is never flipped (inner gain λ̃ = {lam_tilde:.3g} vs threshold "
+                  f"{threshold:.3g} at the start)")
+    return flip, reason
 
-    # ---- (b) neutrality ----------------------------------------------------------------------
-    dpdot = p_dot - p_dot_grpo
+
+def _check_neutral(ode, o):
+    """Check (b): the bad mass the bonus itself moves, ``max_t |∫ (ṗ − ṗ_GRPO) ds|``."""
+    t, dpdot = ode.t, ode.p_dot - ode.p_dot_grpo
     moved = np.concatenate([[0.0], np.cumsum(0.5 * (dpdot[1:] + dpdot[:-1]) * np.diff(t))])
-    p_grpo = np.asarray(grpo_sol.p, float)
-    gap_vs_grpo = float(np.abs(p - p_grpo).max())
-    pdot_scale = float(np.abs(p_dot_grpo).max())
-    neutral_ok = float(np.abs(moved).max()) <= tol_neutral and (
-        tol_p_vs_grpo is None or gap_vs_grpo <= tol_p_vs_grpo)
-    neutral = {"passed": bool(neutral_ok), "required": require_neutral,
+    gap_vs_grpo = float(np.abs(ode.p - ode.p_grpo).max())
+    pdot_scale = float(np.abs(ode.p_dot_grpo).max())
+    ok = float(np.abs(moved).max()) <= o.tol_neutral and (
+        o.tol_p_vs_grpo is None or gap_vs_grpo <= o.tol_p_vs_grpo)
+    neutral = {"passed": bool(ok), "required": o.require_neutral,
                "p_gap_direct": float(np.abs(moved).max()),
                "pdot_gap": float(np.abs(dpdot).max()),
                "pdot_gap_relative": float(np.abs(dpdot).max() / pdot_scale)
                if pdot_scale > 0 else 0.0,
-               "p_gap_vs_grpo": gap_vs_grpo, "p_end": float(p[-1]),
-               "p_end_grpo": float(p_grpo[-1]), "tolerance": tol_neutral,
-               "tolerance_vs_grpo": tol_p_vs_grpo}
+               "p_gap_vs_grpo": gap_vs_grpo, "p_end": float(ode.p[-1]),
+               "p_end_grpo": float(ode.p_grpo[-1]), "tolerance": o.tol_neutral,
+               "tolerance_vs_grpo": o.tol_p_vs_grpo}
+    if not o.require_neutral or ok:
+        return neutral, None
+    msg = (f"neutral: the bonus moves the bad mass by {neutral['p_gap_direct']:.3g} > "
+           f"{o.tol_neutral:g} (max |ṗ − ṗ_GRPO| = {neutral['pdot_gap']:.3g})")
+    if o.tol_p_vs_grpo is not None and gap_vs_grpo > o.tol_p_vs_grpo:
+        msg += f"; p leaves GRPO's ODE by {gap_vs_grpo:.3g} > {o.tol_p_vs_grpo:g}"
+    return neutral, msg
 
-    # ---- (c) bounded bad bonus ---------------------------------------------------------------
-    _say(progress, "plug-in bad bonus as p̂ = 1/G → 0", t_start)
-    bb = bad_bonus_growth(schedule, K=K, delta_fn=delta_fn, delta_fp=delta_fp,
-                          tol_growth=tol_growth)
-    exp = bb["growth_exponent"]
-    bounded_ok = bb["bounded"] and (max_bad_bonus is None
-                                    or bb["max_abs_bad_bonus"] <= max_bad_bonus)
-    bounded = {"passed": bool(bounded_ok), "required": True, **bb, "tolerance": tol_growth,
-               "max_allowed": max_bad_bonus}
 
-    # ---- (d, e) the bandit ensemble ----------------------------------------------------------
-    _say(progress, f"bandit: {seeds} seeds x {num_steps} steps, G = {group_size}", t_start)
-    stride = _stride(num_steps)
-    keys = jax.random.split(jax.random.key(seed), seeds)
+def _check_bounded(schedule, o):
+    """Check (c): the plug-in bad bonus as ``p̂ = 1/G → 0`` (:func:`bad_bonus_growth`)."""
+    bb = bad_bonus_growth(schedule, K=o.K, delta_fn=o.delta_fn, delta_fp=o.delta_fp,
+                          tol_growth=o.tol_growth)
+    ok = bb["bounded"] and (o.max_bad_bonus is None or bb["max_abs_bad_bonus"] <= o.max_bad_bonus)
+    bounded = {"passed": bool(ok), "required": True, **bb, "tolerance": o.tol_growth,
+               "max_allowed": o.max_bad_bonus}
+    if ok:
+        return bounded, None
+    if not bb["bounded"]:
+        exp = bb["growth_exponent"]
+        grow = ("appears from 0" if exp is not None and math.isinf(exp)
+                else f"grows like G^{exp:.2f}")
+        return bounded, (f"bounded: |B_b| {grow} as p̂ = 1/G → 0 (up to "
+                         f"{bb['max_abs_bad_bonus']:.4g} at G <= {max(bb['G'])}; tol exponent "
+                         f"{o.tol_growth:g}) and no safeguard bounds it: set B_max, p_damp or "
+                         "p_min (App. D.4)")
+    return bounded, (f"bounded: max |B_b| = {bb['max_abs_bad_bonus']:.4g} > max_bad_bonus ="
+                     f" {o.max_bad_bonus:g}")
+
+
+def _check_bandit(sim, params, ode, o):
+    """Checks (d) and (e): the bandit ensemble against the ODE (``tol + 3 SE``), and the
+    ``L_y`` reached; also the curves of the report."""
+    stride = _stride(o.num_steps)
+    keys = jax.random.split(jax.random.key(o.seed), o.seeds)
     dt = sim.float_dtype()
-    rec = _ensemble(sim, keys, {k: jnp.asarray(v, dt) for k, v in params.items()}, num_steps,
-                    stride)
+    rec = _ensemble(sim, keys, {k: jnp.asarray(v, dt) for k, v in params.items()},
+                    o.num_steps, stride)
     pb = np.asarray(rec.p[..., 0], float)
     Lb = np.asarray(rec.L_y[..., 0], float)
-    idx = np.arange(0, num_steps + 1, stride)
+    idx = np.arange(0, o.num_steps + 1, stride)
     pm, Lm = pb.mean(0), Lb.mean(0)
-    pse, Lse = pb.std(0, ddof=1) / np.sqrt(seeds), Lb.std(0, ddof=1) / np.sqrt(seeds)
-    dp, dL = np.abs(pm - p[idx]), np.abs(Lm - L_y[idx])
-    bandit_ok = bool(np.all(dp <= tol_p + 3 * pse) and np.all(dL <= tol_L_y + 3 * Lse))
-    bandit = {"passed": bandit_ok, "required": True, "error_p": float(dp.max()),
+    pse, Lse = pb.std(0, ddof=1) / np.sqrt(o.seeds), Lb.std(0, ddof=1) / np.sqrt(o.seeds)
+    dp, dL = np.abs(pm - ode.p[idx]), np.abs(Lm - ode.L_y[idx])
+    ok = bool(np.all(dp <= o.tol_p + 3 * pse) and np.all(dL <= o.tol_L_y + 3 * Lse))
+    bandit = {"passed": ok, "required": True, "error_p": float(dp.max()),
               "error_L_y": float(dL.max()), "se_p": float(pse.max()), "se_L_y": float(Lse.max()),
               "step_error_p": int(idx[dp.argmax()]), "step_error_L_y": int(idx[dL.argmax()]),
-              "tolerance_p": tol_p, "tolerance_L_y": tol_L_y, "stride": stride}
-    L_grpo = np.asarray(grpo_sol.L_y, float)
-    conc = {"passed": max_L_y is None or float(L_y[-1]) <= max_L_y,
-            "required": max_L_y is not None, "L_y_start": Ly0, "L_y_end_ode": float(L_y[-1]),
-            "L_y_end_bandit": float(Lm[-1]), "L_y_end_bandit_se": float(Lse[-1]),
-            "L_y_end_grpo": float(L_grpo[-1]), "one_over_K": 1.0 / K,
-            "K_eff_end_ode": 1.0 / float(L_y[-1]), "max_allowed": max_L_y}
-
-    # ---- verdict -----------------------------------------------------------------------------
+              "tolerance_p": o.tol_p, "tolerance_L_y": o.tol_L_y, "stride": stride}
+    L_y = ode.L_y
+    conc = {"passed": o.max_L_y is None or float(L_y[-1]) <= o.max_L_y,
+            "required": o.max_L_y is not None, "L_y_start": float(L_y[0]),
+            "L_y_end_ode": float(L_y[-1]), "L_y_end_bandit": float(Lm[-1]),
+            "L_y_end_bandit_se": float(Lse[-1]), "L_y_end_grpo": float(ode.L_y_grpo[-1]),
+            "one_over_K": 1.0 / o.K, "K_eff_end_ode": 1.0 / float(L_y[-1]),
+            "max_allowed": o.max_L_y}
+    curves = {"t": ode.t[idx], "step": idx, "p_ode": ode.p[idx], "L_y_ode": L_y[idx],
+              "a_y": ode.a_y[idx], "p_grpo": ode.p_grpo[idx], "L_y_grpo": ode.L_y_grpo[idx],
+              "p_bandit": pm, "L_y_bandit": Lm, "p_bandit_se": pse, "L_y_bandit_se": Lse}
     reasons = []
-    if require_flip and not flip["passed"]:
-        reasons.append(f"flip: a_y >= 0 along the whole ODE trajectory (t <= {T:g}): collision "
-                       f"is never flipped (inner gain λ̃ = {lam_tilde:.3g} vs threshold "
-                       f"{threshold:.3g} at the start)")
-    if require_neutral and not neutral["passed"]:
-        msg = (f"neutral: the bonus moves the bad mass by {neutral['p_gap_direct']:.3g} > "
-               f"{tol_neutral:g} (max |ṗ − ṗ_GRPO| = {neutral['pdot_gap']:.3g})")
-        if tol_p_vs_grpo is not None and gap_vs_grpo > tol_p_vs_grpo:
-            msg += f"; p leaves GRPO's ODE by {gap_vs_grpo:.3g} > {tol_p_vs_grpo:g}"
-        reasons.append(msg)
-    if not bounded["passed"]:
-        if not bb["bounded"]:
-            grow = ("appears from 0" if exp is not None and math.isinf(exp)
-                    else f"grows like G^{exp:.2f}")
-            reasons.append(f"bounded: |B_b| {grow} as p̂ = 1/G → 0 (up to "
-                           f"{bb['max_abs_bad_bonus']:.4g} at G <= {max(bb['G'])}; tol exponent "
-                           f"{tol_growth:g}) and no safeguard bounds it: set B_max, p_damp or "
-                           "p_min (App. D.4)")
-        else:
-            reasons.append(f"bounded: max |B_b| = {bb['max_abs_bad_bonus']:.4g} > max_bad_bonus ="
-                           f" {max_bad_bonus:g}")
     if conc["required"] and not conc["passed"]:
         reasons.append(f"concentration: L_y = {conc['L_y_end_ode']:.4f} at the end > "
-                       f"max_L_y = {max_L_y:g}")
-    if not bandit_ok:
-        reasons.append(f"bandit: the {seeds}-seed mean leaves the ODE by sup |Δp| = "
-                       f"{bandit['error_p']:.3g} (tol {tol_p:g}), sup |ΔL_y| = "
-                       f"{bandit['error_L_y']:.3g} (tol {tol_L_y:g}) + 3 SE at G = "
-                       f"{group_size}, η = {eta:g}")
-    curves = {"t": t[idx], "step": idx, "p_ode": p[idx], "L_y_ode": L_y[idx],
-              "a_y": a_y[idx], "p_grpo": p_grpo[idx], "L_y_grpo": L_grpo[idx],
-              "p_bandit": pm, "L_y_bandit": Lm, "p_bandit_se": pse, "L_y_bandit_se": Lse}
+                       f"max_L_y = {o.max_L_y:g}")
+    if not ok:
+        reasons.append(f"bandit: the {o.seeds}-seed mean leaves the ODE by sup |Δp| = "
+                       f"{bandit['error_p']:.3g} (tol {o.tol_p:g}), sup |ΔL_y| = "
+                       f"{bandit['error_L_y']:.3g} (tol {o.tol_L_y:g}) + 3 SE at G = "
+                       f"{o.group_size}, η = {o.eta:g}")
+    return bandit, conc, curves, reasons
+
+
+def verify_schedule(
+    schedule: GainSchedule, *, K: int = 3, M: int = 2, y0=None, z0=None, p0: float = 0.5,
+    eta: float = 0.05, group_size: int = 32, num_steps: int = 200, seeds: int = 64,
+    seed: int = 0, delta_fn: float = 0.0, delta_fp: float = 0.0, require_flip: bool = True,
+    require_neutral: bool | None = None, tol_neutral: float = 1e-3,
+    tol_p_vs_grpo: float | None = None, tol_growth: float = 0.1,
+    max_bad_bonus: float | None = None, max_L_y: float | None = None, tol_p: float = 0.02,
+    tol_L_y: float = 0.02, theory: str = "limit", progress: bool = False,
+) -> ScheduleReport:
+    r"""Verify a G²RPO gain schedule: checks (a)–(e) of the module docstring.
+
+    The system: ``K`` good and ``M`` bad modes, start ``p0`` (bad mass), ``y0`` / ``z0``
+    (within-block compositions; default ``∝ (2^{K−1}, ..., 2, 1)``), a verifier with rates
+    ``delta_fn``, ``delta_fp``; ``num_steps`` SGD steps of size ``eta`` with groups of
+    ``group_size`` rollouts (ODE time ``t = step · eta``); ``seeds`` bandit runs (keys
+    ``split(key(seed), seeds)``). Required for ``passed``: (a) when ``require_flip``; (b) when
+    ``require_neutral`` (default: ``schedule.neutralize``); (c) and (e) always; (d) when
+    ``max_L_y`` is given. Tolerances: ``tol_neutral`` and ``tol_p_vs_grpo`` (b), ``tol_growth``
+    and ``max_bad_bonus`` (c), ``max_L_y`` (d), ``tol_p`` / ``tol_L_y`` (e, plus 3 standard
+    errors). ``theory``: the ODE of (a), (b), (d), (e): ``"limit"`` (the papers' mean field, eq.
+    48 / 56; (a) reads ``a_y/κ``) or ``"finite"`` (the finite-group system at ``group_size``,
+    :meth:`~simplexlab.sim.Bandit.finite_group`; (a) reads ``dL_y/dt`` over GRPO's at the same
+    state, (e) then measures the bandit's ``O(η)`` error alone). ``progress`` prints one line per
+    stage to stderr. Bad arguments raise ``ValueError`` naming them; enable ``jax_enable_x64``
+    for float64 (the command line does; in float32 the numbers are accurate to about 1e-6).
+    """
+    args = dict(locals())
+    t_start = time.perf_counter()
+    o = _options(args.pop("schedule"), args)
+    sim, params, inputs = _system(schedule, o)
+    _say(progress, f"{'finite-group' if o.theory == 'finite' else 'mean-field'} ODE of the "
+         "schedule and of GRPO", t_start)
+    ode = _odes(sim, params, o)
+    flip, r_flip = _check_flip(schedule, ode, o)
+    neutral, r_neutral = _check_neutral(ode, o)
+    _say(progress, "plug-in bad bonus as p̂ = 1/G → 0", t_start)
+    bounded, r_bounded = _check_bounded(schedule, o)
+    _say(progress, f"bandit: {seeds} seeds x {num_steps} steps, G = {group_size}", t_start)
+    bandit, conc, curves, r_bandit = _check_bandit(sim, params, ode, o)
+    reasons = [r for r in (r_flip, r_neutral, r_bounded) if r] + r_bandit
     checks = {"flip": flip, "neutral": neutral, "bounded": bounded, "concentration": conc,
               "bandit": bandit}
     elapsed = time.perf_counter() - t_start
