@@ -309,3 +309,29 @@ def test_no_file_io_below_lab():
     found = [v for layer in below for path in sorted((PKG / layer).rglob("*.py"))
              for v in file_io(path.relative_to(ROOT).as_posix(), path.read_text())]
     assert not found, "\n".join(found)
+
+
+def test_public_annotations_resolve_and_the_shape_aliases_are_used():
+    """Every public function's annotations resolve (a typo in a string annotation, or a name
+    imported only for type checkers, fails here), and the array aliases of ``simplexlab._types``
+    annotate the kernels (the closed forms, the group advantages, the diversity metrics)."""
+    import importlib
+    import inspect
+    import typing
+
+    from simplexlab import _types
+
+    seen = set()
+    for face in ("theory", "shaping", "sim", "sweep", "verify", "metrics", "sampling", "lab"):
+        mod = importlib.import_module(f"simplexlab.{face}")
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj):
+                todo = list(typing.get_type_hints(obj).values())
+                while todo:  # the hints and what they are built of (``Mask | None``)
+                    h = todo.pop()
+                    seen.add(id(h))
+                    todo += typing.get_args(h)
+    aliases = {n: getattr(_types, n) for n in ("Simplex", "Rewards", "Mask", "BatchScalar")}
+    assert all(id(a) in seen for a in aliases.values()), [n for n, a in aliases.items()
+                                                          if id(a) not in seen]

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_int, check, check_finite, check_number, check_parameter, xp
+from .._types import Mask, Rewards
 
 #: largest accepted |reward|: group statistics square the rewards (and sum G of them), so larger
 #: magnitudes overflow float64 into ±inf advantages or a zero std
@@ -116,19 +117,19 @@ def group_std(r, mf, ddof: int = 0):
     return jnp.sqrt(var)
 
 
-def raw_advantages(rewards, mask=None):
+def raw_advantages(rewards: Rewards, mask: Mask | None = None) -> Rewards:
     r"""Raw reward as advantage, ``A_i = r_i`` (REINFORCE without baseline)."""
     r, m, _ = prepare_group(rewards, mask)
     return jnp.where(m, r, 0.0)
 
 
-def mean_shifted_advantages(rewards, mask=None):
+def mean_shifted_advantages(rewards: Rewards, mask: Mask | None = None) -> Rewards:
     r"""Mean-shifted advantage ``A_i = r_i − mean(r)`` (group-mean baseline)."""
     r, m, mf = prepare_group(rewards, mask)
     return jnp.where(m, r - group_mean(r, mf), 0.0)
 
 
-def dr_grpo_advantages(rewards, mask=None):
+def dr_grpo_advantages(rewards: Rewards, mask: Mask | None = None) -> Rewards:
     r"""Dr. GRPO advantage (Liu et al., 2025): ``A_i = r_i − mean(r)``, no std division.
 
     (Dr. GRPO's other change, dropping the ``1/|o_i|`` length normalization, lives in the loss.)
@@ -136,7 +137,8 @@ def dr_grpo_advantages(rewards, mask=None):
     return mean_shifted_advantages(rewards, mask)
 
 
-def grpo_advantages(rewards, mask=None, *, eps: float = 1e-6, ddof: int = 0):
+def grpo_advantages(rewards: Rewards, mask: Mask | None = None, *, eps: float = 1e-6,
+                    ddof: int = 0) -> Rewards:
     r"""GRPO z-score ``A_i = (r_i − mean(r)) / (std(r) + ε)`` (G²RPO Alg. 1 "NormalizeGroup",
     PG Alg. 1 line 12, TS eq. 5 without δ). A zero-variance group gets ``A = 0``.
     ``eps >= 0``; ``ddof`` 0 (population std) or 1 (sample std)."""
@@ -147,7 +149,7 @@ def grpo_advantages(rewards, mask=None, *, eps: float = 1e-6, ddof: int = 0):
     return jnp.where(m, z, 0.0)
 
 
-def rloo_advantages(rewards, mask=None):
+def rloo_advantages(rewards: Rewards, mask: Mask | None = None) -> Rewards:
     r"""RLOO leave-one-out baseline ``A_i = r_i − (1/(n−1)) Σ_{j≠i} r_j = n/(n−1) (r_i − mean(r))``
     (Ahmadian et al., 2024), ``n`` = number of valid rollouts in the group."""
     r, m, mf = prepare_group(rewards, mask)

@@ -20,6 +20,7 @@ from .._checks import (
     is_concrete,
     xp,
 )
+from .._types import BatchScalar, ClusterIds, Mask, Simplex
 from ..theory import concentration
 from ._advantages import _float
 
@@ -69,7 +70,8 @@ def pass_at_k(n, c, k: int):
     return jnp.where(n - c < k, 1.0, 1.0 - all_fail)
 
 
-def cluster_distribution(cluster_ids, num_clusters: int, mask=None):
+def cluster_distribution(cluster_ids: ClusterIds, num_clusters: int,
+                         mask: Mask | None = None) -> Simplex:
     r"""Empirical cluster masses ``ŷ_j = n_j / Σ n`` (G2 §4, Alg. 1 line 3) over ``num_clusters``.
 
     ``cluster_ids``: int ``(…, G)``, ``−1`` = not clustered (e.g. an incorrect rollout); ids
@@ -93,7 +95,7 @@ def cluster_distribution(cluster_ids, num_clusters: int, mask=None):
     return counts / jnp.maximum(tot, 1.0)
 
 
-def num_modes(y):
+def num_modes(y: Simplex) -> BatchScalar:
     r"""Number of occupied modes ``K = #{j : y_j > 0}`` (G2 App. G.2 ``rarity/avg_K``).
 
     ``y``: masses or counts over the last axis, finite and ``>= 0``."""
@@ -114,14 +116,14 @@ def avg_num_modes(y):
     return jnp.mean(num_modes(y))
 
 
-def effective_num_modes(y):
+def effective_num_modes(y: Simplex) -> BatchScalar:
     r"""``K_eff = 1/L_y = 1/||y||²`` (G2 §5 and App. G.2 ``rarity/avg_effK``); ``y`` must lie
     on the simplex (last axis)."""
     y = check_simplex(y, "y")
     return 1.0 / concentration(jnp.asarray(y))
 
 
-def entropy(y):
+def entropy(y: Simplex) -> BatchScalar:
     r"""Shannon entropy ``H(y) = −Σ y_j log y_j`` (natural log, ``0 log 0 = 0``), G2 App. G.2."""
     y = check_simplex(y, "y")
     y = jnp.asarray(y)
@@ -129,7 +131,7 @@ def entropy(y):
     return -jnp.sum(jnp.where(pos, y * jnp.log(jnp.where(pos, y, 1.0)), 0.0), -1)
 
 
-def normalized_entropy(y):
+def normalized_entropy(y: Simplex) -> BatchScalar:
     r"""``H̃(y) = H(y)/log K ∈ [0, 1]`` with ``K`` the number of occupied modes (G2 App. G.2).
 
     ``K ≤ 1`` gives 0 (a single observed mode carries no diversity; the paper leaves 0/0 open).

@@ -32,6 +32,7 @@ from .._checks import (
     renamed_kwargs,
     xp,
 )
+from .._types import BadSimplex, BatchScalar, GoodSimplex, ScalarLike, Simplex
 from ._verifier import Verifier
 
 __all__ = [
@@ -114,7 +115,7 @@ def _nonzero_J(x, verifier, what):
 # --------------------------------------------------------------------------- kernels
 
 
-def concentration(u):
+def concentration(u: Simplex) -> BatchScalar:
     r"""Within-block concentration ``L = ||u||_2^2`` (G²RPO §4; ``K_eff ≈ 1/L``).
 
     Plain algebra on any real vector (it is also applied to drifts and to trial points of the
@@ -122,7 +123,7 @@ def concentration(u):
     return jnp.sum(u * u, axis=-1)
 
 
-def collision_field(u):
+def collision_field(u: Simplex) -> Simplex:
     r"""Collision field ``V(u) = u ⊙ u − ||u||² u``, G²RPO eq. (3).
 
     Plain algebra on any real vector (used as a field by :func:`find_fixed_points` and the
@@ -134,7 +135,8 @@ def _kappa(p, eta, verifier: Verifier):
     return eta * verifier.J * p * (1.0 - p) / verifier.reward_std(p)
 
 
-def kappa(p, eta=1.0, verifier: Verifier | None = None):
+def kappa(p: ScalarLike, eta: ScalarLike = 1.0,
+          verifier: Verifier | None = None) -> BatchScalar:
     r"""Time-rescaling ``κ(p) = η J p(1−p)/σ(p)``, G²RPO eq. (23).
 
     With a perfect verifier (J = 1) this is ``η sqrt(p(1−p))`` (G²RPO eq. 2). Needs
@@ -150,7 +152,8 @@ def _inner_gain(p, gain, verifier: Verifier):
     return verifier.reward_std(p) * gain / (verifier.J * p)
 
 
-def inner_gain(p, gain, verifier: Verifier | None = None):
+def inner_gain(p: ScalarLike, gain: ScalarLike,
+               verifier: Verifier | None = None) -> BatchScalar:
     r"""Inner-time gain ``λ̃ = σ(p) λ / (J p)``, G²RPO eq. (47)/(59). Needs ``p ∈ (0, 1)``, a
     finite ``gain`` and ``J ≠ 0``."""
     verifier = _verifier(verifier)
@@ -164,7 +167,7 @@ def _reciprocal_bonus(x, gain):
     return jnp.asarray(gain)[..., None] * (1.0 / (n * x) - 1.0)
 
 
-def reciprocal_bonus(x, gain=1.0):
+def reciprocal_bonus(x: Simplex, gain: ScalarLike = 1.0) -> Simplex:
     r"""Centered reciprocal (anti-collision) bonus ``B_i = λ (1/(n x_i) − 1)``.
 
     G²RPO eq. (40) (general simplex), (44)/(48) for the good block (``x = y``, ``n = K``).
@@ -183,7 +186,8 @@ def _neutralizer(p, y, z, good_bonus):
     return (S - m1 * ((1.0 - p) * Ly - p * Lz)) / (p * (Ly + Lz))
 
 
-def neutralizer(p, y, z, good_bonus):
+def neutralizer(p: ScalarLike, y: GoodSimplex, z: BadSimplex,
+                good_bonus: GoodSimplex) -> BatchScalar:
     r"""Multi-bad neutralizer for an arbitrary good-block bonus, G²RPO eq. (53).
 
     ``B_b = [S − m1((1−p)L_y − p L_z)] / [p (L_y + L_z)]`` with ``m1 = Σ y_j B_j`` and
@@ -204,7 +208,8 @@ def _neutralizer_reciprocal(p, L_y, L_z, K, gain):
     return gain * (1.0 / K - L_y) / (p * (L_y + L_z))
 
 
-def neutralizer_reciprocal(p, L_y, L_z, K, gain):
+def neutralizer_reciprocal(p: ScalarLike, L_y: ScalarLike, L_z: ScalarLike, K: int,
+                           gain: ScalarLike) -> BatchScalar:
     r"""Neutralizer for the reciprocal bonus ``B*``, G²RPO eq. (55):
     ``B_b = λ (1/K − L_y) / (p (L_y + L_z))``."""
     check_broadcast(p=p, L_y=L_y, L_z=L_z, K=K, gain=gain)
@@ -217,7 +222,8 @@ def _gain_schedule_a(p, gain, verifier: Verifier):
 
 
 @renamed_kwargs(lam0="gain")
-def gain_schedule_a(p, gain, verifier: Verifier | None = None):
+def gain_schedule_a(p: ScalarLike, gain: ScalarLike,
+                    verifier: Verifier | None = None) -> BatchScalar:
     r"""Schedule A (p-adaptive, constant inner gain ``λ̃ ≡ λ0``): ``λ = λ0 J p / σ(p)``,
     G²RPO eq. (62); with J = 1 this is eq. (50), ``λ0 sqrt(p/(1−p))``. ``gain`` is ``λ0``."""
     verifier = _verifier(verifier)
@@ -234,7 +240,8 @@ def _gain_schedule_b(p, L_y, L_z, K, gain, verifier: Verifier):
 
 
 @renamed_kwargs(lam0="gain")
-def gain_schedule_b(p, L_y, L_z, K, gain, verifier: Verifier | None = None):
+def gain_schedule_b(p: ScalarLike, L_y: ScalarLike, L_z: ScalarLike, K: int, gain: ScalarLike,
+                    verifier: Verifier | None = None) -> BatchScalar:
     r"""Schedule B ((p, y, z)-adaptive, constant within-good strength), G²RPO eq. (67):
     ``λ = λ0 (J p / σ(p)) (L_y + L_z) / (L_z + 1/K)``. ``gain`` is ``λ0``."""
     verifier = _verifier(verifier)
@@ -244,7 +251,8 @@ def gain_schedule_b(p, L_y, L_z, K, gain, verifier: Verifier | None = None):
 
 
 @renamed_kwargs(lam0="gain")
-def neutralizer_schedule_a(p, L_y, L_z, K, gain, verifier: Verifier | None = None):
+def neutralizer_schedule_a(p: ScalarLike, L_y: ScalarLike, L_z: ScalarLike, K: int,
+                           gain: ScalarLike, verifier: Verifier | None = None) -> BatchScalar:
     r"""Neutralizer under schedule A, G²RPO eq. (65): ``λ0 (J/σ) (1/K − L_y)/(L_y + L_z)``.
     ``gain`` is ``λ0``."""
     verifier = _verifier(verifier)
@@ -255,7 +263,8 @@ def neutralizer_schedule_a(p, L_y, L_z, K, gain, verifier: Verifier | None = Non
 
 
 @renamed_kwargs(lam0="gain")
-def neutralizer_schedule_b(p, L_y, L_z, K, gain, verifier: Verifier | None = None):
+def neutralizer_schedule_b(p: ScalarLike, L_y: ScalarLike, L_z: ScalarLike, K: int,
+                           gain: ScalarLike, verifier: Verifier | None = None) -> BatchScalar:
     r"""Neutralizer under schedule B, G²RPO eq. (70): ``λ0 (J/σ) (1/K − L_y)/(L_z + 1/K)``.
     ``gain`` is ``λ0``."""
     verifier = _verifier(verifier)
@@ -265,7 +274,7 @@ def neutralizer_schedule_b(p, L_y, L_z, K, gain, verifier: Verifier | None = Non
     return gain * verifier.J / verifier.reward_std(p) * (1.0 / K - L_y) / (L_z + 1.0 / K)
 
 
-def attenuation(L_y, L_z, K):
+def attenuation(L_y: ScalarLike, L_z: ScalarLike, K: int) -> BatchScalar:
     r"""Attenuation factor ``ρ(y, z) = (L_z + 1/K)/(L_y + L_z) ∈ (0, 1]``, G²RPO §D.6.
     Needs ``L_y, L_z ∈ (0, 1]``, ``L_y ≥ 1/K`` and an integer ``K ≥ 1``."""
     check_broadcast(L_y=L_y, L_z=L_z, K=K)
@@ -273,7 +282,7 @@ def attenuation(L_y, L_z, K):
     return _attenuation(L_y, L_z, K)
 
 
-def flip_threshold(L_y, L_z, K):
+def flip_threshold(L_y: ScalarLike, L_z: ScalarLike, K: int) -> BatchScalar:
     r"""State-dependent flip threshold ``λ̃_flip = (L_y + L_z)/(L_z + 1/K)``, G²RPO eq. (61).
 
     Collision is cancelled iff ``λ̃ ρ = 1`` and flipped iff ``λ̃ ρ > 1`` (eq. 60).
@@ -281,7 +290,7 @@ def flip_threshold(L_y, L_z, K):
     return 1.0 / attenuation(L_y, L_z, K)
 
 
-def global_flip_gain(K, M):
+def global_flip_gain(K: int, M: int) -> float:
     r"""Global sufficient gain for schedule A, G²RPO eq. (66): ``K (M+1)/(K+M)``
     (worst case ``L_y = 1``, ``L_z = 1/M``). ``K`` and ``M`` are integers ``≥ 1``."""
     check_broadcast(K=K, M=M)

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_int, check, check_finite, check_number, check_simplex, is_concrete, xp
+from .._types import Array, Float, Logits, Policy, ScalarLike, Simplex
 from ._closed_forms import _eta, _p, _verifier, collision_field, concentration
 from ._state import State, check_state
 from ._verifier import Verifier
@@ -74,14 +75,14 @@ def _jac_action(P, v):
 # --------------------------------------------------------------------------- generic machinery
 
 
-def softmax_jacobian(P):
+def softmax_jacobian(P: Policy) -> Float[Array, "*batch n n"]:
     r"""Softmax Jacobian ``J(P) = Diag(P) − P Pᵀ`` (G²RPO App. A.2, Lemma A.2), shape
     ``(*batch, n, n)``. ``P`` must lie on the simplex (last axis)."""
     P = _simplex(P, "P (policy)")
     return jnp.eye(P.shape[-1], dtype=P.dtype) * P[..., None, :] - P[..., :, None] * P[..., None, :]
 
 
-def logit_drift(P, A, eta=1.0):
+def logit_drift(P: Policy, A: Float[Array, "*batch n"], eta: ScalarLike = 1.0) -> Logits:
     r"""Expected logit update ``E[Δθ] = η J(P) A`` (G²RPO App. A.2, Rad et al. Prop. C.1).
 
     ``A`` is the arm-wise (pseudo-)advantage vector, same last-axis length as ``P``."""
@@ -90,7 +91,9 @@ def logit_drift(P, A, eta=1.0):
     return jnp.asarray(_eta(eta))[..., None] * _jac_action(P, A)
 
 
-def probability_drift(P, A, B=None, eta=1.0):
+def probability_drift(P: Policy, A: Float[Array, "*batch n"],
+                      B: Float[Array, "*batch n"] | None = None,
+                      eta: ScalarLike = 1.0) -> Simplex:
     r"""First-order probability drift ``E[ΔP] = η J(P)² (A + B)`` (G²RPO eq. 31 / 35).
 
     ``B`` (optional) is the bonus vector; ``J(P)² 1 = 0`` makes a global constant invisible
