@@ -29,7 +29,7 @@ from simplexlab.lab import (
     boundary_text,
     claim,
     combine,
-    crossed_ci,
+    interval,
     mean_ci,
     not_checkable,
     side,
@@ -101,12 +101,6 @@ def _runs(ctx):
     return st, ctx.cached(key, compute)
 
 
-def _ci(x):
-    """``(lo, mean, hi)`` over seeds and prompt starts (``x``: ``(seed, prompt)``)."""
-    m, lo, hi = crossed_ci(x)
-    return lo, m, hi
-
-
 def _idx(values, v, default=0):
     values = list(values)
     return values.index(v) if v in values else default
@@ -123,12 +117,12 @@ def _by_reading(x, ia, ig, alphas, Gs, direction):
     boundary)``."""
     parts, effs = [], {}
     for k, name in enumerate(READINGS):
-        lo, m, hi = _ci(x[k, ia, ig])
+        lo, m, hi = interval(x[k, ia, ig])
         parts.append(side(lo, m, hi, direction))
         effs[name] = (m, lo, hi)
     rows = [i for i, a in enumerate(alphas) if a > 0]
     cells = [[[x[k, i, j] for j in range(len(Gs))] for i in rows] for k in range(len(READINGS))]
-    holds = np.array([[[side(*_ci(c), direction) == "yes" for c in row] for row in blk]
+    holds = np.array([[[side(*interval(c), direction) == "yes" for c in row] for row in blk]
                       for blk in cells])
     inf = np.array([[[_informative(c) for c in row] for row in blk] for blk in cells])
     axes = {"reading": list(READINGS), "alpha": [alphas[i] for i in rows], "group_size": Gs}
@@ -212,7 +206,7 @@ def uniform_equilibrium(ctx):
     late = Ly[..., -1, :] - Ly[..., h, :]  # (reading, alpha, G, seed, prompt)
     ia, ig = _idx(alphas, PAPER_ALPHA), _idx(Gs, PAPER_G)
     parts, effs, axes, holds, inf, rows, boundary = _by_reading(late, ia, ig, alphas, Gs, -1)
-    grpo = _ci(late[0, 0, ig])
+    grpo = interval(late[0, 0, ig])
     final = {name: float(Ly[k, ia, ig, :, -1].mean()) for k, name in enumerate(READINGS)}
     theory, det = ("", {}) if ctx.tiny else _uniform_stability(st)
     m, lo, hi = effs["Alg. 1"]
@@ -460,7 +454,7 @@ def alpha_trend(ctx):
             if b == ia:
                 continue
             d = acc[k, ia, j, :, t] - acc[k, b, j, :, t]  # α = 0.3 minus the other (> 0)
-            out.append((a, _ci(d)))
+            out.append((a, interval(d)))
         return out
 
     ig = _idx(Gs, PAPER_G)
@@ -476,7 +470,7 @@ def alpha_trend(ctx):
                           for b in range(len(alphas)) if b != ia)
                       for t in horizons.values()] for j in range(len(Gs))]
                     for k in range(len(READINGS))])
-    lo, m, hi = _ci(acc[0, ia, ig, :, n] - acc[0, 0, ig, :, n])
+    lo, m, hi = interval(acc[0, ia, ig, :, n] - acc[0, 0, ig, :, n])
     p32 = {f"alpha={a:g}": float(np.mean(1.0 - r["p"][0, b, ig, :, n] ** 32))
            for b, a in enumerate(alphas)}
     hy = {f"alpha={a:g}": float(r["H_y"][0, b, ig, :, n].mean()) for b, a in enumerate(alphas)}
@@ -541,7 +535,7 @@ def entropy_dip_rise(ctx):
     def judge(k, i, j):
         t, dip, rise = _dip_rise(H[k, i, j], steps)
         above = H[k, i, j, :, -1] - H[k, 0, j, :, -1]
-        cis = [_ci(dip), _ci(rise), _ci(above)]
+        cis = [interval(dip), interval(rise), interval(above)]
         return [side(*cis[0], -1), side(*cis[1], 1), side(*cis[2], 1)], cis, t, rise
 
     status, effs = [], {}
@@ -578,7 +572,7 @@ def entropy_dip_rise(ctx):
                     f"{n} {v}" for n, v in path.items()) + f"; GRPO's rise after its minimum "
                 f"{float(g_rise.mean()):+.4f})"),
         details={"parts": effs, "entropy_paths": path,
-                 "grpo_rise": list(_ci(g_rise))})
+                 "grpo_rise": list(interval(g_rise))})
 
 
 # ---- what the lab cannot check ---------------------------------------------------------------

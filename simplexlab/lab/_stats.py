@@ -13,7 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["LEVEL", "boundary_text", "combine", "crossed_ci", "crossed_resamples", "crossing",
-           "first_event", "kaplan_meier", "mean_ci", "paired_ci", "restricted_mean", "side"]
+           "first_event", "interval", "kaplan_meier", "mean_ci", "paired_ci", "restricted_mean",
+           "side"]
 
 LEVEL = 0.95  #: confidence level of every interval
 
@@ -53,6 +54,14 @@ def crossed_ci(x, level: float = LEVEL, resamples=None) -> tuple[float, float, f
     boots = np.take_along_axis(x[si], di[:, None, :], axis=2).mean((1, 2))  # (n_boot,)
     lo, hi = np.quantile(boots, [0.5 - level / 2, 0.5 + level / 2])
     return float(x.mean()), float(lo), float(hi)
+
+
+def interval(x, level: float = LEVEL) -> tuple[float, float, float]:
+    """``(lo, mean, hi)``, the order :func:`side` takes: over seeds for a 1-d ``x``
+    (:func:`mean_ci`), over seeds crossed with random draws for a ``(seed, draw)`` ``x``
+    (:func:`crossed_ci`)."""
+    m, lo, hi = crossed_ci(x, level) if np.ndim(x) == 2 else mean_ci(x, level)
+    return lo, m, hi
 
 
 def paired_ci(a, b, level: float = LEVEL) -> tuple[float, float, float]:
