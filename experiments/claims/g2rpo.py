@@ -1503,6 +1503,10 @@ def reciprocal_bonus_unique(ctx):
                    "by the collision operator (38) and by the GRPO bonus-to-drift map, which "
                    "agree), at every n",
                    {"bonus f": list(names), "n": list(ns)}, holds, grid_effect=worst,
+                   reason=(f"at n = 2 every bonus of the family gives a drift on the line of V "
+                           f"(largest defect {max(two.values()):.1e}; the tangent space is a "
+                           f"line): the theorem's n ≥ 3 is needed"
+                           if max(two.values()) <= tol else ""),
                    details={"largest_defect": {nm: worst[a].tolist()
                                                for a, nm in enumerate(names)},
                             "routes_agree": agree, "largest_defect_at_n_2": two,
