@@ -28,6 +28,7 @@ from .theory import (
     flip_threshold,
     global_flip_gain,
     grpo_drift,
+    hitting_time_bracket,
     logit_drift,
     neutralized_inner_coefficient,
     neutralizer,
@@ -49,6 +50,7 @@ from .theory import (
 
 __all__ = [
     "bad_mass_envelopes",
+    "hitting_time_bracket",
     "neutralized_inner_coefficient",
     "point_with_concentration",
     "within_good_field",

@@ -102,6 +102,22 @@ def test_theorem_b8_reciprocal_family_is_always_collinear(x, c, d):
     assert_close(G.collision_operator(x, B), d * V(x), atol=1e-12 * (1 + abs(c)), rtol=0)
 
 
+def test_theorem_b8_pure_reciprocal_has_zero_drift_and_zero_defect():
+    """f(s) = c/s: x ⊙ (x ⊙ c/x) = c x and ⟨x, c 1⟩ = c, so C_x(B) = 0 = 0 · V(x) (α = 0), a
+    rescaling; in floats C is round-off, which the defect reads as 0 (not as a direction), while
+    a small genuine non-collinear part (c/s + 1e-6 s², whose g(s) = s f(s) is not affine) is
+    still seen."""
+    rng = np.random.default_rng(5)
+    for n in (2, 3, 6):
+        x = rng.dirichlet(np.ones(n), 50)
+        for c in (1.0, -3.0, 40.0):
+            C = np.asarray(G.collision_operator(x, c / x))
+            assert np.max(np.abs(C)) <= 1e-12 * abs(c)
+            assert float(np.max(G.alignment_defect(x, c / x))) == 0.0
+        if n >= 3:
+            assert float(np.max(G.alignment_defect(x, 1.0 / x + 1e-6 * x**2))) > 1e-3
+
+
 @given(s=block_states(shapes=SMALL_SHAPES, near_faces=True), data=st.data(), eta=etas())
 def test_prop_d2_neutrality(s, data, eta):
     """Prop. D.2 / eq. (53): with B_b = neutralizer(B_g) on every bad arm, E[Δp]_bonus = 0 in

@@ -85,6 +85,7 @@ from ._montecarlo import (
 )
 from ._portraits import (
     bad_mass_envelopes,
+    hitting_time_bracket,
     neutralized_inner_coefficient,
     point_with_concentration,
     within_good_field,
@@ -184,6 +185,7 @@ __all__ = [
     "attenuation",
     "bad_mass_drift",
     "bad_mass_envelopes",
+    "hitting_time_bracket",
     "cell_totals",
     "baseline_advantages",
     "batch_optimal_policy",

@@ -248,14 +248,21 @@ def alignment_defect(x, u):
     r"""Relative distance of ``C_x(u)`` from the line spanned by ``V(x)`` (0 iff collinear,
     the condition (41) of Theorem B.8): ``||C − (⟨C,V⟩/⟨V,V⟩) V|| / ||C||``.
 
-    Returns 0 where ``C_x(u) = 0`` and ``||C||`` where ``V(x) = 0`` but ``C ≠ 0``."""
+    Returns 0 where ``C_x(u) = 0`` (up to round-off: ``||C||`` within 1000 ulps of the size of
+    its two terms, ``||x ⊙ (x ⊙ u)|| + |⟨x, x ⊙ u⟩| ||x||``, as for ``u = c/x``, whose drift
+    ``C = 0 · V`` is the rescaling α = 0) and ``||C||`` where ``V(x) = 0`` but ``C ≠ 0``."""
     C = collision_operator(x, u)
-    V = collision_field(jnp.asarray(x, dtype=C.dtype))
+    xa = jnp.asarray(x, dtype=C.dtype)
+    V = collision_field(xa)
     vv = concentration(V)
     coef = jnp.where(vv > 0, jnp.sum(C * V, axis=-1) / jnp.where(vv > 0, vv, 1.0), 0.0)
     r = jnp.sqrt(concentration(C - coef[..., None] * V))
     nc = jnp.sqrt(concentration(C))
-    return jnp.where(nc > 0, r / jnp.where(nc > 0, nc, 1.0), 0.0)
+    xu = xa * jnp.asarray(u, dtype=C.dtype)
+    size = (jnp.sqrt(concentration(xa * xu))
+            + jnp.abs(jnp.sum(xa * xu, axis=-1)) * jnp.sqrt(concentration(xa)))
+    noise = 1e3 * jnp.finfo(C.dtype).eps * size
+    return jnp.where(nc > noise, r / jnp.where(nc > noise, nc, 1.0), 0.0)
 
 
 def noncollinearity_witness(f: Callable, n: int, *, seed: int = 0, n_points: int = 512,

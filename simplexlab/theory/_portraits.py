@@ -1,6 +1,8 @@
 r"""Maths behind the phase-portrait and regime-map figures (G²RPO App. A.3, §D.6).
 
 - :func:`bad_mass_envelopes`: Corollary A.10's outer envelopes of ``p(τ)`` under GRPO;
+- :func:`hitting_time_bracket`: Corollary A.10's bracket of the internal time at which ``p``
+  reaches a target;
 - :func:`within_good_field`: ``y ↦ dy/dτ`` of any system at fixed ``(p, z)`` (the field the
   ternary portraits stream);
 - :func:`point_with_concentration`: points of the simplex with a given ``‖x‖²``;
@@ -22,6 +24,7 @@ from ._verifier import Verifier
 
 __all__ = [
     "bad_mass_envelopes",
+    "hitting_time_bracket",
     "neutralized_inner_coefficient",
     "point_with_concentration",
     "within_good_field",
@@ -46,6 +49,30 @@ def bad_mass_envelopes(tau, p0, K: int, M: int):
     odds = (1.0 - p0) / p0
     return (1.0 / (1.0 + odds * np.exp(2.0 * tau)),
             1.0 / (1.0 + odds * np.exp((1.0 / K + 1.0 / M) * tau)))
+
+
+def hitting_time_bracket(p0, p_star, K: int, M: int):
+    r"""Corollary A.10 (G²RPO): under GRPO the internal time ``τ⋆`` at which the bad mass falls
+    from ``p0`` to ``p_star`` satisfies
+
+    ``½ log(p0 (1−p⋆) / ((1−p0) p⋆)) ≤ τ⋆ ≤ log(p0 (1−p⋆) / ((1−p0) p⋆)) / (1/K + 1/M)``
+
+    (the logit falls at a rate ``L_y + L_z ∈ [1/K + 1/M, 2]``, eq. 30). Returns ``(lower,
+    upper)`` broadcast over ``p0`` and ``p_star`` (NumPy). ``p0, p_star ∈ (0, 1)`` with
+    ``p_star ≤ p0``: ``p`` never rises under GRPO (eq. 29), so a larger target is never hit."""
+    p0, p_star = np.broadcast_arrays(np.asarray(p0, dtype=float),
+                                     np.asarray(p_star, dtype=float))
+    for name, v in (("p0", p0), ("p_star", p_star)):
+        if not np.all(np.isfinite(v)) or np.any((v <= 0.0) | (v >= 1.0)):
+            raise ValueError(f"{name} must be in (0, 1); got {v}")
+    if np.any(p_star > p0):
+        raise ValueError(f"p_star must be <= p0 (p decreases under GRPO, eq. 29); got p0={p0}, "
+                         f"p_star={p_star}")
+    for name, v in (("K", K), ("M", M)):
+        if not is_int(v) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+    drop = np.log(p0 / (1.0 - p0)) - np.log(p_star / (1.0 - p_star))
+    return drop / 2.0, drop / (1.0 / K + 1.0 / M)
 
 
 def within_good_field(dynamics: AbstractDynamics, p, z):
