@@ -27,6 +27,7 @@ from simplexlab.lab import (
     crossed_ci,
     crossed_resamples,
     crossing,
+    interval,
     mean_ci,
     not_checkable,
     paired_ci,
@@ -144,19 +145,12 @@ def grpo_collision(ctx):
     st, r = _collision(ctx)
     gi = list(st["G"]).index(PAPER_G) if PAPER_G in st["G"] else 0
     m, lo, hi = crossed_ci(r["dLy"][0, gi])
-    holds = [side(*_ci3(r["dLy"][0, j]), 1) == "yes" for j in range(len(st["G"]))]
+    holds = [side(*interval(r["dLy"][0, j]), 1) == "yes" for j in range(len(st["G"]))]
     return Verdict(side(lo, m, hi, 1), m, (lo, hi),
                    "change of the prompt-mean L_y over the run under GRPO (> 0: collision); "
                    "interval over seeds and prompt starts",
                    {"group_size": list(st["G"])}, holds,
                    grid_effect=r["dLy"][0].mean((-2, -1)))
-
-
-def _ci3(x):
-    """``(lo, mean, hi)``: over seeds (``x`` 1-d), or over seeds and prompt starts (``x``
-    ``(seed, prompt)``, :func:`simplexlab.lab.crossed_ci`)."""
-    m, lo, hi = crossed_ci(x) if np.ndim(x) == 2 else mean_ci(x)
-    return lo, m, hi
 
 
 def _flip(st, r, n_boot: int = 200):
@@ -211,7 +205,7 @@ def anti_collision(ctx):
         parts.append(side(lo, m, hi, -1))
         effs.append((m, lo, hi))
     above = [i for i, g in enumerate(gains) if g > 1]
-    holds = np.array([[side(*_ci3(r["dLy"][i, j]), -1) == "yes" for j in range(len(st["G"]))]
+    holds = np.array([[side(*interval(r["dLy"][i, j]), -1) == "yes" for j in range(len(st["G"]))]
                       for i in above])
     flips = _flip(st, r)
     reason, det = _sampled_modes_reason(r["y0"], COLLISION["p0"], st["G"])
@@ -302,7 +296,7 @@ def khat_rises(ctx):
     mg, lg, hg = crossed_ci(r["dK"][0, gi])
     status = combine([side(lo, m, hi, 1), side(lg, mg, hg, -1)])
     rows = [i for i, g in enumerate(gains) if g in (1.5, 2.0, 3.0, 4.0)]
-    holds = np.array([[side(*_ci3(r["dK"][i, j]), 1) == "yes" for j in range(len(st["G"]))]
+    holds = np.array([[side(*interval(r["dK"][i, j]), 1) == "yes" for j in range(len(st["G"]))]
                       for i in rows])
     reason, det = _sampled_modes_reason(r["y0"], COLLISION["p0"], st["G"])
     return Verdict(status, m, (lo, hi),
@@ -345,8 +339,8 @@ def larger_gain_more_modes(ctx):
     def parts(i0, i1, j):
         dk = r["dK"][i1, j] - r["dK"][i0, j]
         dl = r["dLy"][i1, j] - r["dLy"][i0, j]
-        k = _ci3(dk) if np.any(dk != 0) else None
-        return (None if k is None else side(*k, 1)), side(*_ci3(dl), -1), k, _ci3(dl)
+        k = interval(dk) if np.any(dk != 0) else None
+        return (None if k is None else side(*k, 1)), side(*interval(dl), -1), k, interval(dl)
 
     holds = np.zeros((len(pairs), len(Gs)), bool)
     by_k = by_l = k_down = 0  # failing points: K̂'s part alone (of which K̂ lower), L_y's part
@@ -449,7 +443,7 @@ def gain_slows_p(ctx):
     i = gains.index(1.5)
     m, lo, hi = paired_ci(r["plain"][i, j], r["plain"][0, j])
     rows = [k for k, g in enumerate(gains) if g > 0]
-    holds = np.array([[side(*_ci3(r["plain"][k, b] - r["plain"][0, b]), 1) == "yes"
+    holds = np.array([[side(*interval(r["plain"][k, b] - r["plain"][0, b]), 1) == "yes"
                        for b in range(len(Gs))] for k in rows])
     return Verdict(side(lo, m, hi, 1), m, (lo, hi),
                    "final p with the constant bonus minus GRPO's, paired seeds (> 0)",
@@ -475,8 +469,8 @@ def neutrality(ctx):
     def parts(k, b):
         dev_plain = r["plain"][k, b] - r["plain"][0, b]
         dev_neu = r["neutral"][k, b] - r["neutral"][0, b]
-        cut = _ci3(dev_plain - dev_neu)  # the neutralizer reduces the deviation (> 0)
-        rest = _ci3(dev_neu)  # what is left of it: 0 within its interval for "follows GRPO"
+        cut = interval(dev_plain - dev_neu)  # the neutralizer reduces the deviation (> 0)
+        rest = interval(dev_neu)  # what is left of it: 0 within its interval for "follows GRPO"
         a = side(*cut, 1)
         b_ok = "yes" if rest[0] <= 0 <= rest[2] else ("partly" if a == "yes" else "no")
         ratio = float(np.mean(dev_neu) / np.mean(dev_plain)) if np.mean(dev_plain) else np.nan
