@@ -5,8 +5,8 @@ geometric interpolation, §2.3 / App. D's target and induced logit shifts.
 References: numerical maximisation with ``scipy.optimize``; Z' summed directly with NumPy;
 the Theorem 2.4 bounds re-typed from the statement; exact rationals for the kernel values; the
 step's gradient by ``jax.grad`` of the objective written out (the natural step with NumPy's
-pseudo-inverse of the Fisher matrix); the induced shift as ``k_q'ᵀ K_qq⁻¹ y`` by
-``np.linalg.solve``.
+pseudo-inverse of the Fisher matrix); the induced shift from the minimum-norm solution of
+``J δ = y`` by ``np.linalg.lstsq``.
 """
 
 from fractions import Fraction
@@ -230,13 +230,14 @@ def test_induced_logit_shift_is_the_kernel_regression_of_app_d(rng):
     for g, p in ((3, 3), (4, 9), (8, 20)):
         J, V, y = rng.normal(size=(g, p)), rng.normal(size=(2, p)), rng.uniform(0, 1, g)
         got = np.asarray(S.induced_logit_shift(J, V, y))
-        K, k = J @ J.T, J @ V.T  # k_{q'} = J_q ∇f(q', o')
-        np.testing.assert_allclose(got, k.T @ np.linalg.solve(K, y), rtol=1e-9)
+        # the minimum-norm solution of J δ = y by NumPy's least squares
+        delta = np.linalg.lstsq(J, y, rcond=None)[0]
+        np.testing.assert_allclose(got, V @ delta, rtol=1e-9, atol=1e-12)
         # a batch pair's own shift is its target (the fit is exact)
         np.testing.assert_allclose(S.induced_logit_shift(J, J, y), y, rtol=1e-9)
-    # a repeated entry (two equal rows, equal targets): K singular, the fit still exact
-    J = rng.normal(size=(3, 6))
-    J2, y2 = np.vstack([J, J[:1]]), np.array([0.2, 0.5, 0.1, 0.2])
-    np.testing.assert_allclose(S.induced_logit_shift(J2, J2, y2), y2, rtol=1e-9)
+    # batched: one instance per leading index
+    J, V, y = rng.normal(size=(4, 3, 5)), rng.normal(size=(4, 2, 5)), rng.uniform(0, 1, (4, 3))
+    want = [V[i] @ np.linalg.lstsq(J[i], y[i], rcond=None)[0] for i in range(4)]
+    np.testing.assert_allclose(S.induced_logit_shift(J, V, y), want, rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="shapes"):
-        S.induced_logit_shift(J, J[:, :2], y2[:3])
+        S.induced_logit_shift(J, J[..., :2], y)

@@ -226,9 +226,10 @@ def induced_logit_shift(batch_gradients, gradients, y):
     r"""SC §2.3 / App. D: the logit shifts :math:`\Delta f(q', o') = \nabla_\theta f(q',
     o')^\top\Delta\theta` that the minimum-norm parameter update fitting the batch's target shifts
     induces, :math:`\Delta\theta = \arg\min\{\|\delta\|_2 : \mathbf J_q\delta = \mathbf y\}
-    = \mathbf J_q^+\mathbf y` (Moore–Penrose; :math:`= \mathbf J_q^\top\mathbf K_{qq}^{-1}\mathbf y`
-    when :math:`\mathbf K_{qq} = \mathbf J_q\mathbf J_q^\top` is invertible, so :math:`\Delta f =
-    \mathbf k_{q'}^\top\mathbf K_{qq}^{-1}\mathbf y`).
+    = \mathbf J_q^\top\mathbf K_{qq}^{-1}\mathbf y`, :math:`\mathbf K_{qq} = \mathbf J_q\mathbf
+    J_q^\top`, so :math:`\Delta f = \mathbf k_{q'}^\top\mathbf K_{qq}^{-1}\mathbf y`. Needs
+    :math:`\mathbf K_{qq}` invertible (linearly independent batch gradients, as §2.3's
+    :math:`\mathbf K_{qq}^{-1}` does; a mode repeated in the batch gives two equal rows).
 
     ``batch_gradients`` :math:`\mathbf J_q` ``(..., G, P)`` (row :math:`s`: :math:`\nabla_\theta
     f(q, o^{(s)})`), ``gradients`` ``(..., U, P)`` (row: :math:`\nabla_\theta f(q', o')` of each
@@ -239,8 +240,9 @@ def induced_logit_shift(batch_gradients, gradients, y):
     if J.ndim < 2 or V.ndim < 2 or J.shape[-1] != V.shape[-1] or y.shape[-1:] != J.shape[-2:-1]:
         raise ValueError(f"need batch_gradients (..., G, P), gradients (..., U, P) and y (..., G);"
                          f" got shapes {J.shape}, {V.shape}, {y.shape}")
-    delta = jnp.einsum("...pg,...g->...p", jnp.linalg.pinv(J), y)
-    return jnp.einsum("...up,...p->...u", V, delta)
+    K = jnp.einsum("...gp,...hp->...gh", J, J)
+    alpha = jnp.linalg.solve(K, y[..., None])[..., 0]
+    return jnp.einsum("...up,...gp,...g->...u", V, J, alpha)
 
 
 def _split(pi_ref, counts, correct):
