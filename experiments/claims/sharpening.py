@@ -887,6 +887,7 @@ def thm23(ctx):
 
 #: the number of modes of the Thm 2.1 instances (the robustness grid's other axis)
 THM21_MODES = (3, 6, 12)
+THM21_GRID = {"beta": list(BETAS), "modes": list(THM21_MODES)}
 
 
 def _eq1(logq, pi_ref, A, beta):
@@ -913,7 +914,7 @@ def _kl_sign_flipped(f):
                       "pi_ref": "the lab's choice: Dirichlet(1) draws",
                       "advantages": "the lab's choice: A(q, o) ~ U(−3, 3) per mode (any "
                                     "advantages)"},
-       grid={"beta": list(BETAS), "modes": list(THM21_MODES)},
+       grid=THM21_GRID,
        faults=[Fault("Thm 2.1's closed form without the reference policy (softmax(A/β))",
                      "simplexlab.sampling.kl_optimal_policy", _kl_pi_ref_dropped)])
 def thm21(ctx):
@@ -943,7 +944,7 @@ def thm21(ctx):
         s, (m, _, _) = _never(trial(BETAS[b], THM21_MODES[k])[0])
         return s, m
 
-    axes = {"beta": list(BETAS), "modes": list(THM21_MODES)}
+    axes = THM21_GRID
     h, eff, inf = _holds(f, axes)
     viol, spread, gibbs = trial(1.0, 6)
     s, (m, lo, hi) = _never(viol)
@@ -961,6 +962,7 @@ def thm21(ctx):
 COR21_ADVANTAGES = ("A+ > 0 > A-", "A+ = 0 > A-", "A+ > 0 = A-", "A+ = A- = 0")
 #: a relative change of π(o) below this is rounding, not an increase
 ROUNDING = 1e-12
+COR21_GRID = {"beta": list(BETAS), "advantages": list(COR21_ADVANTAGES)}
 
 
 @claim("sc-cor21-moderate-sharpening", paper="SC", source="Cor. 2.1, Table 1",
@@ -973,7 +975,7 @@ ROUNDING = 1e-12
                       "beta": "the lab's choice: 1", "modes": "the lab's choice: 6",
                       "K1, K2": "the lab's choice: a random split with K1, K2 ≥ 1",
                       "pi_ref": "the lab's choice: Dirichlet(1) draws"},
-       grid={"beta": list(BETAS), "advantages": list(COR21_ADVANTAGES)},
+       grid=COR21_GRID,
        faults=[Fault("Thm 2.1's exponent with the advantage's sign flipped (π_ref exp(−A/β))",
                      "simplexlab.sampling.kl_optimal_policy", _kl_sign_flipped)])
 def cor21(ctx):
@@ -997,7 +999,7 @@ def cor21(ctx):
         r = rise(BETAS[b], COR21_ADVANTAGES[a])
         return _never(r <= ROUNDING)[0], float(np.mean(r))
 
-    axes = {"beta": list(BETAS), "advantages": list(COR21_ADVANTAGES)}
+    axes = COR21_GRID
     h, eff, inf = _holds(f, axes)
     r = rise(1.0, COR21_ADVANTAGES[0])
     s, _ = _never(r <= ROUNDING)
@@ -1021,6 +1023,7 @@ B1_ETA = 1e-6
 B1_TOL = 1e-3
 B1_STEPS = ("gradient", "natural")
 B1_SURROGATES = ("log_likelihood", "probability")
+B1_GRID = {"step": list(B1_STEPS), "surrogate": list(B1_SURROGATES), "beta": list(BETAS)}
 
 
 def _b1_mismatch(ctx, beta, natural, surrogate, G=8):
@@ -1053,7 +1056,7 @@ def _b1_mismatch(ctx, beta, natural, surrogate, G=8):
                                    "App. B)",
                       "pi_t": "the lab's choice: a Dirichlet(1) draw apart from π_ref (at "
                               "π_t = π_ref the KL term has no gradient)"},
-       grid={"step": list(B1_STEPS), "surrogate": list(B1_SURROGATES), "beta": list(BETAS)},
+       grid=B1_GRID,
        faults=[Fault("the batch-optimal exponent without the count N_i (Thm 2.1's form)",
                      "simplexlab.sampling.batch_optimal_policy",
                      _batch_optimal_without_counts)])
@@ -1062,7 +1065,7 @@ def thmb1(ctx):
         x = _b1_mismatch(ctx, BETAS[b], B1_STEPS[t] == "natural", B1_SURROGATES[u])
         return _never(x > B1_TOL)[0], float(np.mean(x))
 
-    axes = {"step": list(B1_STEPS), "surrogate": list(B1_SURROGATES), "beta": list(BETAS)}
+    axes = B1_GRID
     h, eff, inf = _holds(f, axes)
     x = _b1_mismatch(ctx, 1.0, False, "log_likelihood")
     s, _ = _never(x > B1_TOL)
@@ -1091,6 +1094,7 @@ def thmb1(ctx):
 MARGINS = {"tight": (0.01, 0.2), "loose": (0.2, 3.0)}
 #: batch-unseen modes per instance
 UNSEEN = 4
+THM24_GRID = {"group_size": list(THEORY_GS), "margin": list(MARGINS)}
 
 
 def _kernel_instances(ctx, G, margin, n):
@@ -1175,7 +1179,7 @@ def _plain_gradient_update(f):
                       "kernel": "the lab's choice: random gradients (_kernel_instances)",
                       "advantages": "normalized binary, A+ = (1 − p+)/σ, A− = −p+/σ",
                       "eta": "Assumption 2.2 exactly, η ~ U(0.1, 1)"},
-       grid={"group_size": list(THEORY_GS), "margin": list(MARGINS)},
+       grid=THM24_GRID,
        faults=[Fault("App. D's update a plain gradient step J_qᵀ y (no K_qq⁻¹)",
                      "simplexlab.sampling.induced_logit_shift", _plain_gradient_update)])
 def thm24(ctx):
@@ -1183,7 +1187,7 @@ def thm24(ctx):
         v1, v2 = _thm24_violations(ctx, THEORY_GS[g], list(MARGINS)[k])
         return combine([_never(v1)[0], _never(v2)[0]]), float(np.mean(v1 | v2))
 
-    axes = {"group_size": list(THEORY_GS), "margin": list(MARGINS)}
+    axes = THM24_GRID
     h, eff, inf = _holds(f, axes)
     v1, v2 = _thm24_violations(ctx, 8, "tight")
     _, (m, lo, hi) = _never(v1 | v2)
