@@ -3,14 +3,15 @@
 F-GRPO §3 and App. A–E: activity and tail-miss probabilities (Lemma 3.1) in log space, the
 maximising group size N*, Lemma B.1 / Cor. B.2 conditional sampled masses, the one-step logit
 update (7), the mass balance (8), the unsampled-correct identity (13) and the focal-scaled
-advantage magnitude of Fig. 3. Sharpening-collapse §2 and App. A–G: the KL-optimal policy
-(Thm 2.1, Cor. 2.1), the batch-optimal policy (Thm 2.2), the Z'(q) lower bounds (Thm 2.3), the
-Thm 2.4 logit-shift bounds and the Cor. 2.2 ratio R (also on a sampled batch), and the toy's
-embeddings and kernel values (§2.4, App. G). Monte Carlo estimators with confidence intervals
-for each sampling quantity. Two-stage dynamics (TS §3, App. B–C): Lemma 1's sampled logit
-update, Theorem 1's expected update, the expected mean-centred group advantage that makes it
-exact, the relatively negative action and the stage switch of Remark 3, and the expected
-trajectory of Algorithm 1.
+advantage magnitude of Fig. 3. Sharpening-collapse §2 and App. A–G: the KL-optimal policy (Thm
+2.1, Cor. 2.1), the batch-optimal policy (Thm 2.2), the Z'(q) lower bounds (Thm 2.3), the
+one-step update and the geometric interpolation of Thm B.1, the target and the induced logit
+shifts of §2.3 / App. D, the Thm 2.4 logit-shift bounds and the Cor. 2.2 ratio R (also on a
+sampled batch), and the toy's embeddings and kernel values (§2.4, App. G). Monte Carlo
+estimators with confidence intervals for each sampling quantity. Two-stage dynamics (TS §3, App.
+B–C): Lemma 1's sampled logit update, Theorem 1's expected update, the expected mean-centred
+group advantage that makes it exact, the relatively negative action and the stage switch of
+Remark 3, and the expected trajectory of Algorithm 1.
 G²RPO App. E: the toy product model's law of log10 π(h) (closed-form moments and the exact
 law over token-count vectors), the law of the within-batch range, and the sampling laws of the
 summary statistics of its Tables 2–3.
@@ -26,6 +27,7 @@ from .theory import (
     StatisticLaw,
     TailMissPeak,
     activity,
+    batch_objective_step,
     batch_optimal_policy,
     batch_ratio_r,
     batch_statistics,
@@ -35,7 +37,9 @@ from .theory import (
     expected_logit_update,
     expected_trajectory,
     focal_scaled_advantage,
+    geometric_interpolation,
     grpo_advantage_magnitude,
+    induced_logit_shift,
     kl_optimal_policy,
     log_activity,
     log_batch_partition_function,
@@ -59,6 +63,7 @@ from .theory import (
     summary_statistic_laws,
     tail_miss,
     tail_miss_peak,
+    target_logit_shifts,
     theorem24_bounds,
     toy_embeddings,
     toy_kernel_values,
@@ -77,6 +82,7 @@ __all__ = [
     "TOY_LABELS",
     "TOY_SIMILARITIES",
     "activity",
+    "batch_objective_step",
     "batch_optimal_policy",
     "batch_ratio_r",
     "batch_statistics",
@@ -86,7 +92,9 @@ __all__ = [
     "expected_logit_update",
     "expected_trajectory",
     "focal_scaled_advantage",
+    "geometric_interpolation",
     "grpo_advantage_magnitude",
+    "induced_logit_shift",
     "kl_optimal_policy",
     "log_activity",
     "log_batch_partition_function",
@@ -110,6 +118,7 @@ __all__ = [
     "summary_statistic_laws",
     "tail_miss",
     "tail_miss_peak",
+    "target_logit_shifts",
     "theorem24_bounds",
     "toy_embeddings",
     "toy_kernel_values",

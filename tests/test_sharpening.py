@@ -1,12 +1,17 @@
 """Sharpening-collapse §2: Theorem 2.2 (batch-optimal policy), Theorem 2.3 (Z' bounds),
-Theorem 2.4 / Corollary 2.2 (ratio R), App. G kernel values.
+Theorem 2.4 / Corollary 2.2 (ratio R), App. G kernel values; App. B's one-step update and
+geometric interpolation, §2.3 / App. D's target and induced logit shifts.
 
 References: numerical maximisation with ``scipy.optimize``; Z' summed directly with NumPy;
-the Theorem 2.4 bounds re-typed from the statement; exact rationals for the kernel values.
+the Theorem 2.4 bounds re-typed from the statement; exact rationals for the kernel values; the
+step's gradient by ``jax.grad`` of the objective written out (the natural step with NumPy's
+pseudo-inverse of the Fisher matrix); the induced shift from the minimum-norm solution of
+``J δ = y`` by ``np.linalg.lstsq``.
 """
 
 from fractions import Fraction
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -178,3 +183,61 @@ def test_sharpening_bad_input():
         S.ratio_r(0.5, 1.0, 1, 4, 0.5, 0.6, 0.4, 0.55)
     with pytest.raises(ValueError, match="form"):
         S.ratio_r(0.5, 1.0, 1, 4, 0.9, 0.9, 0.4, 0.4, form="nope")
+
+
+def _batch_objective(z, pi_ref, counts, adv, beta, surrogate):
+    """Thm B.1's batch objective at π = softmax(z), written directly (jax, for autodiff)."""
+    logp = z - jax.scipy.special.logsumexp(z)
+    s = logp if surrogate == "log_likelihood" else jnp.exp(logp)
+    kl = jnp.sum(jnp.exp(logp) * (logp - jnp.log(pi_ref)))
+    return jnp.sum(counts * adv * s) / counts.sum() - beta * kl
+
+
+@pytest.mark.parametrize("surrogate", ["log_likelihood", "probability"])
+def test_batch_objective_step_is_a_gradient_step_on_the_logits(rng, surrogate):
+    for _ in range(5):
+        a = int(rng.integers(3, 7))
+        pi, pi_ref = rng.dirichlet(np.ones(a)), rng.dirichlet(np.ones(a))
+        counts = rng.multinomial(8, pi).astype(float)
+        adv, beta, eta = rng.normal(size=a), float(rng.uniform(0.1, 3)), 0.3
+        z = jnp.log(jnp.asarray(pi))
+        g = np.asarray(jax.grad(_batch_objective)(z, pi_ref, counts, adv, beta, surrogate))
+        want = np.exp(np.log(pi) + eta * g - logsumexp(np.log(pi) + eta * g))
+        got = S.batch_objective_step(pi, pi_ref, counts, adv, beta, eta, surrogate=surrogate)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+        # natural gradient: the Fisher matrix Diag(π) − ππᵀ pseudo-inverted (numpy)
+        nat = np.linalg.pinv(np.diag(pi) - np.outer(pi, pi)) @ g
+        want = np.exp(np.log(pi) + eta * nat - logsumexp(np.log(pi) + eta * nat))
+        got = S.batch_objective_step(pi, pi_ref, counts, adv, beta, eta, surrogate=surrogate,
+                                     natural=True)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-14)
+    with pytest.raises(ValueError, match="surrogate"):
+        S.batch_objective_step(pi, pi_ref, counts, adv, beta, eta, surrogate="log")
+
+
+def test_geometric_interpolation_and_target_shifts(rng):
+    pi, target = rng.dirichlet(np.ones(5), 3), rng.dirichlet(np.ones(5), 3)
+    c = np.array([0.0, 0.3, 1.0])
+    w = pi ** (1 - c[:, None]) * target ** c[:, None]
+    np.testing.assert_allclose(S.geometric_interpolation(pi, target, c),
+                               w / w.sum(-1, keepdims=True), rtol=1e-13)
+    counts, adv = np.array([3.0, 0, 1, 4]), np.array([0.5, 2.0, -1.5, -0.25])
+    np.testing.assert_allclose(S.target_logit_shifts(counts, adv, 2.0),
+                               [3 * 0.5 / 16, 0, 1.5 / 16, 4 * 0.25 / 16], rtol=1e-15)
+
+
+def test_induced_logit_shift_is_the_kernel_regression_of_app_d(rng):
+    for g, p in ((3, 3), (4, 9), (8, 20)):
+        J, V, y = rng.normal(size=(g, p)), rng.normal(size=(2, p)), rng.uniform(0, 1, g)
+        got = np.asarray(S.induced_logit_shift(J, V, y))
+        # the minimum-norm solution of J δ = y by NumPy's least squares
+        delta = np.linalg.lstsq(J, y, rcond=None)[0]
+        np.testing.assert_allclose(got, V @ delta, rtol=1e-9, atol=1e-12)
+        # a batch pair's own shift is its target (the fit is exact)
+        np.testing.assert_allclose(S.induced_logit_shift(J, J, y), y, rtol=1e-9)
+    # batched: one instance per leading index
+    J, V, y = rng.normal(size=(4, 3, 5)), rng.normal(size=(4, 2, 5)), rng.uniform(0, 1, (4, 3))
+    want = [V[i] @ np.linalg.lstsq(J[i], y[i], rcond=None)[0] for i in range(4)]
+    np.testing.assert_allclose(S.induced_logit_shift(J, V, y), want, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="shapes"):
+        S.induced_logit_shift(J, J[..., :2], y)

@@ -10,6 +10,12 @@ r"""Sharpening-collapse theory (SC §2, App. A–G).
 - Theorem 2.1 (eq. 2): the KL-optimal (infinite-sample) policy
   :math:`\pi^* \propto \pi_{ref}\exp(A/\beta)`, which by Corollary 2.1 never lowers a correct
   mode;
+- App. B (Theorem B.1, eq. 6): one ascent step of a tabular softmax policy on the batch objective
+  (:func:`batch_objective_step`) and the geometric interpolation
+  :math:`\pi_t^{1-c}\hat\pi^{c}` it is compared with (:func:`geometric_interpolation`);
+- §2.3 / App. D: the target logit shifts :math:`y_i = N_i|A_i|/(\beta G)`
+  (:func:`target_logit_shifts`) and the logit shift a minimum-norm parameter update that fits
+  them induces elsewhere (:func:`induced_logit_shift`), the quantity Theorem 2.4 bounds;
 - §2.4 / App. G: the Cat/Dog/Persian/Siamese toy's embeddings (one definition, used by the
   simulator :class:`simplexlab.sim.SoftmaxClassifier`), its kernel values :math:`\lambda`,
   :math:`\rho`, and :math:`\mathcal R` evaluated on a sampled batch (:func:`batch_ratio_r`).
@@ -54,13 +60,17 @@ from .._checks import (
 __all__ = [
     "TOY_LABELS",
     "TOY_SIMILARITIES",
+    "batch_objective_step",
     "batch_optimal_policy",
     "batch_ratio_r",
+    "geometric_interpolation",
+    "induced_logit_shift",
     "kl_optimal_policy",
     "log_batch_partition_function",
     "normalized_binary_advantages",
     "ratio_r",
     "ratio_r_simplified",
+    "target_logit_shifts",
     "theorem24_bounds",
     "toy_embeddings",
     "toy_kernel_values",
@@ -143,6 +153,96 @@ def batch_optimal_policy(pi_ref, counts, advantages, beta):
     beta = _check_beta(beta)
     return jax.nn.softmax(jnp.log(pi_ref) + counts * adv / (beta[..., None] * g[..., None]),
                           axis=-1)
+
+
+SURROGATES = ("log_likelihood", "probability")
+
+
+def _check_positive_policy(pi, name):
+    pi = check_simplex(_float(check_number(pi, name)), name)
+    return check(pi, lambda a: a <= 0, f"{name} must be > 0 on every mode")
+
+
+def batch_objective_step(pi, pi_ref, counts, advantages, beta, eta, *,
+                         surrogate: str = "log_likelihood", natural: bool = False):
+    r"""One ascent step of rate ``eta`` on the logits :math:`z` of a tabular softmax policy
+    :math:`\pi = \mathrm{softmax}(z)` (at the current policy ``pi``) on the batch objective of SC
+    App. B, :math:`\hat J(\pi) = \sum_i \frac{N_i}{G} A_i\, s(\pi_i) - \beta\,KL(\pi\|\pi_{ref})`;
+    returns the updated policy :math:`\mathrm{softmax}(\log\pi + \eta\,d)`.
+
+    ``surrogate="log_likelihood"``: :math:`s = \log` (eq. 3, the form App. B writes);
+    ``"probability"``: :math:`s(\pi_i) = \pi_i` (the objective whose maximiser is eq. 4, see
+    :func:`batch_optimal_policy`). With :math:`u = \partial\hat J/\partial\pi` (``N A/(G\pi) -
+    \beta\log(\pi/\pi_{ref})`` resp. ``N A/G - \beta\log(\pi/\pi_{ref})``, up to a constant),
+    ``natural=False`` is the plain gradient :math:`d = \nabla_z\hat J = \pi\odot u -
+    \pi\,(\pi\cdot u)` (Theorem B.1's :math:`\theta^+ = \theta + \eta\nabla_\theta\hat J` with
+    :math:`\theta = z`), ``natural=True`` the natural-gradient (mirror-ascent) step
+    :math:`d = u`, the Fisher matrix :math:`\mathrm{Diag}(\pi) - \pi\pi^\top` pseudo-inverted
+    (the constant it leaves is dropped by the softmax). Last axis = modes; ``pi`` and ``pi_ref``
+    > 0 on every mode."""
+    if surrogate not in SURROGATES:
+        raise ValueError(f"surrogate must be one of {SURROGATES}; got {surrogate!r}")
+    check_broadcast(pi=pi, pi_ref=pi_ref, counts=counts, advantages=advantages)
+    pi = _check_positive_policy(pi, "pi (current policy)")
+    pi_ref = _check_ref(pi_ref)
+    g, counts = _check_counts(counts)
+    adv = _num(advantages, "advantages")
+    beta = _check_beta(beta)
+    eta = check(_num(eta, "eta (step size)"), lambda a: a <= 0, "eta (step size) must be > 0")
+    w = counts * adv / g[..., None]
+    if surrogate == "log_likelihood":
+        w = w / pi
+    u = w - beta[..., None] * (jnp.log(pi) - jnp.log(pi_ref))
+    d = u if natural else pi * u - pi * jnp.sum(pi * u, -1, keepdims=True)
+    return jax.nn.softmax(jnp.log(pi) + eta[..., None] * d, axis=-1)
+
+
+def geometric_interpolation(pi, target, weight):
+    r"""Theorem B.1 eq. (6): :math:`\pi_{t+1} \propto \pi_t^{1-c}\,\hat\pi^{c}`, the geometric
+    interpolation of weight :math:`c` (``weight``; :math:`c = \eta\beta` in eq. 6) between the
+    current policy ``pi`` and the target ``target`` (the batch-optimal :math:`\hat\pi`), i.e.
+    :math:`\mathrm{softmax}((1-c)\log\pi_t + c\log\hat\pi)`. Last axis = modes; both > 0."""
+    check_broadcast(pi=pi, target=target)
+    pi = _check_positive_policy(pi, "pi (current policy)")
+    target = _check_positive_policy(target, "target")
+    c = _num(weight, "weight (c)")[..., None]
+    return jax.nn.softmax((1 - c) * jnp.log(pi) + c * jnp.log(target), axis=-1)
+
+
+def target_logit_shifts(counts, advantages, beta):
+    r"""SC §2.3's target logit shifts :math:`y_i = N_i|A(q, o_i)|/(\beta G)` per mode (last axis),
+    :math:`G = \sum_i N_i`: the shift of :math:`\log\hat\pi` eq. (4) asks of mode :math:`o_i`
+    (the advantage's sign absorbed into the gradient direction, footnote 1); 0 where
+    :math:`N_i = 0`. Theorem 2.4's :math:`A_{sum} = \sum_{s=1}^G y_s` sums them over the batch
+    entries, i.e. :math:`\sum_i N_i y_i`."""
+    check_broadcast(counts=counts, advantages=advantages)
+    g, counts = _check_counts(counts)
+    adv = _num(advantages, "advantages")
+    beta = _check_beta(beta)
+    return counts * jnp.abs(adv) / (beta[..., None] * g[..., None])
+
+
+def induced_logit_shift(batch_gradients, gradients, y):
+    r"""SC §2.3 / App. D: the logit shifts :math:`\Delta f(q', o') = \nabla_\theta f(q',
+    o')^\top\Delta\theta` that the minimum-norm parameter update fitting the batch's target shifts
+    induces, :math:`\Delta\theta = \arg\min\{\|\delta\|_2 : \mathbf J_q\delta = \mathbf y\}
+    = \mathbf J_q^\top\mathbf K_{qq}^{-1}\mathbf y`, :math:`\mathbf K_{qq} = \mathbf J_q\mathbf
+    J_q^\top`, so :math:`\Delta f = \mathbf k_{q'}^\top\mathbf K_{qq}^{-1}\mathbf y`. Needs
+    :math:`\mathbf K_{qq}` invertible (linearly independent batch gradients, as §2.3's
+    :math:`\mathbf K_{qq}^{-1}` does; a mode repeated in the batch gives two equal rows).
+
+    ``batch_gradients`` :math:`\mathbf J_q` ``(..., G, P)`` (row :math:`s`: :math:`\nabla_\theta
+    f(q, o^{(s)})`), ``gradients`` ``(..., U, P)`` (row: :math:`\nabla_\theta f(q', o')` of each
+    pair whose shift is wanted), ``y`` ``(..., G)``; returns ``(..., U)``."""
+    J = _num(batch_gradients, "batch_gradients (J_q)")
+    V = _num(gradients, "gradients")
+    y = _num(y, "y (target shifts)")
+    if J.ndim < 2 or V.ndim < 2 or J.shape[-1] != V.shape[-1] or y.shape[-1:] != J.shape[-2:-1]:
+        raise ValueError(f"need batch_gradients (..., G, P), gradients (..., U, P) and y (..., G);"
+                         f" got shapes {J.shape}, {V.shape}, {y.shape}")
+    K = jnp.einsum("...gp,...hp->...gh", J, J)
+    alpha = jnp.linalg.solve(K, y[..., None])[..., 0]
+    return jnp.einsum("...up,...gp,...g->...u", V, J, alpha)
 
 
 def _split(pi_ref, counts, correct):
@@ -352,7 +452,7 @@ def batch_ratio_r(counts, advantages, seen, lam_over_rho):
     if not jnp.issubdtype(seen.dtype, jnp.integer):
         raise ValueError(f"seen must be an integer mode index; got dtype {seen.dtype}")
     counts, adv = jnp.broadcast_arrays(counts, adv)
-    y = counts * jnp.abs(adv) / g[..., None]
+    y = target_logit_shifts(counts, adv, 1.0)
     a_sum = jnp.sum(counts * y, -1)
     pick = jnp.broadcast_to(seen, a_sum.shape)[..., None]
     n_o = jnp.take_along_axis(counts, pick, -1)[..., 0]
