@@ -56,6 +56,7 @@ from .._checks import (
     check_simplex,
     xp,
 )
+from ._geometry import _jac_action
 
 __all__ = [
     "TOY_LABELS",
@@ -193,7 +194,7 @@ def batch_objective_step(pi, pi_ref, counts, advantages, beta, eta, *,
     if surrogate == "log_likelihood":
         w = w / pi
     u = w - beta[..., None] * (jnp.log(pi) - jnp.log(pi_ref))
-    d = u if natural else pi * u - pi * jnp.sum(pi * u, -1, keepdims=True)
+    d = u if natural else _jac_action(pi, u)  # J(π) u, the plain gradient on the logits
     return jax.nn.softmax(jnp.log(pi) + eta[..., None] * d, axis=-1)
 
 
