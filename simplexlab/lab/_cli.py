@@ -44,27 +44,28 @@ def _install_hint(modules) -> str:
 MAX_SEED = 2**32 - 1
 
 
-def _seed_arg(text: str) -> int:
-    """``--seed``: an integer in ``[0, 2**32 − 1]`` (argparse reports anything else in one
-    line, exit 2, before any compute)."""
+def _int_arg(text: str, lower: int, upper: int | None = None) -> int:
+    """An integer option in ``[lower, upper]`` (argparse reports anything else in one line,
+    exit 2, before any compute)."""
     try:
-        seed = int(text)
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
-    if not 0 <= seed <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"must be in [0, {MAX_SEED}]; got {seed}")
-    return seed
+    if upper is not None and not lower <= value <= upper:
+        raise argparse.ArgumentTypeError(f"must be in [{lower}, {upper}]; got {value}")
+    if value < lower:
+        raise argparse.ArgumentTypeError(f"must be >= {lower}; got {value}")
+    return value
+
+
+def _seed_arg(text: str) -> int:
+    """``--seed``: an integer in ``[0, 2**32 − 1]``."""
+    return _int_arg(text, 0, MAX_SEED)
 
 
 def _jobs_arg(text: str) -> int:
     """``--jobs``: a positive integer."""
-    try:
-        jobs = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
-    if jobs < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1; got {jobs}")
-    return jobs
+    return _int_arg(text, 1)
 
 
 def _path_arg(text: str) -> str:
@@ -248,7 +249,7 @@ def _reproduce_parallel(args, exps, names, claims, *, jobs: int, quick: bool, ou
     """``reproduce`` with ``jobs`` worker processes (:mod:`simplexlab.lab._parallel`)."""
     from ._parallel import run_units
     from ._registry import format_seconds
-    from ._report import count_line, write_report
+    from ._report import write_report
 
     mode = "quick" if quick else "full"
     units = []
@@ -279,10 +280,7 @@ def _reproduce_parallel(args, exps, names, claims, *, jobs: int, quick: bool, ou
               file=sys.stderr)
         return 130
     if entries:
-        print(f"{count_line(entries)} -> {out / 'claims' / 'claims.json'}, claims.md", flush=True)
-    bad = [e["name"] for e in entries if e.get("error")]
-    if bad:
-        print(f"claims whose evaluation failed: {', '.join(bad)}", file=sys.stderr)
+        _claims_summary(entries, out / "claims" / "claims.json")
     print(f"{len(units) - len(failed)} of {len(units)} done in "
           f"{time.perf_counter() - t0:.1f}s", flush=True)
     if failed:
@@ -294,7 +292,7 @@ def _reproduce_parallel(args, exps, names, claims, *, jobs: int, quick: bool, ou
 def _run_claims(claims, *, quick: bool, out: Path, seed: int) -> int:
     """Evaluate ``claims`` and write the report under ``out/claims/``; 1 if one failed."""
     from ._claims import evaluate_claims
-    from ._report import count_line, write_report
+    from ._report import write_report
 
     mode = "quick" if quick else "full"
     print(f"evaluating {len(claims)} claim{'s' * (len(claims) != 1)} ({mode}) -> "
@@ -303,9 +301,17 @@ def _run_claims(claims, *, quick: bool, out: Path, seed: int) -> int:
     entries = evaluate_claims(claims, quick=quick, seed=seed,
                               log=lambda line: print(line, flush=True))
     path = write_report(entries, out, quick=quick)
+    return _claims_summary(entries, path, seconds=time.perf_counter() - t0)
+
+
+def _claims_summary(entries, path: Path, seconds: float | None = None) -> int:
+    """Print the counts of an evaluation (and its time) with the report's path, and the claims
+    whose evaluation failed (stderr); 1 if one did."""
+    from ._report import count_line
+
+    took = "" if seconds is None else f" ({seconds:.1f}s)"
+    print(f"{count_line(entries)}{took} -> {path}, {path.with_suffix('.md').name}", flush=True)
     failed = [e["name"] for e in entries if e.get("error")]
-    print(f"{count_line(entries)} ({time.perf_counter() - t0:.1f}s) -> {path}, "
-          f"{path.with_suffix('.md').name}", flush=True)
     if failed:
         print(f"claims whose evaluation failed: {', '.join(failed)}", file=sys.stderr)
         return 1
