@@ -200,7 +200,7 @@ def _gallery() -> tuple[dict[str, str], list[str]]:
         took = (f"{result['wall_seconds']:.0f} s" if result and
                 isinstance(result.get("wall_seconds"), int | float) else "—")
         short = exp.reproduces.split(". What differs")[0]  # as `simplexlab list` shows it
-        index.append(f"| [{name}]({name}.md) | {short} | {took} |")
+        index.append(f"| [{name}]({name}.md) | {short.replace('|', chr(92) + '|')} | {took} |")
     others = sorted(p.name for p in figures.glob("*.png") if p.name not in shown)
     if others:  # committed figures no result file names: shown, never dropped
         index += ["", "## Other committed figures", ""]
@@ -295,19 +295,27 @@ def on_files(files, config):
 
 
 def _section(text: str, heading: str, file: str) -> str:
-    """The text under ``heading`` up to the next heading (of any level; fenced code skipped)."""
-    lines, start, fence = text.splitlines(), None, False
-    for i, line in enumerate(lines):
+    """The text under ``heading`` up to the next heading of its level or above (fenced code
+    skipped); the headings inside it go one level down, as they sit under the including page's
+    own heading."""
+    lines, start, level, fence = text.splitlines(), None, 0, False
+    out: list[str] = []
+    for line in lines:
         if line.startswith("```"):
             fence = not fence
-        elif not fence and re.match(r"#+ ", line):
+        elif not fence and (m := re.match(r"(#+) ", line)):
+            if start is not None and len(m[1]) <= level:
+                break
+            if start is None and line.lstrip("#").strip() == heading.strip():
+                start, level = True, len(m[1])
+                continue
             if start is not None:
-                return "\n".join(lines[start:i]).strip("\n")
-            if line.lstrip("#").strip() == heading.strip():
-                start = i + 1
+                line = "#" + line
+        if start is not None:
+            out.append(line)
     if start is None:
         raise PluginError(f"include: {file} has no heading {heading!r}")
-    return "\n".join(lines[start:]).strip("\n")
+    return "\n".join(out).strip("\n")
 
 
 #: repository files that are pages of the site under another name
@@ -341,6 +349,32 @@ def _relink(text: str, file: str, page_uri: str) -> str:
     return _LINK.sub(relink, text)
 
 
+_RUN = re.compile(r"^<!-- run: .*?-->\n```python\n(?P<code>.*?)^```$", re.M | re.S)
+
+
+def _run_and_show(code: str, where: str) -> str:
+    """Run a page's example (marked ``<!-- run: ... -->``) in a fresh interpreter in a temporary
+    folder, and return the PNG it saves (the name in its last ``savefig``) as an inline image: the
+    figure under the example is the example's own output, from this build. A failing example
+    fails the build with its error."""
+    import base64
+    import subprocess
+    import tempfile
+
+    names = re.findall(r"savefig\([\"']([^\"']+\.png)", code)
+    if not names:
+        raise PluginError(f"{where}: a run example must save a PNG (savefig(\"NAME.png\"))")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
+            [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp, env=env,
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode:
+            raise PluginError(f"{where}: the example failed:\n{proc.stderr[-3000:]}")
+        data = base64.b64encode((Path(tmp) / names[-1]).read_bytes()).decode()
+    return f"\n![the example's output]({'data:image/png;base64,' + data})\n"
+
+
 def on_page_markdown(markdown, page, config, files):
     def include(m):
         path = ROOT / m["file"]
@@ -348,11 +382,194 @@ def on_page_markdown(markdown, page, config, files):
             raise PluginError(f"{page.file.src_uri}: include of a missing file {m['file']}")
         text = path.read_text()
         text = _section(text, m["section"], m["file"]) if m["section"] else text
-        return _relink(text, m["file"], page.file.src_uri)
+        text = _relink(text, m["file"], page.file.src_uri)
+        return claim_cards(text, page.file.src_uri) if m["file"].endswith("claims.md") else text
 
-    return _INCLUDE.sub(include, markdown)
+    markdown = _RUN.sub(lambda m: m[0] + "\n" + _run_and_show(m["code"], page.file.src_uri),
+                        _INCLUDE.sub(include, markdown))
+    if problems := table_problems(markdown):
+        raise PluginError(f"{page.file.src_uri}: table rows with the wrong number of cells "
+                          "(escape a | inside a cell as \\|):\n  " + "\n  ".join(problems))
+    return markdown
 
 
 def on_page_content(html, page, config, files):
     # docstrings use Sphinx roles (:func:`name`); on the site the code span alone reads better
-    return _ROLE.sub("<code>", html)
+    return render_maths(_ROLE.sub("<code>", html), page.file.src_uri)
+
+
+# ------------------------------------------------------------------------------------ maths
+
+#: what pymdownx.arithmatex (generic mode) leaves for a renderer: ``$x$`` and ``$$x$$``
+_MATHS = re.compile(r'<(?P<tag>span|div) class="arithmatex">\\[(\[](?P<tex>.*?)\\[)\]]'
+                    r"</(?P=tag)>", re.S)
+
+
+def render_maths(html: str, where: str = "page") -> str:
+    """Replace the formulas marked by ``pymdownx.arithmatex`` (``$…$`` inline, ``$$…$$`` display,
+    in pages and docstrings alike) by MathML, rendered at build time by ``latex2mathml``: the
+    browser draws it natively, with no script and no network (the site is browsable offline).
+    A formula the converter cannot read fails the build with the page and the formula."""
+    import html as html_lib
+
+    from latex2mathml.converter import convert
+
+    def render(m):
+        tex = html_lib.unescape(m["tex"]).strip()
+        try:
+            return convert(tex, display="block" if m["tag"] == "div" else "inline")
+        except Exception as e:  # noqa: BLE001 - the converter raises many kinds; name the formula
+            raise PluginError(f"{where}: cannot render the formula {tex!r}: {e}") from e
+
+    return _MATHS.sub(render, html)
+
+
+# ------------------------------------------------------------------- checks of what is built
+
+_CODE_SPAN = re.compile(r"(`+).*?\1")
+
+
+def _cells(row: str) -> list[str]:
+    """The cells of a Markdown table row; ``|`` inside code spans or escaped does not split."""
+    keep: list[str] = []
+
+    def hide(m):
+        keep.append(m.group(0))
+        return f"\0{len(keep) - 1}\0"
+
+    hidden = _CODE_SPAN.sub(hide, row.strip().replace("\\|", "\0e\0"))
+    cells = hidden.strip("|").split("|")
+    restore = re.compile("\0(e|\\d+)\0")
+    return [restore.sub(lambda m: "\\|" if m[1] == "e" else keep[int(m[1])], c).strip()
+            for c in cells]
+
+
+#: a claim's verdict at the paper's setting -> (admonition kind, words of its card's title)
+_VERDICT = {"yes": ("success", "holds at the paper's setting"),
+            "partly": ("warning", "holds on part of the paper's setting"),
+            "no": ("failure", "does not hold at the paper's setting")}
+
+
+def claim_cards(report: str, page_uri: str) -> str:
+    """The claims report's wide table as one card per claim (the table is a tall column at
+    normal widths): the verdict in the title, in words and colour (green / amber / red, each
+    with its own icon, so the words carry it without colour), the facts on one line, where it
+    fails below. The other tables of the report stay tables."""
+    up = "../" * page_uri.count("/")
+    out, header = [], None
+    for line in report.splitlines():
+        if not line.startswith("|"):
+            header = None
+            out.append(line)
+            continue
+        cells = _cells(line)
+        if header is None:
+            header = cells
+        if header[0] != "claim":
+            out.append(line)
+            continue
+        if cells is header or set(cells[0]) <= {"-", ":"}:
+            continue
+        name, source, experiment, verdict, effect, robust, boundary = cells
+        kind, words = _VERDICT.get(verdict, ("bug", f"failed to evaluate ({verdict})"))
+        where = (f"experiment [{experiment}]({up}gallery/{experiment}.md)"
+                 if experiment not in ("–", "") else "no experiment")
+        out += [f'!!! {kind} "{name.strip("`")}: {words}"',
+                f"    **{source}** · {where} · effect {effect} · "
+                + ("no robustness grid" if robust in ("–", "") else
+                   f"holds on {robust} of its robustness grid"), "",
+                f"    {boundary.replace(chr(92) + '|', '|')}", ""]
+    return "\n".join(out)
+
+
+def table_problems(markdown: str) -> list[str]:
+    """Rows of the Markdown tables of ``markdown`` whose cell count differs from their header's
+    (an unescaped ``|`` inside a cell splits it, and Python-Markdown drops the surplus cells
+    silently). Pipes inside code spans and escaped pipes do not separate cells."""
+    problems, header, fence = [], None, False
+    for number, line in enumerate(markdown.splitlines(), 1):
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        stripped = line.strip()
+        if fence or not stripped.startswith("|"):
+            header = None if not fence else header
+            continue
+        cells = _cells(stripped)
+        if header is None:
+            header = len(cells)
+        elif len(cells) != header:
+            problems.append(f"line {number}: {len(cells)} cells under a header of {header}: "
+                            f"{stripped[:100]}")
+    return problems
+
+
+
+class _Page:
+    """What the site check needs of one built HTML page: its ids, links and table rows."""
+
+    def __init__(self, text: str):
+        from html.parser import HTMLParser
+
+        self.ids, self.links, self.tables = set(), [], []
+        page = self
+
+        class Parser(HTMLParser):
+            def handle_starttag(self, tag, attrs):
+                attrs = dict(attrs)
+                if attrs.get("id"):
+                    page.ids.add(attrs["id"])
+                if tag == "a" and attrs.get("href"):
+                    page.links.append(attrs["href"])
+                elif tag == "table":
+                    page.tables.append([])
+                elif tag == "tr" and page.tables:
+                    page.tables[-1].append(0)
+                elif tag in ("td", "th") and page.tables and page.tables[-1]:
+                    page.tables[-1][-1] += int(attrs.get("colspan") or 1)
+
+        Parser().feed(text)
+
+
+def site_problems(site: Path) -> list[str]:
+    """What a reader of the built site ``site`` would find broken, one line each: maths left raw
+    (a Sphinx ``:math:`` role, a ``.. math::`` block, a formula the renderer did not reach), an
+    internal link to a missing page or to a missing anchor, a table whose rows have different
+    numbers of cells. ``tests/test_docs.py`` runs it over a fresh build."""
+    import html as html_lib
+    from urllib.parse import unquote, urlsplit
+
+    site = site.resolve()
+    pages = {p: p.read_text(errors="replace") for p in sorted(site.rglob("*.html"))}
+    parsed: dict[Path, _Page] = {}
+
+    def page_of(path: Path) -> _Page:
+        if path not in parsed:
+            parsed[path] = _Page(pages[path])
+        return parsed[path]
+
+    problems = []
+    for path, text in pages.items():
+        name = path.relative_to(site).as_posix()
+        visible = html_lib.unescape(re.sub(r"<[^>]+>", "", text))
+        for raw in (":math:", ".. math::", 'class="arithmatex"'):
+            if raw in (text if raw.startswith("class") else visible):
+                problems.append(f"{name}: raw maths ({raw})")
+        page = page_of(path)
+        for href in page.links:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc or href.startswith(("mailto:", "data:")):
+                continue
+            base = site if parts.path.startswith("/") else path.parent  # the 404 page's are
+            target = (base / unquote(parts.path).lstrip("/")).resolve() if parts.path else path
+            if target.is_dir() or (parts.path.endswith("/")):
+                target = target / "index.html"
+            if target not in pages:
+                if not target.exists():
+                    problems.append(f"{name}: link to a missing page {href}")
+                continue
+            if parts.fragment and unquote(parts.fragment) not in page_of(target).ids:
+                problems.append(f"{name}: link to a missing anchor {href}")
+        for table in page.tables:
+            if len(set(table)) > 1:
+                problems.append(f"{name}: a table with rows of {sorted(set(table))} cells")
+    return problems

@@ -28,7 +28,7 @@ s = sl.make_state(0.3, rng.dirichlet(np.ones(K)), rng.dirichlet(np.ones(M)))
 ver = sl.Verifier(0.1, 0.05)
 
 # %% [markdown]
-# ## Baseline drift (19)–(21) = generic `η J(P)² A`, pushed to (p, y, z) by (15)
+# ## Baseline drift (19)–(21) = generic η J(P)² A, pushed to (p, y, z) by (15)
 
 # %%
 gen = G.grpo_drift(s, eta=1.0, verifier=ver)

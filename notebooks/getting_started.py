@@ -66,7 +66,7 @@ fig.tight_layout()
 print("max |p_GRPO − p_G2| =", float(np.max(np.abs(sol.p - sol_g2.p))))
 
 # %% [markdown]
-# ## A phase portrait: many trajectories at once with `vmap`
+# ## A phase portrait: many trajectories at once with vmap
 
 # %%
 n = 12 if QUICK else 60

@@ -1,4 +1,5 @@
-"""Plotting helpers for simplex figures (ternary axes, streamlines, fixed points).
+"""Plotting helpers: trajectories of a solved system (:func:`plot_solution`), simplex figures
+(ternary axes, streamlines, fixed points), training curves and the group-size planner's report.
 
 Lives in the lab layer (:mod:`simplexlab.lab.plotting`); this module re-exports it.
 """
@@ -6,6 +7,9 @@ Lives in the lab layer (:mod:`simplexlab.lab.plotting`); this module re-exports 
 from .lab import (
     FIXED_POINT_STYLE,
     mark_fixed_points,
+    plot_plan,
+    plot_solution,
+    plot_training,
     simplex_grid,
     stream_on_simplex,
     ternary_axes,
@@ -16,6 +20,9 @@ from .lab import (
 __all__ = [
     "FIXED_POINT_STYLE",
     "mark_fixed_points",
+    "plot_plan",
+    "plot_solution",
+    "plot_training",
     "simplex_grid",
     "stream_on_simplex",
     "ternary_axes",

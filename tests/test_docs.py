@@ -73,6 +73,55 @@ def test_included_links_are_rewritten_for_the_page():
 
 
 @pytest.mark.skipif(not HAVE_DOCS, reason=NO_DOCS)
+def test_site_check_finds_what_a_reader_would_find_broken(tmp_path):
+    """The check run over every fresh build passes a sound site and names each injected fault:
+    raw maths (a Sphinx role, a ``.. math::`` block, a formula left unrendered), a link to a
+    missing page or anchor, a table row with a cell too few."""
+    hooks = _hooks()
+    sound = ('<h2 id="x">x</h2><a href="b.html#y">b</a> <a href="#x">x</a> <a href="/b.html">b</a>'
+             ' <a href="https://example.org/z">z</a><table><thead><tr><th>1</th><th>2</th></tr>'
+             "</thead><tr><td>1</td><td>2</td></tr><tr><td colspan=\"2\">1</td></tr></table>")
+    (tmp_path / "b.html").write_text('<h2 id="y">y</h2><math display="inline"><mi>x</mi></math>')
+    faults = {
+        "raw role": ("<p>:math:<code>x</code></p>", "raw maths (:math:)"),
+        "raw block": ("<p>.. math:: x</p>", "raw maths (.. math::)"),
+        "unrendered": ('<span class="arithmatex">\\(x\\)</span>', 'raw maths (class="arithmatex")'),
+        "missing page": ('<a href="c.html">c</a>', "link to a missing page c.html"),
+        "missing anchor": ('<a href="b.html#z">z</a>', "link to a missing anchor b.html#z"),
+        "broken row": ("<table><tr><th>1</th><th>2</th></tr><tr><td>1</td></tr></table>",
+                       "a table with rows of [1, 2] cells"),
+    }
+    (tmp_path / "index.html").write_text(sound)
+    assert hooks.site_problems(tmp_path) == []
+    for fault, (html, expected) in faults.items():
+        (tmp_path / "index.html").write_text(sound + html)
+        assert hooks.site_problems(tmp_path) == [f"index.html: {expected}"], fault
+
+
+@pytest.mark.skipif(not HAVE_DOCS, reason=NO_DOCS)
+def test_tables_and_maths_of_the_markdown():
+    """A ``|`` that splits a cell fails the build (Python-Markdown would drop the surplus cells
+    silently); pipes in code spans or escaped do not. ``$…$`` and ``$$…$$`` (pages and docstrings)
+    become MathML at build time, through the site's own Markdown extensions."""
+    import markdown
+
+    hooks = _hooks()
+    table = "| a | b |\n|---|---|\n| `x|y` | \\|z\\| |\n"
+    assert hooks.table_problems(table) == []
+    assert hooks.table_problems("text\n\n" + table + "| 1/|G| | 2 |\n") == [
+        "line 6: 4 cells under a header of 2: | 1/|G| | 2 |"]
+    assert hooks.table_problems("```\n| a |\n| b | c |\n```\n") == []
+    html = markdown.markdown("Inline $\\Delta z_i = \\eta\\,\\hat A_i$ and\n\n$$\n\\frac{a}{b}\n$$",
+                             extensions=["pymdownx.arithmatex"],
+                             extension_configs={"pymdownx.arithmatex": {"generic": True}})
+    rendered = hooks.render_maths(html)
+    assert rendered.count("<math") == 2 and 'display="block"' in rendered
+    assert "arithmatex" not in rendered and "\\Delta" not in rendered
+    assert "<mfrac><mrow><mi>a</mi></mrow><mrow><mi>b</mi></mrow></mfrac>" in rendered
+    assert "&#x00394;" in rendered  # the Δ
+
+
+@pytest.mark.skipif(not HAVE_DOCS, reason=NO_DOCS)
 @pytest.mark.slow
 def test_site_builds(tmp_path):
     site = tmp_path / "site"
@@ -100,3 +149,9 @@ def test_site_builds(tmp_path):
         assert (site / "gallery" / "figures" / png.name).is_file(), png.name
         assert f"figures/{png.name}" in gallery, png.name
     assert "simplexlab reproduce" in gallery and "--full" in gallery
+    # nothing a reader would find broken: raw maths, dead links or anchors, ragged tables
+    assert hooks.site_problems(site) == []
+    assert "<math" in (site / "api" / "theory.html").read_text()
+    # the home page: the install line, and the example's figure, drawn by this build
+    home = (site / "index.html").read_text()
+    assert "python -m pip install -e ." in home and 'alt="the example\'s output"' in home

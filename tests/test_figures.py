@@ -203,3 +203,55 @@ def test_a_figure_without_a_registered_claim_says_so(tmp_path):
 
     assert claim_lines("finite-group-zoo", tmp_path) == [NO_CLAIM]
     assert claim_lines("collision", tmp_path) == [NOT_EVALUATED]
+
+
+def test_plot_solution_draws_the_trajectories_it_is_given(tmp_path):
+    """Each quantity's panel holds exactly the finite save points of each solution (a run that
+    stopped early leaves non-finite ones), one line per trajectory of a batch and per mode of
+    ``y``, in the method's registered colour and name; the legend sits inside the figure, so a
+    plain ``savefig`` keeps it; an unknown quantity is refused by name."""
+    from types import SimpleNamespace
+
+    import matplotlib.colors as mcolors
+    import numpy as np
+
+    from simplexlab.lab.plotting import METHOD_STYLES, plot_solution
+
+    t = np.array([0.0, 1.0, 2.0, np.inf])
+    y = np.array([[0.5, 0.5], [0.6, 0.4], [0.7, 0.3], [np.inf, np.inf]])
+    one = SimpleNamespace(t=t, p=np.array([0.5, 0.4, 0.3, np.inf]), y=y, L_y=(y ** 2).sum(-1))
+    batch = SimpleNamespace(t=np.stack([t, t + 1]), p=np.ones((2, 4)) * 0.2,
+                            y=np.stack([y, y]), L_y=np.stack([(y ** 2).sum(-1)] * 2))
+    fig = plot_solution({"grpo": one, "mine": batch})
+    ax_p, ax_l, ax_y = fig.axes[:3]
+    grpo_lines = [ln for ln in ax_p.get_lines()
+                  if mcolors.same_color(ln.get_color(), METHOD_STYLES["grpo"].color)]
+    assert len(grpo_lines) == 1 and np.allclose(grpo_lines[0].get_xydata(),
+                                                 [[0, 0.5], [1, 0.4], [2, 0.3]])
+    assert len(ax_p.get_lines()) == 1 + 2 and len(ax_y.get_lines()) == 2 + 2 * 2
+    assert np.allclose(ax_l.get_lines()[0].get_ydata(), [0.5, 0.52, 0.58])
+    labels = [tx.get_text() for tx in ax_p.get_legend().get_texts()]
+    assert labels == [METHOD_STYLES["grpo"].name, "mine"]
+    fig.savefig(tmp_path / "s.png")
+    box = ax_p.get_legend().get_window_extent()
+    assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1)
+    with pytest.raises(ValueError, match="'q'"):
+        plot_solution(one, quantities=("p", "q"))
+
+
+def test_plot_training_draws_predictions_alone_and_keeps_its_legend_on_a_plain_savefig():
+    """Predictions without measurements are drawn (three panels, one dashed line each), and a
+    plain ``savefig`` keeps the legend that sits below the panels (tight bounding box)."""
+    import matplotlib
+
+    from simplexlab.lab.plotting import plot_training
+
+    steps = np.arange(5)
+    fig = plot_training({}, {"grpo": {"step": steps, "p": steps * 0.1, "L_y": steps * 0.2,
+                                      "K_hat": steps * 1.0}})
+    try:
+        assert [len(ax.get_lines()) for ax in fig.axes] == [1, 1, 1]
+        assert np.allclose(fig.axes[1].get_lines()[0].get_ydata(), steps * 0.2)
+        assert matplotlib.rcParams["savefig.bbox"] == "tight"
+    finally:
+        plt.close(fig)

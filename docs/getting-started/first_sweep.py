@@ -3,7 +3,7 @@
 #
 # A sweep is a grid over parameters and seeds of a simulator (or of the mean-field ODEs),
 # run in chunks sharded over every device, cached so that an interrupted run resumes, and
-# returned as an `xarray.Dataset` ([how it works](../concepts/sweeps.md)). Here: the F-GRPO
+# returned as an `xarray.Dataset` ([how it works](../concepts/sweeps.html)). Here: the F-GRPO
 # App. J categorical policy on 2,000 actions, group size × focal γ, two seeds.
 
 # %%

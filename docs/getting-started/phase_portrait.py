@@ -3,7 +3,7 @@
 #
 # A prompt's policy over `K` good and `M` bad modes is `P = ((1 − p) y, p z)`: bad mass `p`,
 # within-good composition `y`, within-bad composition `z` (G²RPO §3,
-# [the coordinates](../concepts/coordinates.md)). Under GRPO the good composition follows the
+# [the coordinates](../concepts/coordinates.html)). Under GRPO the good composition follows the
 # collision field `V(y) = y ⊙ y − ‖y‖² y`, which concentrates the mass on one mode.
 
 # %%

@@ -64,6 +64,7 @@ _LAZY = {
     "use_style": "plotting",
     "mark_fixed_points": "plotting",
     "plot_plan": "plotting",
+    "plot_solution": "plotting",
     "plot_training": "plotting",
     "simplex_grid": "plotting",
     "stream_on_simplex": "plotting",

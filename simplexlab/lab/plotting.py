@@ -30,6 +30,7 @@ __all__ = [
     "use_style",
     "mark_fixed_points",
     "plot_plan",
+    "plot_solution",
     "plot_training",
     "simplex_grid",
     "stream_on_simplex",
@@ -100,11 +101,14 @@ FONT_SIZES = {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10,
 
 
 def use_style() -> None:
-    """Set the lab's font sizes (:data:`FONT_SIZES`) and the Agg backend; call before drawing."""
+    """Set the lab's font sizes (:data:`FONT_SIZES`), a tight bounding box for ``savefig`` (so a
+    plain ``fig.savefig`` keeps a legend placed outside the axes) and the Agg backend; call
+    before drawing."""
     import matplotlib
 
     matplotlib.use("Agg")
     matplotlib.rcParams.update(FONT_SIZES)
+    matplotlib.rcParams["savefig.bbox"] = "tight"
 
 
 def legend_outside(target, *, where: str = "right", handles=None, labels=None, ncol: int = 1,
@@ -267,6 +271,59 @@ def mark_fixed_points(ax, fixed_points, *, size: float = 60.0, legend: bool = Fa
 
 
 #: ``(history key, panel title, y-axis label)`` of :func:`plot_training`
+#: what :func:`plot_solution` can draw: a ``Solution`` attribute -> its panel title
+SOLUTION_PANELS = {"p": "bad mass p", "L_y": "concentration L_y = ||y||²",
+                   "L_z": "concentration L_z = ||z||²", "K_eff": "effective good modes 1/L_y",
+                   "y": "good composition y_j", "z": "bad composition z_j"}
+
+
+def plot_solution(solutions, *, quantities=("p", "L_y", "y"), title: str = ""):
+    """Trajectories of :func:`simplexlab.theory.solve` against physical time ``t``, one panel per
+    quantity (``"p"``, ``"L_y"``, ``"L_z"``, ``"K_eff"``, or ``"y"`` / ``"z"``: one line per
+    mode). ``solutions``: one ``Solution`` or ``{label: Solution}``, each labelled in the legend
+    (a method name of :data:`METHOD_STYLES`, e.g. ``"grpo"``, draws in that method's colour);
+    a vmapped ``Solution`` draws every trajectory of its batch thinly. Save points after a run
+    stopped early (non-finite) are left out. The legend sits inside the first panel, so a plain
+    ``fig.savefig`` keeps it. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    unknown = [q for q in quantities if q not in SOLUTION_PANELS]
+    if unknown or not quantities:
+        raise ValueError(f"quantities {list(quantities)}: each one of {list(SOLUTION_PANELS)}")
+    solutions = solutions if isinstance(solutions, dict) else {"": solutions}
+    use_style()
+    fig, axes = plt.subplots(1, len(quantities), figsize=(4.6 * len(quantities), 3.8),
+                             squeeze=False)
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, sol) in enumerate(solutions.items()):
+        color = METHOD_STYLES[label].color if label in METHOD_STYLES else cycle[i % len(cycle)]
+        t = np.asarray(sol.t, float).reshape(-1, np.shape(sol.t)[-1])  # (batch, save points)
+        one = len(t) == 1
+        for ax, q in zip(axes[0], quantities, strict=True):
+            per_mode = q in ("y", "z")
+            v = np.asarray(getattr(sol, q), float)
+            v = v.reshape(len(t), t.shape[1], -1)  # (batch, save points, lines)
+            for b in range(len(t)):
+                for j in range(v.shape[-1]):
+                    ok = np.isfinite(t[b]) & np.isfinite(v[b, :, j])
+                    shown = METHOD_STYLES[label].name if label in METHOD_STYLES else label
+                    name = f"{shown} {q}_{j + 1}".strip() if per_mode else shown
+                    ax.plot(t[b, ok], v[b, ok, j], color=color, lw=1.8 if one else 0.7,
+                            alpha=1.0 if one else 0.5,
+                            ls=("-", "--", ":", "-.")[j % 4] if per_mode else "-",
+                            label=name if b == 0 and name else None)
+            ax.set_title(SOLUTION_PANELS[q])
+            ax.set_xlabel("time t")
+            ax.grid(alpha=0.3)
+    for ax, q in zip(axes[0], quantities, strict=True):
+        if q in ("y", "z") or (ax is axes[0][0] and any(solutions)):
+            ax.legend(fontsize=7 if q in ("y", "z") else 8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 TRAINING_PANELS = (("p", "bad mass p (1 − accuracy)", "bad mass p (probability)"),
                    ("L_y", "concentration L_y = ||y||²", "L_y (1/K uniform … 1 one mode)"),
                    ("K_hat", "good modes K̂ (y_j > {threshold:g})", "K̂ (number of modes)"))
@@ -291,21 +348,23 @@ def plot_training(histories: dict, predictions: dict | None = None, *, K: int | 
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.8))
     banded = False
     for ax, (key, name, ylabel) in zip(axes, TRAINING_PANELS, strict=True):
-        for m, runs in histories.items():
+        for m in {**histories, **(predictions or {})}:  # a prediction alone is drawn too
+            runs = histories.get(m, [])
             rule, _, variant = m.partition("-")
             style = method_style(rule)
             if variant:  # the same rule another way: its colour, dotted
                 style = dataclasses.replace(style, ls=":")
             rows = [[r for r in h if key in r] for h in runs]
-            steps = np.asarray([r["step"] for r in rows[0]], float)
-            v = np.asarray([[r[key] for r in h] for h in rows], float)
-            n = len(v)
-            ax.plot(steps, v.mean(0), color=style.color, ls=style.ls, lw=2,
-                    label=f"{labels.get(m, style.name)} (measured, "
-                          f"{'mean of ' if n > 1 else ''}{n} seed{'s' * (n > 1)})")
-            if n > 1:
-                ax.fill_between(steps, v.min(0), v.max(0), color=style.color, alpha=0.2, lw=0)
-                banded = True
+            if runs:
+                steps = np.asarray([r["step"] for r in rows[0]], float)
+                v = np.asarray([[r[key] for r in h] for h in rows], float)
+                n = len(v)
+                ax.plot(steps, v.mean(0), color=style.color, ls=style.ls, lw=2,
+                        label=f"{labels.get(m, style.name)} (measured, "
+                              f"{'mean of ' if n > 1 else ''}{n} seed{'s' * (n > 1)})")
+                if n > 1:
+                    ax.fill_between(steps, v.min(0), v.max(0), color=style.color, alpha=0.2, lw=0)
+                    banded = True
             if predictions and m in predictions:
                 pr = predictions[m]
                 ax.plot(pr["step"], pr[key], color=style.color, ls="--", lw=1.5,

@@ -44,7 +44,6 @@ from ..theory.internal import SCHEDULE_KINDS, check_kind
 
 __all__ = ["G2RPOConfig", "GainSchedule", "RampedGain"]
 
-_MISSING = object()
 
 #: bounds of the safeguards: ``name -> (bad(value), what it must be)``
 _BOUNDS = {
@@ -224,15 +223,15 @@ class G2RPOConfig(GainSchedule):
 
     _KIND: ClassVar[str] = "schedule"
 
-    def __init__(self, *, schedule="B", gain=_MISSING, verifier=None, **settings):
-        gain = deprecated_alias(settings, "lam0", "gain", "G2RPOConfig", gain, _MISSING)
+    def __init__(self, *, schedule="B", gain=1.5, verifier=None, **settings):
+        gain = deprecated_alias(settings, "lam0", "gain", "G2RPOConfig", gain, 1.5)
         unknown = sorted(k for k in settings if k not in self.FIELDS or k == "kind")
         if unknown:  # the kind is ``schedule`` here
             raise TypeError(f"G2RPOConfig() got unexpected keyword argument(s) {unknown}")
         for f in dataclasses.fields(GainSchedule):
             setattr(self, f.name, settings.get(f.name, f.default))
         self.kind = schedule
-        self.gain = 1.5 if gain is _MISSING else gain
+        self.gain = gain
         self.verifier = Verifier() if verifier is None else verifier
 
     @property

@@ -93,8 +93,6 @@ __all__ = [
     "sample_counts",
 ]
 
-_MISSING = object()
-
 
 def _check_finite_scalar(value, name: str):
     check_real(value, name)
@@ -161,7 +159,7 @@ class CategoricalPolicy(eqx.Module):
                              f"r_correct={self.r_correct!r}, r_wrong={self.r_wrong!r}")
 
     def correct_mask(self):
-        """Boolean ``(A,)`` mask of the correct set :math:`\\mathcal A_+`."""
+        """Boolean ``(A,)`` mask of the correct set $\\mathcal A_+$."""
         return jnp.arange(self.num_actions) < self.num_correct
 
     def initial_logits(self, dtype=None):
@@ -223,14 +221,14 @@ class CategoricalConfig(eqx.Module):
     eta: float = eqx.field(default=1e-2, kw_only=True)
     dtype: Any = eqx.field(default=None, kw_only=True, static=True)
 
-    def __init__(self, *, policy=_MISSING, group_size=None, advantage=mean_shifted_advantages,
+    def __init__(self, *, policy=None, group_size=None, advantage=mean_shifted_advantages,
                  focal_gamma=0.0, surrogate="probability", reduction="mean", optimizer=optax.sgd,
-                 eta=_MISSING, dtype=None, max_group_size=None, sampler="auto", **kwargs):
-        eta = deprecated_alias(kwargs, "learning_rate", "eta", "CategoricalConfig", eta, _MISSING)
+                 eta=1e-2, dtype=None, max_group_size=None, sampler="auto", **kwargs):
+        eta = deprecated_alias(kwargs, "learning_rate", "eta", "CategoricalConfig", eta, 1e-2)
         if kwargs:
             raise TypeError(f"CategoricalConfig() got unexpected keyword argument(s) "
                             f"{sorted(kwargs)}")
-        self.policy = CategoricalPolicy() if policy is _MISSING else policy
+        self.policy = CategoricalPolicy() if policy is None else policy
         if group_size is None:  # the default: 8, or the bound when one is given
             group_size = 8 if max_group_size is None else max_group_size
         self.group_size = group_size
@@ -244,7 +242,7 @@ class CategoricalConfig(eqx.Module):
         self.surrogate = surrogate
         self.reduction = reduction
         self.optimizer = optimizer
-        self.eta = 1e-2 if eta is _MISSING else eta
+        self.eta = eta
         self.dtype = dtype
 
     @property

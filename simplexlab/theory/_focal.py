@@ -10,7 +10,7 @@ __all__ = ["focal_weight"]
 
 
 def focal_weight(mu_hat, gamma):
-    r"""Difficulty weight :math:`g(x) = (1 - \hat\mu_{pos}(x))^\gamma`, F-GRPO eq. (15).
+    r"""Difficulty weight $g(x) = (1 - \hat\mu_{pos}(x))^\gamma$, F-GRPO eq. (15).
 
     ``mu_hat`` is the empirical success rate of the group, in ``[0, 1]``; ``gamma >= 0``.
     ``gamma = 0`` gives ``g = 1`` (plain GRPO). F-GRPO eq. (16) multiplies the group's advantages

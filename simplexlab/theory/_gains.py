@@ -24,8 +24,6 @@ from ._verifier import Verifier
 __all__ = ["SCHEDULE_KINDS", "AbstractGain", "ConstantGain", "ScheduleA", "ScheduleB",
            "check_kind"]
 
-_MISSING = object()
-
 
 class AbstractGain(eqx.Module):
     """Base class: ``__call__(t, p, L_y, L_z, K, verifier)`` returns the gain ``λ``."""
@@ -45,13 +43,13 @@ class _OneGain(AbstractGain):
     _old_name: ClassVar[str] = ""
     _symbol: ClassVar[str] = "λ"
 
-    def __init__(self, gain=_MISSING, **kwargs):
+    def __init__(self, gain=None, **kwargs):
         cls = type(self).__name__
-        gain = deprecated_alias(kwargs, self._old_name, "gain", cls, gain, _MISSING)
+        gain = deprecated_alias(kwargs, self._old_name, "gain", cls, gain, None)
         if kwargs:
             raise TypeError(f"{cls}() got unexpected keyword argument(s) {sorted(kwargs)}")
-        if gain is _MISSING:
-            raise TypeError(f"{cls}() missing its argument 'gain' ({self._symbol})")
+        if gain is None:
+            raise ValueError(f"{cls}.gain ({self._symbol}) is required, a finite number; got None")
         self.gain = gain
 
     def __check_init__(self):

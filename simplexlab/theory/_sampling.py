@@ -1,18 +1,18 @@
 r"""Sampling theory of group-relative RLVR updates (F-GRPO §3, App. A–E, Fig. 3).
 
 Trajectory level (F-GRPO §3.1, Lemma 3.1, App. A): with ``N`` i.i.d. rollouts, success probability
-``mu`` (:math:`\mu_{pos}`) and rare-correct mass ``tau`` (:math:`0 \le \tau \le \mu`),
+``mu`` ($\mu_{pos}$) and rare-correct mass ``tau`` ($0 \le \tau \le \mu$),
 
-- activity :math:`\Pr(\mathcal A_N) = 1 - \mu^N - (1-\mu)^N` (F-GRPO eq. 9 and the line after it);
-- tail-miss :math:`\Pr(\mathcal B_\tau) = (1-\tau)^N - (\mu-\tau)^N - (1-\mu)^N` (F-GRPO eq. 11).
+- activity $\Pr(\mathcal A_N) = 1 - \mu^N - (1-\mu)^N$ (F-GRPO eq. 9 and the line after it);
+- tail-miss $\Pr(\mathcal B_\tau) = (1-\tau)^N - (\mu-\tau)^N - (1-\mu)^N$ (F-GRPO eq. 11).
 
 Both are evaluated in log space without cancellation, using two exact rewritings:
 
-1. :math:`1 - a^N - b^N = a(1 - a^{N-1}) + b(1 - b^{N-1})` whenever :math:`a + b = 1`; both terms
-   are non-negative for :math:`N \ge 1`, so the sum (``logaddexp``) never cancels, and
-   :math:`1 - a^{N-1} = -\mathrm{expm1}((N-1)\log a)` is accurate even for ``N`` near 1.
-2. :math:`\Pr(\mathcal B_\tau) = (1-\tau)^N \cdot \Pr(\mathcal A_N)\big|_{\mu \to u}` with
-   :math:`u = (\mu-\tau)/(1-\tau)`, :math:`1-u = (1-\mu)/(1-\tau)`: the tail-miss probability is the
+1. $1 - a^N - b^N = a(1 - a^{N-1}) + b(1 - b^{N-1})$ whenever $a + b = 1$; both terms
+   are non-negative for $N \ge 1$, so the sum (``logaddexp``) never cancels, and
+   $1 - a^{N-1} = -\mathrm{expm1}((N-1)\log a)$ is accurate even for ``N`` near 1.
+2. $\Pr(\mathcal B_\tau) = (1-\tau)^N \cdot \Pr(\mathcal A_N)\big|_{\mu \to u}$ with
+   $u = (\mu-\tau)/(1-\tau)$, $1-u = (1-\mu)/(1-\tau)$: the tail-miss probability is the
    coverage factor times the activity of the rare-excluded conditional success rate ``u``.
    ``log u`` and ``log(1-u)`` are each formed from whichever of ``u``/``1-u`` is small, so no
    ``1 - (1 - small)`` rounding enters.
@@ -154,7 +154,7 @@ def _log_split(mu, tau):
 
 @renamed_kwargs(n="group_size")
 def log_activity(mu, group_size, *, continuous: bool = False):
-    r"""``log Pr(A_N)``, :math:`\Pr(\mathcal A_N) = 1 - \mu^N - (1-\mu)^N` (F-GRPO eq. 9).
+    r"""``log Pr(A_N)``, $\Pr(\mathcal A_N) = 1 - \mu^N - (1-\mu)^N$ (F-GRPO eq. 9).
 
     The probability that a group of ``N = group_size`` i.i.d. binary-reward rollouts with success
     probability ``mu`` is not all-correct and not all-incorrect (GRPO advantages are non-zero).
@@ -175,7 +175,7 @@ def _log_activity_core(mu, n):
 
 @renamed_kwargs(n="group_size")
 def activity(mu, group_size, *, continuous: bool = False):
-    r"""Activity :math:`\Pr(\mathcal A_N) = 1 - \mu^N - (1-\mu)^N` (F-GRPO eq. 9); see
+    r"""Activity $\Pr(\mathcal A_N) = 1 - \mu^N - (1-\mu)^N$ (F-GRPO eq. 9); see
     :func:`log_activity`."""
     return jnp.exp(log_activity(mu, group_size, continuous=continuous))
 
@@ -183,9 +183,9 @@ def activity(mu, group_size, *, continuous: bool = False):
 @renamed_kwargs(n="group_size")
 def log_tail_miss(mu, tau, group_size, *, continuous: bool = False):
     r"""``log Pr(B_tau)``, F-GRPO Lemma 3.1 eq. (11):
-    :math:`\Pr(\mathcal B_\tau) = (1-\tau)^N - (\mu-\tau)^N - (1-\mu)^N`.
+    $\Pr(\mathcal B_\tau) = (1-\tau)^N - (\mu-\tau)^N - (1-\mu)^N$.
 
-    :math:`\mathcal B_\tau` is the event that the group is active (mixed rewards) *and* no rollout
+    $\mathcal B_\tau$ is the event that the group is active (mixed rewards) *and* no rollout
     falls in the rare-correct region of mass ``tau``. Computed as
     ``N log(1-tau) + log Pr(A_N)|_{mu -> u}``, ``u = (mu-tau)/(1-tau)`` (see module docstring);
     accurate to ~1e-13 relative for ``N`` up to 2^20 and beyond, ``tau`` down to 1e-300, and it
@@ -209,7 +209,7 @@ def _log_tail_miss_core(mu, tau, n):
 
 @renamed_kwargs(n="group_size")
 def tail_miss(mu, tau, group_size, *, continuous: bool = False):
-    r"""Tail-miss probability :math:`\Pr(\mathcal B_\tau)`, F-GRPO Lemma 3.1 eq. (11); see
+    r"""Tail-miss probability $\Pr(\mathcal B_\tau)$, F-GRPO Lemma 3.1 eq. (11); see
     :func:`log_tail_miss`."""
     return jnp.exp(log_tail_miss(mu, tau, group_size, continuous=continuous))
 
@@ -230,8 +230,8 @@ class TailMissPeak(NamedTuple):
 def _dlog_gap(log_u, log_v, log_1m_tau, log_n):
     r"""``log(-d/dN log Pr(A_N)|_u) - log(-log(1-tau))`` at ``N = exp(log_n)``.
 
-    :math:`\frac{d}{dN}\log\Pr(\mathcal B_\tau) = \log(1-\tau) + \frac{-u^N\log u - v^N \log v}
-    {\Pr(\mathcal A_N)|_u}`; its sign equals the sign of this gap. Both numerator terms are
+    $\frac{d}{dN}\log\Pr(\mathcal B_\tau) = \log(1-\tau) + \frac{-u^N\log u - v^N \log v}
+    {\Pr(\mathcal A_N)|_u}$; its sign equals the sign of this gap. Both numerator terms are
     positive, so the numerator is a ``logaddexp``.
     """
     n = jnp.exp(log_n)
@@ -240,9 +240,9 @@ def _dlog_gap(log_u, log_v, log_1m_tau, log_n):
 
 
 def tail_miss_peak(mu, tau, *, iters: int = 200) -> TailMissPeak:
-    r"""Group size maximising :math:`\Pr(\mathcal B_\tau)` (F-GRPO §3.1, Fig. 2 stars, Fig. 5).
+    r"""Group size maximising $\Pr(\mathcal B_\tau)$ (F-GRPO §3.1, Fig. 2 stars, Fig. 5).
 
-    Bisection in ``log N`` on the sign of :math:`\frac{d}{dN}\log\Pr(\mathcal B_\tau)`, which is
+    Bisection in ``log N`` on the sign of $\frac{d}{dN}\log\Pr(\mathcal B_\tau)$, which is
     ``+inf`` at ``N = 1`` (``Pr = 0`` there) and tends to ``log(1 - tau) < 0`` as ``N -> inf``;
     the bracket is ``[1, e^160]``. Uniqueness of the root (one sign change) is checked by the
     test-suite on a dense ``(mu, tau)`` grid, not assumed. Requires ``0 < tau < mu < 1``.
@@ -310,19 +310,21 @@ def _check_policy(pi, correct):
 
 @renamed_kwargs(n="group_size")
 def conditional_sampled_masses(pi, correct, group_size, k):
-    r"""F-GRPO Lemma B.1, eqs. (18)–(19): :math:`E[P_{pos}\mid X=k]` and
-    :math:`E[P_{neg}\mid X=k]`.
+    r"""F-GRPO Lemma B.1, eqs. (18)–(19): $E[P_{pos}\mid X=k]$ and
+    $E[P_{neg}\mid X=k]$.
 
     ``pi``: one policy over the action set, shape ``(A,)`` (``vmap`` for batches); ``correct``:
     boolean mask of correct actions; ``group_size``: the group size ``N`` (an integer >= 1);
     ``k``: number of correct rollouts, an integer ``0 <= k <= N``, any shape (the results have
-    ``k``'s shape). :math:`P_{pos}` (:math:`P_{neg}`)
+    ``k``'s shape). $P_{pos}$ ($P_{neg}$)
     is the policy mass of the *distinct* sampled correct (incorrect) actions.
 
-    .. math:: E[P_{pos}\mid X=k] = \sum_{o\in\mathcal C}\pi(o)\,(1-(1-q_{pos}(o))^k),\quad
-              q_{pos} = \pi/\mu_{pos},
+    $$
+      E[P_{pos}\mid X=k] = \sum_{o\in\mathcal C}\pi(o)\,(1-(1-q_{pos}(o))^k),\quad
+      q_{pos} = \pi/\mu_{pos},
+    $$
 
-    and likewise for :math:`P_{neg}` with :math:`q_{neg} = \pi/(1-\mu_{pos})` and ``n - k``.
+    and likewise for $P_{neg}$ with $q_{neg} = \pi/(1-\mu_{pos})$ and ``n - k``.
     """
     pi, correct = _check_policy(pi, correct)
     if pi.ndim != 1:
@@ -354,8 +356,8 @@ def _cond_masses_core(pi, correct, n, k):
 
 @renamed_kwargs(n="group_size")
 def conditional_baseline(pi, correct, group_size, k, r_correct=1.0, r_wrong=-1.0):
-    r"""F-GRPO Corollary B.2: :math:`E[S_R\mid X=k] = R_c E[P_{pos}\mid X=k] + R_w
-    E[P_{neg}\mid X=k]` (eq. 17 and Lemma B.1); non-decreasing in ``k`` when ``R_c > R_w``,
+    r"""F-GRPO Corollary B.2: $E[S_R\mid X=k] = R_c E[P_{pos}\mid X=k] + R_w
+    E[P_{neg}\mid X=k]$ (eq. 17 and Lemma B.1); non-decreasing in ``k`` when ``R_c > R_w``,
     ``R_w <= 0``."""
     rc, rw = _check_rewards(r_correct, r_wrong)
     e_pos, e_neg = conditional_sampled_masses(pi, correct, group_size, k)
@@ -397,8 +399,8 @@ def _check_rewards(r_correct, r_wrong):
 
 def batch_statistics(pi, correct, sampled, r_correct=1.0, r_wrong=-1.0) -> CategoricalBatch:
     r"""Sampled/unsampled masses and second moments of F-GRPO §2.3 for a policy ``pi`` (last
-    axis), a boolean ``correct`` mask (the set :math:`\mathcal P`) and a boolean ``sampled`` mask
-    (the distinct sampled set :math:`A \cup B`). :math:`S_R = R_c P_{pos} + R_w P_{neg}`."""
+    axis), a boolean ``correct`` mask (the set $\mathcal P$) and a boolean ``sampled`` mask
+    (the distinct sampled set $A \cup B$). $S_R = R_c P_{pos} + R_w P_{neg}$."""
     pi, correct, sampled = _check_batch(pi, correct, sampled)
     rc, rw = _check_rewards(r_correct, r_wrong)
     return _batch_stats_core(pi, correct, sampled, rc, rw)
@@ -447,8 +449,8 @@ def _categorical(core):
 @_categorical
 @jax.jit
 def logit_update(pi, correct, sampled, n, eta, rc, rw):
-    r"""One-step logit update, F-GRPO eq. (7): :math:`\Delta z_i = \frac{\eta}{N} p_i (R_i - S_R)`,
-    with :math:`R_i = R_c` on sampled correct, :math:`R_w` on sampled incorrect and 0 on unsampled
+    r"""One-step logit update, F-GRPO eq. (7): $\Delta z_i = \frac{\eta}{N} p_i (R_i - S_R)$,
+    with $R_i = R_c$ on sampled correct, $R_w$ on sampled incorrect and 0 on unsampled
     actions. Arguments: ``(pi, correct, sampled, group_size, eta=1, r_correct=1, r_wrong=-1)``."""
     st = _batch_stats_core(pi, correct, sampled, rc, rw)
     r = jnp.where(sampled, jnp.where(correct, rc, rw), 0.0)
@@ -460,8 +462,10 @@ def logit_update(pi, correct, sampled, n, eta, rc, rw):
 def mass_balance(pi, correct, sampled, n, eta, rc, rw):
     r"""First-order change of the correct mass, F-GRPO eq. (8) (Hu et al. 2025):
 
-    .. math:: \Delta Q_{pos} = \frac{\eta}{N}\Big[(R_c - S_R) Q_{neg} A_2 + (S_R - R_w) Q_{pos} B_2
-              + S_R (Q_{pos} U_{neg,2} - Q_{neg} U_{pos,2})\Big].
+    $$
+      \Delta Q_{pos} = \frac{\eta}{N}\Big[(R_c - S_R) Q_{neg} A_2 + (S_R - R_w) Q_{pos} B_2
+      + S_R (Q_{pos} U_{neg,2} - Q_{neg} U_{pos,2})\Big].
+    $$
 
     Arguments: ``(pi, correct, sampled, group_size, eta=1, r_correct=1, r_wrong=-1)``;
     ``sampled`` is the boolean mask of distinct sampled actions.
@@ -476,8 +480,10 @@ def mass_balance(pi, correct, sampled, n, eta, rc, rw):
 def unsampled_correct_change(pi, correct, sampled, n, eta, rc, rw):
     r"""First-order change of the unsampled-correct mass, F-GRPO Proposition 3.2, eq. (13):
 
-    .. math:: \Delta Q_{u,pos} = \frac{\eta}{N}\Big[-S_R U_{pos,2} - Q_{u,pos}\big((R_c - S_R) A_2
-              + (R_w - S_R) B_2 - S_R U_2\big)\Big],\quad U_2 = U_{pos,2} + U_{neg,2}.
+    $$
+      \Delta Q_{u,pos} = \frac{\eta}{N}\Big[-S_R U_{pos,2} - Q_{u,pos}\big((R_c - S_R) A_2
+      + (R_w - S_R) B_2 - S_R U_2\big)\Big],\quad U_2 = U_{pos,2} + U_{neg,2}.
+    $$
 
     Arguments: ``(pi, correct, sampled, group_size, eta=1, r_correct=1, r_wrong=-1)``.
     """
@@ -495,10 +501,10 @@ def unsampled_correct_change(pi, correct, sampled, n, eta, rc, rw):
 def grpo_advantage_magnitude(mu):
     r"""Population-limit GRPO advantage magnitudes for binary rewards (F-GRPO Fig. 3, eq. 4).
 
-    With success probability ``mu`` the reward has mean :math:`R_w + \mu(R_c-R_w)` and standard
-    deviation :math:`(R_c-R_w)\sqrt{\mu(1-\mu)}`, so the z-scored advantage is
-    :math:`|\hat A| = \sqrt{(1-\mu)/\mu}` for a correct rollout and
-    :math:`\sqrt{\mu/(1-\mu)}` for an incorrect one, independent of :math:`R_c > R_w`. This is
+    With success probability ``mu`` the reward has mean $R_w + \mu(R_c-R_w)$ and standard
+    deviation $(R_c-R_w)\sqrt{\mu(1-\mu)}$, so the z-scored advantage is
+    $|\hat A| = \sqrt{(1-\mu)/\mu}$ for a correct rollout and
+    $\sqrt{\mu/(1-\mu)}$ for an incorrect one, independent of $R_c > R_w$. This is
     the infinite-group limit, not the sample z-score of a finite group. Returns
     ``(correct, incorrect)``; ``mu`` in ``(0, 1)``.
     """
@@ -509,10 +515,10 @@ def grpo_advantage_magnitude(mu):
 
 
 def focal_scaled_advantage(mu, gamma):
-    r"""F-GRPO Fig. 3: :math:`g\cdot|\hat A^{GRPO}|` with :math:`g = (1-\mu)^\gamma` (eq. 15–16),
+    r"""F-GRPO Fig. 3: $g\cdot|\hat A^{GRPO}|$ with $g = (1-\mu)^\gamma$ (eq. 15–16),
     evaluated at the population success rate (``mu_hat -> mu``). Returns ``(correct,
-    incorrect)``: :math:`(1-\mu)^{\gamma+1/2}\mu^{-1/2}` and
-    :math:`(1-\mu)^{\gamma-1/2}\mu^{1/2}`."""
+    incorrect)``: $(1-\mu)^{\gamma+1/2}\mu^{-1/2}$ and
+    $(1-\mu)^{\gamma-1/2}\mu^{1/2}$."""
     a_c, a_w = grpo_advantage_magnitude(mu)
     g = focal_weight(_float(mu), gamma)
     return g * a_c, g * a_w

@@ -1,41 +1,41 @@
 r"""Sharpening-collapse theory (SC §2, App. A–G).
 
 - Theorem 2.2 (eq. 4): batch-optimal policy
-  :math:`\hat\pi(o_i) \propto \pi_{ref}(o_i)\exp(N_i A_i/(\beta G))` and its partition function
-  :math:`Z'(q)`;
-- Theorem 2.3: the lower bounds on :math:`Z'(q)` (general advantages; normalised binary
-  advantages with the probability gap :math:`\Delta_\pi`);
+  $\hat\pi(o_i) \propto \pi_{ref}(o_i)\exp(N_i A_i/(\beta G))$ and its partition function
+  $Z'(q)$;
+- Theorem 2.3: the lower bounds on $Z'(q)$ (general advantages; normalised binary
+  advantages with the probability gap $\Delta_\pi$);
 - Theorem 2.4 / E.1: the Case-1 upper and Case-2 lower bounds on the induced logit shift, and the
-  Corollary 2.2 / F.1 ratio :math:`\mathcal R` (general and well-conditioned forms);
+  Corollary 2.2 / F.1 ratio $\mathcal R$ (general and well-conditioned forms);
 - Theorem 2.1 (eq. 2): the KL-optimal (infinite-sample) policy
-  :math:`\pi^* \propto \pi_{ref}\exp(A/\beta)`, which by Corollary 2.1 never lowers a correct
+  $\pi^* \propto \pi_{ref}\exp(A/\beta)$, which by Corollary 2.1 never lowers a correct
   mode;
 - App. B (Theorem B.1, eq. 6): one ascent step of a tabular softmax policy on the batch objective
   (:func:`batch_objective_step`) and the geometric interpolation
-  :math:`\pi_t^{1-c}\hat\pi^{c}` it is compared with (:func:`geometric_interpolation`);
-- §2.3 / App. D: the target logit shifts :math:`y_i = N_i|A_i|/(\beta G)`
+  $\pi_t^{1-c}\hat\pi^{c}$ it is compared with (:func:`geometric_interpolation`);
+- §2.3 / App. D: the target logit shifts $y_i = N_i|A_i|/(\beta G)$
   (:func:`target_logit_shifts`) and the logit shift a minimum-norm parameter update that fits
   them induces elsewhere (:func:`induced_logit_shift`), the quantity Theorem 2.4 bounds;
 - §2.4 / App. G: the Cat/Dog/Persian/Siamese toy's embeddings (one definition, used by the
-  simulator :class:`simplexlab.sim.SoftmaxClassifier`), its kernel values :math:`\lambda`,
-  :math:`\rho`, and :math:`\mathcal R` evaluated on a sampled batch (:func:`batch_ratio_r`).
+  simulator :class:`simplexlab.sim.SoftmaxClassifier`), its kernel values $\lambda$,
+  $\rho$, and $\mathcal R$ evaluated on a sampled batch (:func:`batch_ratio_r`).
 
 Paper vs computation (the computation wins, see the tests):
 
-- Theorem 2.2 says :math:`\hat\pi` maximises Eq. (3), the *log-likelihood* surrogate
-  :math:`\frac1G\sum_s A_s\log\pi(o^{(s)}) - \beta\,KL`. It does not: with any sampled negative
+- Theorem 2.2 says $\hat\pi$ maximises Eq. (3), the *log-likelihood* surrogate
+  $\frac1G\sum_s A_s\log\pi(o^{(s)}) - \beta\,KL$. It does not: with any sampled negative
   advantage that objective is unbounded above (send that mode's probability to 0). The closed
   form (4) is the maximiser of the *probability-linear* surrogate
-  :math:`\sum_i \pi(o_i) N_i A_i / G - \beta\,KL(\pi\|\pi_{ref})` (Gibbs variational principle),
+  $\sum_i \pi(o_i) N_i A_i / G - \beta\,KL(\pi\|\pi_{ref})$ (Gibbs variational principle),
   which is what App. B's proof actually differentiates.
-- Corollary 2.2 (and F.1) print :math:`\mathcal R` with :math:`N_{o'}` multiplying only the first
-  term, but dividing the two bounds of Theorem 2.4 multiplies *both* terms by :math:`N_{o'}`, as
-  App. F's own simplified form :math:`N_{o'}[\frac{y_k}{A_{sum}}(\lambda/\rho + G - 1) - 1]`
+- Corollary 2.2 (and F.1) print $\mathcal R$ with $N_{o'}$ multiplying only the first
+  term, but dividing the two bounds of Theorem 2.4 multiplies *both* terms by $N_{o'}$, as
+  App. F's own simplified form $N_{o'}[\frac{y_k}{A_{sum}}(\lambda/\rho + G - 1) - 1]$
   does; the main-text simplified form drops that factor. :func:`ratio_r` defaults to the actual
   ratio of the Theorem 2.4 bounds (``form="bounds"``); ``form="printed"`` gives the printed one.
-- App. G states :math:`\lambda \approx \|e_{Persian}\|^2 = 0.8775`; for
-  :math:`e_{Persian} = [0.75, 0.5, 0.25, 0.1]` it is :math:`0.885`, so the ratios
-  :math:`\lambda/\rho` are 1.394 / 1.580 / 1.735, not 1.38 / 1.57 / 1.72 (see
+- App. G states $\lambda \approx \|e_{Persian}\|^2 = 0.8775$; for
+  $e_{Persian} = [0.75, 0.5, 0.25, 0.1]$ it is $0.885$, so the ratios
+  $\lambda/\rho$ are 1.394 / 1.580 / 1.735, not 1.38 / 1.57 / 1.72 (see
   :func:`toy_kernel_values`).
 """
 
@@ -113,8 +113,8 @@ def _check_ref(pi_ref):
 
 
 def log_batch_partition_function(pi_ref, counts, advantages, beta):
-    r"""``log Z'(q)``, Theorem 2.2: :math:`Z' = \sum_j \pi_{ref}(o_j)\exp(N_j A_j/(\beta G))`,
-    :math:`G = \sum_j N_j`. Last axis = modes; ``advantages`` :math:`A_j` per mode (unused where
+    r"""``log Z'(q)``, Theorem 2.2: $Z' = \sum_j \pi_{ref}(o_j)\exp(N_j A_j/(\beta G))$,
+    $G = \sum_j N_j$. Last axis = modes; ``advantages`` $A_j$ per mode (unused where
     ``N_j = 0``)."""
     check_broadcast(pi_ref=pi_ref, counts=counts, advantages=advantages)
     pi_ref = _check_ref(pi_ref)
@@ -127,11 +127,11 @@ def log_batch_partition_function(pi_ref, counts, advantages, beta):
 
 def kl_optimal_policy(pi_ref, advantages, beta):
     r"""KL-optimal (infinite-sample) policy, Theorem 2.1 eq. (2):
-    :math:`\pi^*(o) = \pi_{ref}(o)\exp(A(q,o)/\beta) / Z(q)`, the maximiser of eq. (1)
-    :math:`E_{o\sim\pi}[A] - \beta KL(\pi\|\pi_{ref})`. Last axis = modes.
+    $\pi^*(o) = \pi_{ref}(o)\exp(A(q,o)/\beta) / Z(q)$, the maximiser of eq. (1)
+    $E_{o\sim\pi}[A] - \beta KL(\pi\|\pi_{ref})$. Last axis = modes.
 
-    Corollary 2.1: with a common :math:`A_+ \ge 0` on the correct modes and :math:`A_- \le 0`
-    elsewhere, :math:`\pi^*(o) \ge \pi_{ref}(o)` for every correct mode (moderate sharpening)."""
+    Corollary 2.1: with a common $A_+ \ge 0$ on the correct modes and $A_- \le 0$
+    elsewhere, $\pi^*(o) \ge \pi_{ref}(o)$ for every correct mode (moderate sharpening)."""
     check_broadcast(pi_ref=pi_ref, advantages=advantages)
     pi_ref = _check_ref(pi_ref)
     adv = _num(advantages, "advantages")
@@ -141,11 +141,11 @@ def kl_optimal_policy(pi_ref, advantages, beta):
 
 def batch_optimal_policy(pi_ref, counts, advantages, beta):
     r"""Batch-optimal policy, Theorem 2.2 eq. (4):
-    :math:`\hat\pi(o_i) = \pi_{ref}(o_i)\exp(N_i A_i/(\beta G)) / Z'(q)`.
+    $\hat\pi(o_i) = \pi_{ref}(o_i)\exp(N_i A_i/(\beta G)) / Z'(q)$.
 
-    It is the maximiser of :math:`\sum_i \pi(o_i) N_i A_i/G - \beta KL(\pi\|\pi_{ref})` (the
+    It is the maximiser of $\sum_i \pi(o_i) N_i A_i/G - \beta KL(\pi\|\pi_{ref})$ (the
     probability-linear surrogate; see the module docstring on Eq. 3). Unsampled modes
-    (``N_i = 0``) are all scaled by the same factor :math:`1/Z'`.
+    (``N_i = 0``) are all scaled by the same factor $1/Z'$.
     """
     check_broadcast(pi_ref=pi_ref, counts=counts, advantages=advantages)
     pi_ref = _check_ref(pi_ref)
@@ -166,19 +166,19 @@ def _check_positive_policy(pi, name):
 
 def batch_objective_step(pi, pi_ref, counts, advantages, beta, eta, *,
                          surrogate: str = "log_likelihood", natural: bool = False):
-    r"""One ascent step of rate ``eta`` on the logits :math:`z` of a tabular softmax policy
-    :math:`\pi = \mathrm{softmax}(z)` (at the current policy ``pi``) on the batch objective of SC
-    App. B, :math:`\hat J(\pi) = \sum_i \frac{N_i}{G} A_i\, s(\pi_i) - \beta\,KL(\pi\|\pi_{ref})`;
-    returns the updated policy :math:`\mathrm{softmax}(\log\pi + \eta\,d)`.
+    r"""One ascent step of rate ``eta`` on the logits $z$ of a tabular softmax policy
+    $\pi = \mathrm{softmax}(z)$ (at the current policy ``pi``) on the batch objective of SC
+    App. B, $\hat J(\pi) = \sum_i \frac{N_i}{G} A_i\, s(\pi_i) - \beta\,KL(\pi\|\pi_{ref})$;
+    returns the updated policy $\mathrm{softmax}(\log\pi + \eta\,d)$.
 
-    ``surrogate="log_likelihood"``: :math:`s = \log` (eq. 3, the form App. B writes);
-    ``"probability"``: :math:`s(\pi_i) = \pi_i` (the objective whose maximiser is eq. 4, see
-    :func:`batch_optimal_policy`). With :math:`u = \partial\hat J/\partial\pi` (``N A/(G\pi) -
+    ``surrogate="log_likelihood"``: $s = \log$ (eq. 3, the form App. B writes);
+    ``"probability"``: $s(\pi_i) = \pi_i$ (the objective whose maximiser is eq. 4, see
+    :func:`batch_optimal_policy`). With $u = \partial\hat J/\partial\pi$ (``N A/(G\pi) -
     \beta\log(\pi/\pi_{ref})`` resp. ``N A/G - \beta\log(\pi/\pi_{ref})``, up to a constant),
-    ``natural=False`` is the plain gradient :math:`d = \nabla_z\hat J = \pi\odot u -
-    \pi\,(\pi\cdot u)` (Theorem B.1's :math:`\theta^+ = \theta + \eta\nabla_\theta\hat J` with
-    :math:`\theta = z`), ``natural=True`` the natural-gradient (mirror-ascent) step
-    :math:`d = u`, the Fisher matrix :math:`\mathrm{Diag}(\pi) - \pi\pi^\top` pseudo-inverted
+    ``natural=False`` is the plain gradient $d = \nabla_z\hat J = \pi\odot u -
+    \pi\,(\pi\cdot u)$ (Theorem B.1's $\theta^+ = \theta + \eta\nabla_\theta\hat J$ with
+    $\theta = z$), ``natural=True`` the natural-gradient (mirror-ascent) step
+    $d = u$, the Fisher matrix $\mathrm{Diag}(\pi) - \pi\pi^\top$ pseudo-inverted
     (the constant it leaves is dropped by the softmax). Last axis = modes; ``pi`` and ``pi_ref``
     > 0 on every mode."""
     if surrogate not in SURROGATES:
@@ -199,10 +199,10 @@ def batch_objective_step(pi, pi_ref, counts, advantages, beta, eta, *,
 
 
 def geometric_interpolation(pi, target, weight):
-    r"""Theorem B.1 eq. (6): :math:`\pi_{t+1} \propto \pi_t^{1-c}\,\hat\pi^{c}`, the geometric
-    interpolation of weight :math:`c` (``weight``; :math:`c = \eta\beta` in eq. 6) between the
-    current policy ``pi`` and the target ``target`` (the batch-optimal :math:`\hat\pi`), i.e.
-    :math:`\mathrm{softmax}((1-c)\log\pi_t + c\log\hat\pi)`. Last axis = modes; both > 0."""
+    r"""Theorem B.1 eq. (6): $\pi_{t+1} \propto \pi_t^{1-c}\,\hat\pi^{c}$, the geometric
+    interpolation of weight $c$ (``weight``; $c = \eta\beta$ in eq. 6) between the
+    current policy ``pi`` and the target ``target`` (the batch-optimal $\hat\pi$), i.e.
+    $\mathrm{softmax}((1-c)\log\pi_t + c\log\hat\pi)$. Last axis = modes; both > 0."""
     check_broadcast(pi=pi, target=target)
     pi = _check_positive_policy(pi, "pi (current policy)")
     target = _check_positive_policy(target, "target")
@@ -211,11 +211,11 @@ def geometric_interpolation(pi, target, weight):
 
 
 def target_logit_shifts(counts, advantages, beta):
-    r"""SC §2.3's target logit shifts :math:`y_i = N_i|A(q, o_i)|/(\beta G)` per mode (last axis),
-    :math:`G = \sum_i N_i`: the shift of :math:`\log\hat\pi` eq. (4) asks of mode :math:`o_i`
+    r"""SC §2.3's target logit shifts $y_i = N_i|A(q, o_i)|/(\beta G)$ per mode (last axis),
+    $G = \sum_i N_i$: the shift of $\log\hat\pi$ eq. (4) asks of mode $o_i$
     (the advantage's sign absorbed into the gradient direction, footnote 1); 0 where
-    :math:`N_i = 0`. Theorem 2.4's :math:`A_{sum} = \sum_{s=1}^G y_s` sums them over the batch
-    entries, i.e. :math:`\sum_i N_i y_i`."""
+    $N_i = 0$. Theorem 2.4's $A_{sum} = \sum_{s=1}^G y_s$ sums them over the batch
+    entries, i.e. $\sum_i N_i y_i$."""
     check_broadcast(counts=counts, advantages=advantages)
     g, counts = _check_counts(counts)
     adv = _num(advantages, "advantages")
@@ -224,16 +224,16 @@ def target_logit_shifts(counts, advantages, beta):
 
 
 def induced_logit_shift(batch_gradients, gradients, y):
-    r"""SC §2.3 / App. D: the logit shifts :math:`\Delta f(q', o') = \nabla_\theta f(q',
-    o')^\top\Delta\theta` that the minimum-norm parameter update fitting the batch's target shifts
-    induces, :math:`\Delta\theta = \arg\min\{\|\delta\|_2 : \mathbf J_q\delta = \mathbf y\}
-    = \mathbf J_q^\top\mathbf K_{qq}^{-1}\mathbf y`, :math:`\mathbf K_{qq} = \mathbf J_q\mathbf
-    J_q^\top`, so :math:`\Delta f = \mathbf k_{q'}^\top\mathbf K_{qq}^{-1}\mathbf y`. Needs
-    :math:`\mathbf K_{qq}` invertible (linearly independent batch gradients, as §2.3's
-    :math:`\mathbf K_{qq}^{-1}` does; a mode repeated in the batch gives two equal rows).
+    r"""SC §2.3 / App. D: the logit shifts $\Delta f(q', o') = \nabla_\theta f(q',
+    o')^\top\Delta\theta$ that the minimum-norm parameter update fitting the batch's target shifts
+    induces, $\Delta\theta = \arg\min\{\|\delta\|_2 : \mathbf J_q\delta = \mathbf y\}
+    = \mathbf J_q^\top\mathbf K_{qq}^{-1}\mathbf y$, $\mathbf K_{qq} = \mathbf J_q\mathbf
+    J_q^\top$, so $\Delta f = \mathbf k_{q'}^\top\mathbf K_{qq}^{-1}\mathbf y$. Needs
+    $\mathbf K_{qq}$ invertible (linearly independent batch gradients, as §2.3's
+    $\mathbf K_{qq}^{-1}$ does; a mode repeated in the batch gives two equal rows).
 
-    ``batch_gradients`` :math:`\mathbf J_q` ``(..., G, P)`` (row :math:`s`: :math:`\nabla_\theta
-    f(q, o^{(s)})`), ``gradients`` ``(..., U, P)`` (row: :math:`\nabla_\theta f(q', o')` of each
+    ``batch_gradients`` $\mathbf J_q$ ``(..., G, P)`` (row $s$: $\nabla_\theta
+    f(q, o^{(s)})$), ``gradients`` ``(..., U, P)`` (row: $\nabla_\theta f(q', o')$ of each
     pair whose shift is wanted), ``y`` ``(..., G)``; returns ``(..., U)``."""
     J = _num(batch_gradients, "batch_gradients (J_q)")
     V = _num(gradients, "gradients")
@@ -257,9 +257,9 @@ def _split(pi_ref, counts, correct):
 
 def z_prime_lower_bound(pi_ref, counts, correct, a_pos, a_neg, beta):
     r"""Theorem 2.3, first bound:
-    :math:`Z'(q) \ge 1 + \frac{1}{\beta G}[A_+\sum_{S^+} N_i\pi_{ref}(o_i) -
-    |A_-|\sum_{S^-} N_j\pi_{ref}(o_j)]` for binary advantages ``a_pos >= 0 > a_neg`` on correct /
-    incorrect modes; ``correct`` is a boolean mask, :math:`S^\pm` the sampled correct/incorrect
+    $Z'(q) \ge 1 + \frac{1}{\beta G}[A_+\sum_{S^+} N_i\pi_{ref}(o_i) -
+    |A_-|\sum_{S^-} N_j\pi_{ref}(o_j)]$ for binary advantages ``a_pos >= 0 > a_neg`` on correct /
+    incorrect modes; ``correct`` is a boolean mask, $S^\pm$ the sampled correct/incorrect
     modes."""
     pi_ref = _check_ref(pi_ref)
     g, counts = _check_counts(counts)
@@ -273,8 +273,8 @@ def z_prime_lower_bound(pi_ref, counts, correct, a_pos, a_neg, beta):
 
 
 def normalized_binary_advantages(p_plus, sigma=None):
-    r"""Normalised binary advantages of Theorem 2.3: :math:`A_+ = (1-p^+)/\sigma`,
-    :math:`A_- = -p^+/\sigma`, with :math:`\sigma = \sqrt{p^+(1-p^+)}` (the group's population std)
+    r"""Normalised binary advantages of Theorem 2.3: $A_+ = (1-p^+)/\sigma$,
+    $A_- = -p^+/\sigma$, with $\sigma = \sqrt{p^+(1-p^+)}$ (the group's population std)
     unless given. ``p_plus`` in ``(0, 1)``."""
     p = check(_num(p_plus, "p_plus"), lambda a: (a <= 0) | (a >= 1),
               "p_plus (batch accuracy) must lie in (0, 1)")
@@ -285,8 +285,8 @@ def normalized_binary_advantages(p_plus, sigma=None):
 
 def z_prime_lower_bound_normalized(pi_ref, counts, correct, beta, sigma=None):
     r"""Theorem 2.3, simplified bound for normalised binary advantages:
-    :math:`Z'(q) \ge 1 + \frac{p^+(1-p^+)}{\beta\sigma}\Delta_\pi`,
-    :math:`\Delta_\pi = \min_{S^+}\pi_{ref} - \max_{S^-}\pi_{ref}`, :math:`p^+ = \sum_{S^+}N_i/G`.
+    $Z'(q) \ge 1 + \frac{p^+(1-p^+)}{\beta\sigma}\Delta_\pi$,
+    $\Delta_\pi = \min_{S^+}\pi_{ref} - \max_{S^-}\pi_{ref}$, $p^+ = \sum_{S^+}N_i/G$.
     Needs at least one sampled correct and one sampled incorrect mode. Single instance (1-D)."""
     pi_ref = _check_ref(pi_ref)
     g, counts = _check_counts(counts)
@@ -329,14 +329,14 @@ def _common(a_sum, group_size, y_k, n_o):
 
 
 def theorem24_bounds(y_k, a_sum, n_o, group_size, lam_min, lam_max, rho_min, rho_max, eta=1.0):
-    r"""Theorem 2.4 (= E.1) bounds on the induced logit shift at :math:`q'`; returns
+    r"""Theorem 2.4 (= E.1) bounds on the induced logit shift at $q'$; returns
     ``(case1_upper, case2_lower)``:
 
-    - batch-unseen :math:`o'`: :math:`\Delta f \le \eta\rho_{max}A_{sum}/(\lambda_{min} +
-      (G-1)\rho_{min})`;
-    - batch-seen :math:`o' = o^{(k)}`: :math:`\Delta f \ge \frac{\eta N_{o'}(\lambda_{min} -
+    - batch-unseen $o'$: $\Delta f \le \eta\rho_{max}A_{sum}/(\lambda_{min} +
+      (G-1)\rho_{min})$;
+    - batch-seen $o' = o^{(k)}$: $\Delta f \ge \frac{\eta N_{o'}(\lambda_{min} -
       \rho_{min})}{\lambda_{max}-\rho_{max}}\big(y_k - \frac{\rho_{max}A_{sum}}{\lambda_{max} +
-      (G-1)\rho_{max}}\big)`.
+      (G-1)\rho_{max}}\big)$.
     """
     lam_min, lam_max, rho_min, rho_max = _check_kernel(lam_min, lam_max, rho_min, rho_max)
     a_sum, g, y_k, n_o = _common(a_sum, group_size, y_k, n_o)
@@ -349,15 +349,15 @@ def theorem24_bounds(y_k, a_sum, n_o, group_size, lam_min, lam_max, rho_min, rho
 
 def ratio_r(y_k, a_sum, n_o, group_size, lam_min, lam_max, rho_min, rho_max, *,
             form: str = "bounds"):
-    r"""Corollary 2.2 (= F.1) ratio :math:`\mathcal R` of the Case-2 lower bound to the Case-1
+    r"""Corollary 2.2 (= F.1) ratio $\mathcal R$ of the Case-2 lower bound to the Case-1
     upper bound of Theorem 2.4.
 
     ``form="bounds"`` (default) is that ratio as computed:
-    :math:`N_{o'}\frac{\lambda_{min}-\rho_{min}}{\lambda_{max}-\rho_{max}}\big[\frac{y_k}{A_{sum}}
+    $N_{o'}\frac{\lambda_{min}-\rho_{min}}{\lambda_{max}-\rho_{max}}\big[\frac{y_k}{A_{sum}}
     \frac{\lambda_{min}+(G-1)\rho_{min}}{\rho_{max}} - \frac{\lambda_{min}+(G-1)\rho_{min}}
-    {\lambda_{max}+(G-1)\rho_{max}}\big]`. ``form="printed"`` is the formula as printed in
-    Cor. 2.2 / F.1, with :math:`N_{o'}` on the first term only; the two agree iff
-    :math:`N_{o'} = 1`.
+    {\lambda_{max}+(G-1)\rho_{max}}\big]$. ``form="printed"`` is the formula as printed in
+    Cor. 2.2 / F.1, with $N_{o'}$ on the first term only; the two agree iff
+    $N_{o'} = 1$.
     """
     lam_min, lam_max, rho_min, rho_max = _check_kernel(lam_min, lam_max, rho_min, rho_max)
     a_sum, g, y_k, n_o = _common(a_sum, group_size, y_k, n_o)
@@ -373,12 +373,12 @@ def ratio_r(y_k, a_sum, n_o, group_size, lam_min, lam_max, rho_min, rho_max, *,
 
 
 def ratio_r_simplified(y_k, a_sum, n_o, group_size, lam_over_rho, *, form: str = "appendix"):
-    r"""Well-conditioned kernel (:math:`\lambda_{min}=\lambda_{max}=\lambda`,
-    :math:`\rho_{min}=\rho_{max}=\rho`) form of :math:`\mathcal R`.
+    r"""Well-conditioned kernel ($\lambda_{min}=\lambda_{max}=\lambda$,
+    $\rho_{min}=\rho_{max}=\rho$) form of $\mathcal R$.
 
     ``form="appendix"`` (App. F, and the exact limit of :func:`ratio_r`):
-    :math:`N_{o'}[\frac{y_k}{A_{sum}}(\lambda/\rho + G - 1) - 1]`; ``form="main"`` (Cor. 2.2 main
-    text): :math:`\frac{N_{o'} y_k}{A_{sum}}(\lambda/\rho + G - 1) - 1`.
+    $N_{o'}[\frac{y_k}{A_{sum}}(\lambda/\rho + G - 1) - 1]$; ``form="main"`` (Cor. 2.2 main
+    text): $\frac{N_{o'} y_k}{A_{sum}}(\lambda/\rho + G - 1) - 1$.
     """
     a_sum, g, y_k, n_o = _common(a_sum, group_size, y_k, n_o)
     r = check(_num(lam_over_rho, "lam_over_rho"), lambda a: a <= 1,
@@ -405,10 +405,10 @@ _PAPER = {"lambda": 0.8775, "rho": {"High": 0.635, "Mid": 0.56, "Low": 0.51},
 
 def toy_kernel_values() -> dict:
     r"""App. G kernel values of the Cat/Dog/Persian/Siamese toy, computed in exact decimal
-    arithmetic: :math:`\lambda = \|e_{Persian}\|^2`, :math:`\rho = e_{Persian}^\top e_{Siamese}`
-    for the High/Mid/Low Siamese embeddings, and :math:`\lambda/\rho`; alongside the values the
-    paper prints (``"paper"``). The paper's :math:`\lambda = 0.8775` is an arithmetic slip:
-    :math:`0.75^2+0.5^2+0.25^2+0.1^2 = 0.885`.
+    arithmetic: $\lambda = \|e_{Persian}\|^2$, $\rho = e_{Persian}^\top e_{Siamese}$
+    for the High/Mid/Low Siamese embeddings, and $\lambda/\rho$; alongside the values the
+    paper prints (``"paper"``). The paper's $\lambda = 0.8775$ is an arithmetic slip:
+    $0.75^2+0.5^2+0.25^2+0.1^2 = 0.885$.
     """
     ep = [Fraction(x) for x in _E_PERSIAN]
     lam = sum(x * x for x in ep)
@@ -423,10 +423,10 @@ def toy_kernel_values() -> dict:
 
 def toy_embeddings(similarity: str = "High"):
     r"""The fixed feature embeddings of SC §2.4, rows in :data:`TOY_LABELS` order (Cat, Dog,
-    Persian, Siamese), as a float64 NumPy ``(4, 4)`` array: :math:`e_{Cat} = [0.5, 0.5, 0.5,
-    0.1]`, :math:`e_{Dog} = [0.1, 0.1, 0.1, 0.9]`, :math:`e_{Persian} = [0.75, 0.5, 0.25, 0.1]`
-    and the Siamese row of the chosen ``similarity`` (``"High"`` :math:`[0.25, 0.5, 0.75, 0.1]`,
-    ``"Mid"`` :math:`[0.1, 0.5, 0.9, 0.1]`, ``"Low"`` :math:`[0.0, 0.5, 1.0, 0.1]`). The one
+    Persian, Siamese), as a float64 NumPy ``(4, 4)`` array: $e_{Cat} = [0.5, 0.5, 0.5,
+    0.1]$, $e_{Dog} = [0.1, 0.1, 0.1, 0.9]$, $e_{Persian} = [0.75, 0.5, 0.25, 0.1]$
+    and the Siamese row of the chosen ``similarity`` (``"High"`` $[0.25, 0.5, 0.75, 0.1]$,
+    ``"Mid"`` $[0.1, 0.5, 0.9, 0.1]$, ``"Low"`` $[0.0, 0.5, 1.0, 0.1]$). The one
     definition of the toy's embeddings: :func:`toy_kernel_values` and the simulator
     :class:`simplexlab.sim.SoftmaxClassifier` read the same constants."""
     if similarity not in _E_SIAMESE:
@@ -436,16 +436,16 @@ def toy_embeddings(similarity: str = "High"):
 
 
 def batch_ratio_r(counts, advantages, seen, lam_over_rho):
-    r"""Corollary 2.2's :math:`\mathcal R` (App. F well-conditioned form,
+    r"""Corollary 2.2's $\mathcal R$ (App. F well-conditioned form,
     :func:`ratio_r_simplified`) evaluated on one sampled batch.
 
-    ``counts`` :math:`N_m` and ``advantages`` :math:`A_m` per mode (last axis; every rollout of a
+    ``counts`` $N_m$ and ``advantages`` $A_m$ per mode (last axis; every rollout of a
     mode carries its mode's advantage, as with binary rewards), ``seen`` the index of the
-    batch-seen mode :math:`o'`. With Theorem 2.4's target shifts :math:`y_i = N_i|A_i|/(\beta
-    G)` per batch entry (:math:`\beta` cancels in :math:`\mathcal R`; ``β = 1``),
-    :math:`A_{sum} = \sum_{i=1}^G y_i = \sum_m N_m y_m`, :math:`G = \sum_m N_m`:
-    :math:`\mathcal R = N_{o'}[\frac{y_{o'}}{A_{sum}}(\lambda/\rho + G - 1) - 1]`. NaN where
-    the batch carries no update (:math:`A_{sum} = 0`) or :math:`o'` is not in it."""
+    batch-seen mode $o'$. With Theorem 2.4's target shifts $y_i = N_i|A_i|/(\beta
+    G)$ per batch entry ($\beta$ cancels in $\mathcal R$; ``β = 1``),
+    $A_{sum} = \sum_{i=1}^G y_i = \sum_m N_m y_m$, $G = \sum_m N_m$:
+    $\mathcal R = N_{o'}[\frac{y_{o'}}{A_{sum}}(\lambda/\rho + G - 1) - 1]$. NaN where
+    the batch carries no update ($A_{sum} = 0$) or $o'$ is not in it."""
     check_broadcast(counts=counts, advantages=advantages)
     g, counts = _check_counts(counts)
     adv = _num(advantages, "advantages")

@@ -1,32 +1,32 @@
 r"""Two-stage probability-mass dynamics of the relative policy gradient (TS §3, App. B).
 
 A softmax policy over ``A`` actions (tokens) with logits ``z`` at temperature ``τ``,
-:math:`\pi = \mathrm{softmax}(z/\tau)` (TS App. C.4; ``τ = 1`` in §3).
+$\pi = \mathrm{softmax}(z/\tau)$ (TS App. C.4; ``τ = 1`` in §3).
 
-- Lemma 1 (TS §3.1, proof App. B.2): one sampled action ``v`` with advantage :math:`\hat A(v)`
-  moves the logits by :math:`\Delta z = \eta\,\hat A(v)\,\nabla_z \log\pi(v)`, i.e.
-  :math:`\Delta z_v = \eta\hat A(v)(1-\pi(v))` and :math:`\Delta z_u = -\eta\hat A(v)\pi(u)`
+- Lemma 1 (TS §3.1, proof App. B.2): one sampled action ``v`` with advantage $\hat A(v)$
+  moves the logits by $\Delta z = \eta\,\hat A(v)\,\nabla_z \log\pi(v)$, i.e.
+  $\Delta z_v = \eta\hat A(v)(1-\pi(v))$ and $\Delta z_u = -\eta\hat A(v)\pi(u)$
   (:func:`sampled_logit_update`).
 - Theorem 1 (TS §3.1, proof App. B.4): the expected update is
-  :math:`E[\Delta z_v] = \eta\,\pi(v)\,[(1-\pi(v))\hat A(v) - \sum_{u\ne v}\pi(u)\hat A(u)]
-  = \eta\,(J(\pi)\hat A)_v` with :math:`J(\pi) = \mathrm{Diag}(\pi) - \pi\pi^\top`
+  $E[\Delta z_v] = \eta\,\pi(v)\,[(1-\pi(v))\hat A(v) - \sum_{u\ne v}\pi(u)\hat A(u)]
+  = \eta\,(J(\pi)\hat A)_v$ with $J(\pi) = \mathrm{Diag}(\pi) - \pi\pi^\top$
   (:func:`expected_logit_update`; the kernel is :func:`simplexlab.geometry.logit_drift`'s).
 - The advantage the theorem needs for mean-centred group advantages
-  :math:`\hat A_i = r(a_i) - \mathrm{mean}_j r(a_j)` (TS §3.2, Algorithm 1):
-  :math:`E[\hat A_i \mid a_i = u] = \frac{G-1}{G}(r(u) - \pi\cdot r)`
+  $\hat A_i = r(a_i) - \mathrm{mean}_j r(a_j)$ (TS §3.2, Algorithm 1):
+  $E[\hat A_i \mid a_i = u] = \frac{G-1}{G}(r(u) - \pi\cdot r)$
   (:func:`expected_group_advantages`). The group mean contains ``r(a_i)`` itself, so the
-  population advantage :math:`r(u) - \pi\cdot r` over-states the expected update by
+  population advantage $r(u) - \pi\cdot r$ over-states the expected update by
   ``G/(G-1)`` (a factor 2 at the paper's ``G = 2``); App. B.4's "unbiased estimator" step
   drops this factor (computed here; the tests check it by Monte Carlo).
 - Remark 3's two stages: the *relatively negative action* -- the action whose logit gets the
-  most negative expected update, :math:`\arg\min_v \pi(v)(r(v) - \pi\cdot r)` -- is first the
+  most negative expected update, $\arg\min_v \pi(v)(r(v) - \pi\cdot r)$ -- is first the
   explored zero-reward action ``a3`` and later the explored positive action ``a1``
   (:func:`relatively_negative_action`, :func:`stage_switch`).
-- :func:`expected_trajectory`: the deterministic map :math:`z \leftarrow z + E[\Delta z]`
+- :func:`expected_trajectory`: the deterministic map $z \leftarrow z + E[\Delta z]$
   with the expected group advantages (Algorithm 1's expected step; the toy's "mean field").
 
-With ``temperature`` the update is the exact gradient of :math:`\hat A\log\mathrm{softmax}
-(z/\tau)_v` with respect to ``z``, which carries a factor :math:`1/\tau` that TS App. C.4 does
+With ``temperature`` the update is the exact gradient of $\hat A\log\mathrm{softmax}
+(z/\tau)_v$ with respect to ``z``, which carries a factor $1/\tau$ that TS App. C.4 does
 not write; updating with the ``τ = 1`` formula instead is the same as multiplying ``eta`` by
 ``τ``.
 
@@ -99,7 +99,7 @@ def _policy(z, tau):
 
 def sampled_logit_update(logits, action, advantage, *, eta=1.0, temperature=1.0):
     r"""TS Lemma 1: the logit update of one sampled action ``action`` (``v``) with advantage
-    ``advantage`` (:math:`\hat A(v)`), :math:`\Delta z = \frac{\eta}{\tau}\hat A(v)(e_v - \pi)`:
+    ``advantage`` ($\hat A(v)$), $\Delta z = \frac{\eta}{\tau}\hat A(v)(e_v - \pi)$:
     ``+η Â(v)(1 − π(v))/τ`` on ``v`` and ``−η Â(v) π(u)/τ`` on every other ``u``.
 
     ``logits``: ``(..., A)``; ``action``: integers in ``[0, A)``; ``advantage``, ``eta``,
@@ -124,8 +124,8 @@ def _sampled_core(z, a, adv, eta, tau):
 
 
 def expected_logit_update(logits, advantages, *, eta=1.0, temperature=1.0):
-    r"""TS Theorem 1: :math:`E[\Delta z_v] = \frac{\eta}{\tau}\pi(v)[(1-\pi(v))\hat A(v) -
-    \sum_{u\ne v}\pi(u)\hat A(u)] = \frac{\eta}{\tau}(J(\pi)\hat A)_v`, the mean of
+    r"""TS Theorem 1: $E[\Delta z_v] = \frac{\eta}{\tau}\pi(v)[(1-\pi(v))\hat A(v) -
+    \sum_{u\ne v}\pi(u)\hat A(u)] = \frac{\eta}{\tau}(J(\pi)\hat A)_v$, the mean of
     :func:`sampled_logit_update` over ``v ~ π`` for an advantage ``Â(v)`` that depends on the
     sampled action only.
 
@@ -143,12 +143,12 @@ def _expected_core(z, adv, eta, tau):
 
 
 def expected_group_advantages(logits, rewards, group_size, *, temperature=1.0):
-    r""":math:`E[\hat A_i \mid a_i = u] = \frac{G-1}{G}\,(r(u) - \pi\cdot r)` for the
-    mean-centred group advantage :math:`\hat A_i = r(a_i) - \frac1G\sum_j r(a_j)` of TS §3.2 /
+    r"""$E[\hat A_i \mid a_i = u] = \frac{G-1}{G}\,(r(u) - \pi\cdot r)$ for the
+    mean-centred group advantage $\hat A_i = r(a_i) - \frac1G\sum_j r(a_j)$ of TS §3.2 /
     Algorithm 1 with ``G = group_size`` i.i.d. actions from ``π = softmax(logits/τ)``.
 
     Derivation: the other ``G − 1`` rewards are independent of ``a_i`` with mean ``π·r``, so
-    :math:`E[\hat A_i\mid a_i=u] = r(u) - (r(u) + (G-1)\pi\cdot r)/G`. With it
+    $E[\hat A_i\mid a_i=u] = r(u) - (r(u) + (G-1)\pi\cdot r)/G$. With it
     :func:`expected_logit_update` is the exact mean of Algorithm 1's step ``η g/G``."""
     z = _logits(logits)
     r = _vector(rewards, z, "rewards")
@@ -163,7 +163,7 @@ def _group_adv_core(z, r, g, tau):
 
 def relatively_negative_action(logits, rewards, *, temperature=1.0):
     r"""The relatively negative action of TS Remark 3 / §3.2: the action whose logit gets the
-    most negative expected update, :math:`\arg\min_v \pi(v)\,(r(v) - \pi\cdot r)` (Theorem 1
+    most negative expected update, $\arg\min_v \pi(v)\,(r(v) - \pi\cdot r)$ (Theorem 1
     with the expected group advantages; the positive factors ``η (G−1)/(G τ)`` do not change the
     arg-min). Integer ``(...)`` array of action indices."""
     z = _logits(logits)
@@ -212,7 +212,7 @@ def _switch_core(z, r, tau, early, late):
 def expected_trajectory(logits0, rewards, group_size, *, eta=1.0, temperature=1.0,
                         num_steps: int, stride: int = 1):
     r"""The expected dynamics of TS Algorithm 1: iterate
-    :math:`z_{l+1} = z_l + E[\Delta z \mid z_l]` (:func:`expected_logit_update` with
+    $z_{l+1} = z_l + E[\Delta z \mid z_l]$ (:func:`expected_logit_update` with
     :func:`expected_group_advantages`, i.e. Algorithm 1's plain step ``η g/G`` in expectation)
     for ``num_steps`` steps and return the logits at steps ``0, stride, 2·stride, ...``:
     ``(..., num_steps // stride + 1, A)``. The seed mean of the toy follows it up to the noise
