@@ -54,8 +54,8 @@ REST = {"K": K, "M": M, "z0": (0.6, 0.4), "p0": 0.9, "method": "g2rpo", "schedul
 
 def settings(quick: bool) -> dict:
     if quick:
-        return {"field_G": (2, 4, 16, 256), "T": 4.0, "bandit_G": (2, 4, 16),
-                "eta_G": 0.125, "etas": (0.5, 0.25, 0.125), "G_eta": 4, "seeds": 2048,
+        return {"field_G": (2, 16, 256), "T": 4.0, "bandit_G": (2, 4, 16),
+                "eta_G": 0.125, "etas": (0.5, 0.25, 0.125), "G_eta": 4, "seeds": 1024,
                 "one_sweep": True,
                 "bandit_systems": ("grpo", "neutral_B"), "dt": 1 / 32,
                 "rest": {"G": (16,), "eta": 0.1, "steps": 600, "stride": 20, "prompts": 6,

@@ -82,7 +82,7 @@ def t975(df: int) -> float:
 
 def settings(quick: bool) -> dict:
     if quick:
-        return {"K": 6, "M": 2, "G": 16, "eta": (0.1, 0.3, 1.0), "steps": 300, "stride": 15,
+        return {"K": 6, "M": 2, "G": 16, "eta": (0.3, 1.0), "steps": 300, "stride": 15,
                 "num_prompts": 8, "seeds": 4, "p0": 0.8}
     return {"K": 6, "M": 2, "G": 16, "eta": (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2), "steps": 2000,
             "stride": 50, "num_prompts": 32, "seeds": 16, "p0": 0.8}
