@@ -94,6 +94,21 @@ def test_report_files_parse_and_the_status_reader_reads_them(tmp_path, claims):
     assert not list((tmp_path / "claims").glob("*.tmp"))
 
 
+def test_a_bar_in_free_text_does_not_split_the_reports_table_rows(tmp_path, claims):
+    """``E[Â | a = u]`` in a claim's boundary (or a statement's words) stays one cell of the
+    report's tables: the bar is escaped, the row keeps its header's cell count, the text its
+    meaning (not rewritten to ``/``)."""
+    import re
+
+    a = list(claims)[0]
+    e = {**_entry(a, "yes", 0.5), "boundary": "E[Â | a = u] = (G − 1)/G r(u)"}
+    write_report([e], tmp_path, quick=True, maps=False)
+    md = (tmp_path / "claims" / "claims.md").read_text()
+    rows = [ln for ln in md.splitlines() if ln.startswith("|")]
+    widths = {len(re.split(r"(?<!\\)\|", ln.strip("|"))) for ln in rows}
+    assert widths == {7, 4} and r"E[Â \| a = u]" in md
+
+
 def test_bad_names_are_rejected_listing_the_valid_ones(capsys, claims):
     with pytest.raises(ValueError, match="unknown claim.*'no-such-claim'.*valid names"):
         select_claims(["no-such-claim"])

@@ -177,3 +177,25 @@ def test_progrpo_bad_input():
     with pytest.raises(Exception, match="finite"):
         # raised where the result is waited for (asynchronous backends)
         jax.block_until_ready(jax.jit(sh.low_prob_confidence)(jnp.array([0.0, jnp.nan])))
+
+
+def test_groups_need_modes_only_for_the_rules_that_cluster():
+    """``Groups(rewards)`` is enough for every rule that declares no need of mode ids (the same
+    advantages as with any modes given); a rule that clusters (G²RPO) refuses ``modes=None`` by
+    name instead of failing inside JAX."""
+    import jax.numpy as jnp
+
+    from simplexlab.shaping import METHODS, Groups, advantages
+
+    rewards = jnp.array([[1, 0, 1, 0, 0, 1], [0, 0, 1, 1, 1, 0]])
+    modes = jnp.array([[0, 3, 1, 3, 4, 0], [4, 3, 2, 2, 1, 3]])
+    logp = -jnp.linspace(0.5, 3.0, 12).reshape(2, 6)
+    for name, m in METHODS.items():
+        if m.modes:
+            with pytest.raises(ValueError, match=f"'{name}' needs each rollout's mode id"):
+                advantages(name, Groups(rewards, logp=logp))
+            continue
+        without = advantages(name, Groups(rewards, logp=logp))
+        with_modes = advantages(name, Groups(rewards, modes, logp=logp))
+        assert jnp.array_equal(without, with_modes), name
+    assert any(m.modes for m in METHODS.values())

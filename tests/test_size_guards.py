@@ -341,3 +341,18 @@ def test_warm_start_settings_are_checked_with_the_file_named(text, match, tmp_pa
     with pytest.raises(ValueError, match=match) as e:
         _plan(cfg, args)
     assert "run.toml [warm_start]" in str(e.value)
+
+
+def test_the_example_train_config_is_a_valid_plan(tmp_path):
+    """The example of the training page (``experiments/train/tiny-g2rpo.toml``) parses into a
+    plan: the file a newcomer copies is checked like any other."""
+    pytest.importorskip("torch")
+    import argparse
+    from pathlib import Path
+
+    from simplexlab.lab._train_cli import _plan
+
+    path = Path(__file__).resolve().parent.parent / "experiments" / "train" / "tiny-g2rpo.toml"
+    plan = _plan(path, argparse.Namespace(seed=0, force=False, out=str(tmp_path / "runs")))
+    assert plan["name"] == "tiny-g2rpo" and plan["cfg"].method == "g2rpo"
+    assert plan["cfg"].group_size == 8 and plan["warm"] == {"steps": 200, "eta": 3e-3}

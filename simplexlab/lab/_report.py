@@ -52,6 +52,12 @@ def _why_no(e: dict) -> str:
     return why + (f". {e['reason']}" if e.get("reason") else "")
 
 
+def _cell(text: str) -> str:
+    """Free text as one Markdown table cell: a ``|`` in it escaped, so it cannot split the row
+    (GitHub and Python-Markdown both read ``\\|`` as a literal bar)."""
+    return str(text).replace("|", "\\|")
+
+
 def _md(entries: list[dict], mode: str, prov: dict, unchecked: Sequence[dict] = ()) -> str:
     rev = prov.get("git_revision") or prov.get("git", {}) or "unknown"
     noes = [e for e in entries if e["holds_at_paper"] == "no"]
@@ -77,13 +83,13 @@ def _md(entries: list[dict], mode: str, prov: dict, unchecked: Sequence[dict] = 
         robust = "–" if frac is None else f"{frac:.0%}"
         lines.append(f"| `{e['name']}` | {e['paper']} {e['source']} | {e['experiment'] or '–'} "
                      f"| {e['holds_at_paper']} | {eff} | {robust} | "
-                     f"{why.replace('|', '/')} |")
+                     f"{_cell(why)} |")
     if unchecked:
         lines += ["", "## Statements not checkable", "",
                   "| statement | paper, source | the paper's words | why not |",
                   "|---|---|---|---|"]
-        lines += [f"| `{u['name']}` | {u['paper']} {u['source']} | {u['sentence']} | "
-                  f"{u['why'].replace('|', '/')} |" for u in unchecked]
+        lines += [f"| `{u['name']}` | {u['paper']} {u['source']} | {_cell(u['sentence'])} | "
+                  f"{_cell(u['why'])} |" for u in unchecked]
     cited = [k for k in BIBLIOGRAPHY if any(e["paper"] == k for e in entries)
              or any(u["paper"] == k for u in unchecked)]
     if cited:

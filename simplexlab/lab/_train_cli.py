@@ -47,7 +47,7 @@ def add_parser(sub) -> None:
         "train", help="train a causal LM with GRPO / G²RPO (needs the llm extra)",
         description="Without CONFIG: the embedded tiny GPT-2 on the arithmetic task, GRPO vs "
         "G²RPO with the mean-field prediction (the experiment llm-train). With a TOML CONFIG: "
-        "one training run as the file says (see simplexlab/lab/_train_cli.py).")
+        "one training run as the file says (example: experiments/train/tiny-g2rpo.toml).")
     p.add_argument("config", nargs="?", default=None, help="a TOML file (optional)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", default=True,

@@ -40,7 +40,9 @@ class Groups(NamedTuple):
     """A batch of groups, ``(*groups, G)`` arrays: what an advantage rule may see."""
 
     rewards: Any  #: verifier outcomes in {0, 1}
-    modes: Any  #: int mode (cluster) id of each rollout, in ``[0, num_clusters)``
+    #: int mode (cluster) id of each rollout, in ``[0, num_clusters)``; only the rules that
+    #: cluster (G²RPO) need it, ``None`` for the others
+    modes: Any = None
     mask: Any = None  #: valid rollouts (``None``: all)
     logp: Any = None  #: log-probability of each rollout (ProGRPO's confidence)
 
@@ -49,6 +51,9 @@ def g2rpo_clusters(g: Groups, cluster_bad: bool = True):
     """G²RPO's cluster ids (G2 Alg. 1): a correct-scored rollout is clustered among the good by
     its mode, an incorrect one among the bad (``cluster_bad=False``: ``None``, one aggregated bad
     arm); ``−1`` elsewhere. Returns ``(good_cluster, bad_cluster)``."""
+    if g.modes is None:
+        raise ValueError("G²RPO clusters the rollouts by mode: Groups(rewards, modes=...) needs "
+                         "each rollout's mode id (modes=None)")
     m = jnp.ones(jnp.shape(g.rewards), bool) if g.mask is None else g.mask
     r = jnp.asarray(g.rewards)
     good = jnp.where(m & (r == 1), g.modes, -1)
@@ -237,6 +242,9 @@ def advantages(method: str, groups: Groups, *, params: dict[str, Any] | None = N
     if unknown:
         raise ValueError(f"unknown method parameter(s) {unknown}; known: "
                          f"{sorted(METHOD_PARAMS)}")
+    if m.modes and groups.modes is None:
+        raise ValueError(f"method {method!r} needs each rollout's mode id: "
+                         "Groups(rewards, modes=...)")
     if m.schedule:
         schedule = _schedule(schedule, (params or {}).get("gain"))
     return m.rule(groups, q, schedule, step, verifier, num_clusters)
