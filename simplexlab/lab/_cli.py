@@ -165,7 +165,8 @@ def _cmd_reproduce(args) -> int:
         return _reproduce_parallel(args, exps, names, claims, jobs=jobs, quick=quick, out=out)
     if claims:  # before the experiments, so that their figures can show the claims' status
         _run_claims(claims, quick=quick, out=out, seed=args.seed)
-    total = sum(exps[n].seconds(mode_name) for n in names)
+    total = sum(exps[n].seconds(mode_name) for n in names  # only the work it will do
+                if not (args.resume and _already_done(out, n, quick, args.seed)))
     print(f"reproducing {len(names)} experiment{'s' * (len(names) != 1)} ({mode_name}), "
           f"{format_seconds(total)} in all on a 2-core CPU -> {out}", flush=True)
     for i, name in enumerate(names, 1):
@@ -223,10 +224,12 @@ def _already_done(out: Path, name: str, quick: bool, seed: int) -> bool:
     return rec.get("mode") == ("quick" if quick else "full") and rec.get("seed") == seed
 
 
-def _previous_seconds(out: Path, names, claims, exps, mode: str) -> dict[str, float]:
-    """Per experiment the expected seconds of its unit (its claims and itself): the times the
-    last run in ``out`` recorded (the claims report's ``seconds``, the result file's
-    ``wall_seconds``), else the registered cost; to start the longest units first."""
+def _previous_seconds(out: Path, names, claims, exps, mode: str):
+    """Per experiment the expected seconds of its unit (itself and its claims): what the last
+    run in ``out`` recorded (the result file's ``wall_seconds`` plus its claims' ``seconds`` in
+    the claims report), else its registered cost (``simplexlab list``: the unit's time in the
+    last reference run); to start the longest units first and to estimate the run. Returns
+    ``(unit seconds, claims-only seconds)``, the latter for a unit whose experiment is done."""
     from .._results import read_json
 
     last = {}
@@ -235,19 +238,19 @@ def _previous_seconds(out: Path, names, claims, exps, mode: str) -> dict[str, fl
                 for e in read_json(out / "claims" / "claims.json").get("claims", [])}
     except (OSError, ValueError, AttributeError, TypeError, KeyError):
         pass
-    est = {}
+    est, only = {}, {}
     for name in names:
+        only[name] = sum(last.get(c.name, 1.0) for c in claims if c.experiment == name)
         try:
-            sec = float(read_json(out / f"{name}.json")["wall_seconds"])
+            est[name] = float(read_json(out / f"{name}.json")["wall_seconds"]) + only[name]
         except (OSError, ValueError, KeyError, TypeError):
-            sec = exps[name].seconds(mode)
-        est[name] = sec + sum(last.get(c.name, 1.0) for c in claims if c.experiment == name)
-    return est
+            est[name] = exps[name].seconds(mode)
+    return est, only
 
 
 def _reproduce_parallel(args, exps, names, claims, *, jobs: int, quick: bool, out: Path) -> int:
     """``reproduce`` with ``jobs`` worker processes (:mod:`simplexlab.lab._parallel`)."""
-    from ._parallel import run_units
+    from ._parallel import makespan, run_units
     from ._registry import format_seconds
     from ._report import write_report
 
@@ -260,13 +263,14 @@ def _reproduce_parallel(args, exps, names, claims, *, jobs: int, quick: bool, ou
             print(f"[{name}] already done ({out / (name + '.json')}); skipping (--resume)")
             continue
         units.append((name, cl, run))
-    est = _previous_seconds(out, names, claims, exps, mode)
+    est, claims_only = _previous_seconds(out, names, claims, exps, mode)
     units.sort(key=lambda u: -est[u[0]])
-    total = sum(exps[n].seconds(mode) for n in names)
-    print(f"reproducing {len(names)} experiment{'s' * (len(names) != 1)} ({mode}) with "
-          f"{len(claims)} claim{'s' * (len(claims) != 1)}, in {jobs} processes "
-          f"({format_seconds(total)} of experiments on a 2-core CPU in one process) -> {out}; "
-          f"each one's output in {out / 'logs'}", flush=True)
+    # a unit whose experiment is already done (--resume) runs its claims only
+    wall = makespan([est[n] if run else claims_only[n] for n, _, run in units], jobs)
+    print(f"reproducing {len(units)} experiment{'s' * (len(units) != 1)} ({mode}) with "
+          f"{len(claims)} claim{'s' * (len(claims) != 1)}, in {jobs} processes, about "
+          f"{format_seconds(wall)} on a 2-core CPU (each one's last recorded time: simplexlab "
+          f"list) -> {out}; each one's output in {out / 'logs'}", flush=True)
     t0 = time.perf_counter()
     try:
         entries, failed = run_units(

@@ -27,6 +27,15 @@ from pathlib import Path
 __all__ = ["run_units"]
 
 
+def makespan(seconds, jobs: int) -> float:
+    """The wall time of running units of ``seconds`` on ``jobs`` workers, longest first, each to
+    the worker free first (what :func:`run_units` does): the estimate ``reproduce`` prints."""
+    free = [0.0] * max(1, int(jobs))
+    for sec in sorted(seconds, reverse=True):
+        free[free.index(min(free))] += sec
+    return max(free)
+
+
 def _redirect(path: Path) -> None:
     """Send this process's stdout and stderr (file descriptors 1 and 2: XLA's warnings too) to
     ``path``."""

@@ -143,7 +143,9 @@ def experiment(
     """Register ``run(ctx)`` under ``name``.
 
     ``reproduces``: which paper figure/table (and what differs); ``cost``: ``{"quick": "~20 s",
-    "full": "~3 min"}`` on a 2-core CPU; ``requires``: modules of an optional extra it needs
+    "full": "~3 min"}``, the experiment's time with its claims in the last recorded reference
+    run (``simplexlab reproduce``, 2 processes on a 2-core CPU; update it from that run's log);
+    ``requires``: modules of an optional extra it needs
     (``("torch", "transformers")``: the ``llm`` extra); ``simplexlab reproduce`` without names
     skips it, saying so, where they are missing.
     """
