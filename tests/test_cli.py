@@ -57,10 +57,11 @@ def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path, 
     # the experiment's claims were evaluated first, into the same folder
     report = json.loads((tmp_path / "claims" / "claims.json").read_text())
     assert {c["experiment"] for c in report["claims"]} == {"phase-portraits"}
-    # --resume skips a finished experiment (in this process: nothing left to run end to end)
+    # --resume skips a finished experiment (in this process: nothing left to run end to end;
+    # --no-claims, as the claims were checked above and would only be evaluated again)
     capsys.readouterr()
     assert main(["--experiments-dir", str(ROOT / "experiments"), "reproduce", "phase-portraits",
-                 "--quick", "--out", str(tmp_path), "--resume"]) == 0
+                 "--quick", "--out", str(tmp_path), "--resume", "--no-claims"]) == 0
     assert "skipping" in capsys.readouterr().out
 
 
