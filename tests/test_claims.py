@@ -109,6 +109,23 @@ def test_a_bar_in_free_text_does_not_split_the_reports_table_rows(tmp_path, clai
     assert widths == {7, 4} and r"E[Â \| a = u]" in md
 
 
+def test_redraw_draws_the_report_again_without_evaluating(tmp_path, claims):
+    """``simplexlab claims --redraw``: claims.md and the maps drawn again from claims.json (left
+    byte for byte as it was), the evaluation's revision kept and the drawing one named."""
+    a, b = list(claims)[:2]
+    write_report([_entry(a, "yes", 0.64), _entry(b, "no", 0.0, "neutrality")], tmp_path,
+                 quick=False, maps=False)
+    folder = tmp_path / "claims"
+    before = (folder / "claims.json").read_bytes()
+    (folder / "claims.md").write_text("stale")
+    assert main(["claims", "--full", "--redraw", "--out", str(tmp_path)]) == 0
+    md = (folder / "claims.md").read_text()
+    assert (folder / "claims.json").read_bytes() == before
+    assert f"`{a}`" in md and "drawn from its claims.json by revision" in md
+    assert (folder / "robustness_G2.png").stat().st_size > 1000
+    assert main(["claims", "--full", "--redraw", "--out", str(tmp_path / "none")]) == 2
+
+
 def test_bad_names_are_rejected_listing_the_valid_ones(capsys, claims):
     with pytest.raises(ValueError, match="unknown claim.*'no-such-claim'.*valid names"):
         select_claims(["no-such-claim"])

@@ -341,6 +341,19 @@ def _cmd_claims(args) -> int:
         n_faults = sum(len(c.faults) for c in claims)
         print(f"{len(claims)} claims, {n_faults} declared faults")
         return 0
+    if args.redraw:
+        from ._report import redraw_report
+
+        out = Path(args.out) if args.out else default_out_dir(not args.full)
+        try:
+            if args.names:
+                raise ValueError("--redraw draws the whole report again: give no claim names")
+            path = redraw_report(out)
+        except (OSError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print(f"drew {path.parent / 'claims.md'} and the robustness maps from {path}")
+        return 0
     try:
         claims = select_claims(args.names or None, directory=args.experiments_dir)
         quick = not args.full
@@ -573,6 +586,9 @@ def main(argv: list[str] | None = None) -> int:
     p_cl.add_argument("-v", "--verbose", action="store_true",
                       help="with `claims list`: the faults each claim declares")
     p_cl.add_argument("--seed", type=_seed_arg, default=0, help=f"run seed, 0 .. {MAX_SEED}")
+    p_cl.add_argument("--redraw", action="store_true",
+                      help="evaluate nothing: draw claims.md and the robustness maps again from "
+                      "OUT/claims/claims.json with this revision's code")
     p_cl.set_defaults(func=_cmd_claims)
     p_sw = sub.add_parser("sweep", help="run a sweep from a TOML file (see experiments/sweeps/)",
                           description="Run the sweep a TOML file describes; the Dataset is "

@@ -19,7 +19,7 @@ from .._results import atomic_write_bytes, atomic_write_json, provenance, read_j
 from ._claims import FAILED, PAPERS, SCHEMA, STATUSES, claims_registry, unchecked_registry
 from ._stats import _fmt
 
-__all__ = ["count_line", "write_report"]
+__all__ = ["count_line", "redraw_report", "write_report"]
 
 def _status_line(e: dict) -> str:
     from ._status import status_line  # the figures' line, word for word
@@ -98,24 +98,49 @@ def _md(entries: list[dict], mode: str, prov: dict, unchecked: Sequence[dict] = 
     return "\n".join(lines)
 
 
+#: the robustness maps' colours (blue / orange / grey: apart for colour-blind readers too)
+#: and the mark each cell also carries, so that the map reads without colour
+MAP_COLOURS = {"fails": "#e66101", "cannot tell": "#d9d9d9", "holds": "#2166ac"}
+MAP_MARKS = {"fails": "✗", "cannot tell": "?", "holds": "✓"}
+
+
+def _paper_cell(e: dict, names: list[str]) -> tuple | None:
+    """The grid index of the paper's setting, where every axis of the grid has the paper's
+    value among its points (``paper_setting`` keyed by the axis name); else ``None``."""
+    setting, axes = e.get("paper_setting") or {}, e["grid"]["axes"]
+    idx = []
+    for n in names:
+        values = [str(v) for v in axes[n]]
+        if n not in setting or str(setting[n]) not in values:
+            return None
+        idx.append(values.index(str(setting[n])))
+    return tuple(idx)
+
+
 def _maps(entries: list[dict], folder: Path) -> list[str]:
-    """One robustness-map PNG per paper: a panel per claim, green where it holds, red where it
-    fails, grey where the point cannot tell."""
+    """One robustness-map PNG per paper: a panel per claim, each grid point marked holds (✓,
+    blue), fails (✗, orange) or cannot tell (?, grey: within noise or censored in both arms);
+    the paper's setting outlined where the grid holds it; ★ in a title: the claim holds at the
+    paper's setting. A legend says all of it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch, Rectangle
 
     written = []
-    cmap = ListedColormap(["#d73027", "#bdbdbd", "#1a9850"])  # fails, cannot tell, holds
+    cmap = ListedColormap([MAP_COLOURS["fails"], MAP_COLOURS["cannot tell"],
+                           MAP_COLOURS["holds"]])
     for paper in PAPERS:
         es = [e for e in entries if e["paper"] == paper and e["grid"].get("axes")]
         if not es:
             continue
         cols = min(4, len(es))
         rows = math.ceil(len(es) / cols)
-        fig, axs = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+        fig, axs = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows + 0.6),
+                                squeeze=False)
         for ax in axs.ravel()[len(es):]:
             ax.axis("off")
         for ax, e in zip(axs.ravel(), es, strict=False):
@@ -124,18 +149,31 @@ def _maps(entries: list[dict], folder: Path) -> list[str]:
             h = np.asarray(e["grid"]["holds"], float)
             inf = np.asarray(e["grid"].get("informative", np.ones(h.shape, bool)), bool)
             h = np.where(inf, h, 0.5)
+            cell = _paper_cell(e, names)
             if h.ndim == 1:
                 h = h[None, :]
                 ylab, yt = "", [""]
+                cell = None if cell is None else (0, cell[0])
             else:
+                shape = h.shape
                 h = h.reshape(h.shape[0], -1) if h.ndim > 2 else h
                 ylab = names[0]
                 yt = [_fmt(v) for v in axes[names[0]]]
+                if cell is not None and len(shape) > 2:
+                    cell = (cell[0], int(np.ravel_multi_index(cell[1:], shape[1:])))
             xname = names[-1] if len(names) <= 2 else " × ".join(names[1:])
             xt = ([_fmt(v) for v in axes[names[-1]]] if len(names) <= 2 else
                   [",".join(_fmt(axes[n][i]) for n, i in zip(names[1:], t, strict=True))
                    for t in np.ndindex(*[len(axes[n]) for n in names[1:]])])
             ax.imshow(h, cmap=cmap, vmin=0, vmax=1, aspect="auto", origin="lower")
+            if h.size <= 80:  # the mark in each cell: the map reads without colour
+                for (i, j), v in np.ndenumerate(h):
+                    key = "holds" if v == 1 else "fails" if v == 0 else "cannot tell"
+                    ax.text(j, i, MAP_MARKS[key], ha="center", va="center", fontsize=8,
+                            color="white" if key != "cannot tell" else "black")
+            if cell is not None:
+                ax.add_patch(Rectangle((cell[1] - 0.5, cell[0] - 0.5), 1, 1, fill=False,
+                                       lw=2.2, ec="black"))
             ax.set_xticks(range(len(xt)), xt, fontsize=7, rotation=45 if len(xt) > 5 else 0)
             ax.set_yticks(range(len(yt)), yt, fontsize=7)
             ax.set_xlabel(xname, fontsize=8)
@@ -146,9 +184,18 @@ def _maps(entries: list[dict], folder: Path) -> list[str]:
             of = "of grid" if inf.all() else f"of the {int(inf.sum())} points that can tell"
             ax.set_title(f"{mark}{e['name']}\nat paper: {e['holds_at_paper']}, {where} {of}",
                          fontsize=8)
-        fig.suptitle(f"Robustness maps, {PAPERS[paper]} (green: the claim holds; red: it fails; "
-                     "grey: cannot tell, within noise or censored)", fontsize=10)
-        fig.tight_layout()
+        handles = [Patch(fc=MAP_COLOURS[k], ec="none", label=f"{MAP_MARKS[k]} {k}"
+                         + (" (within noise, or censored in both arms)"
+                            if k == "cannot tell" else "")) for k in ("holds", "fails",
+                                                                      "cannot tell")]
+        handles += [Patch(fc="none", ec="black", lw=2,
+                          label="the paper's setting (where the grid holds it)"),
+                    Line2D([], [], ls="none", marker="*", color="black",
+                           label="in a title: holds at the paper's setting")]
+        fig.suptitle(f"Robustness maps, {PAPERS[paper]}: where each claim holds over what the "
+                     "paper leaves open", fontsize=10)
+        fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.06 if rows == 1 else 0.04, 1, 0.97))
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=80)
         plt.close(fig)
@@ -156,6 +203,26 @@ def _maps(entries: list[dict], folder: Path) -> list[str]:
         atomic_write_bytes(folder / name, buf.getvalue())
         written.append(name)
     return written
+
+
+def redraw_report(out: str | os.PathLike) -> Path:
+    """Draw ``out/claims/claims.md`` and the robustness maps again from ``claims.json`` with
+    this revision's drawing code, without evaluating any claim: the verdicts, numbers and their
+    provenance stay those of the evaluation; the report says which revision drew it."""
+    folder = Path(out) / "claims"
+    path = folder / "claims.json"
+    rep = read_json(path)
+    if not isinstance(rep, dict) or "claims" not in rep or "mode" not in rep:
+        raise ValueError(f"{path}: not a claims report (no 'claims' / 'mode')")
+    entries, prov = rep["claims"], rep.get("provenance", {})
+    _maps(entries, folder)
+    drawn = provenance().get("git_revision") or "unknown"
+    md = _md(entries, rep["mode"], prov, rep.get("not_checkable", []))
+    md = md.replace(f"(revision {prov.get('git_revision') or 'unknown'}).",
+                    f"(revision {prov.get('git_revision') or 'unknown'}; this page and the "
+                    f"maps drawn from its claims.json by revision {drawn}).", 1)
+    atomic_write_bytes(folder / "claims.md", md.encode())
+    return path
 
 
 def write_report(entries: list[dict], out: str | os.PathLike, *, quick: bool,
