@@ -450,22 +450,12 @@ _VERDICT = {"yes": ("success", "holds at the paper's setting"),
             "no": ("failure", "does not hold at the paper's setting")}
 
 
-def _fit(cells: list[str], n: int, free: int) -> list[str]:
-    """``cells`` of a row with ``n`` columns where column ``free`` is free text: the surplus
-    cells of a bar left unescaped in it (reports written before ``lab._report`` escaped them)
-    joined back into it."""
-    extra = len(cells) - n
-    if extra <= 0:
-        return cells
-    return [*cells[:free], " | ".join(cells[free:free + extra + 1]), *cells[free + extra + 1:]]
-
-
 def claim_cards(report: str, page_uri: str) -> str:
     """The claims report's two wide tables as cards (as tables they are a tall column at normal
     widths): one card per claim, its verdict in the title in words and colour (green / amber /
     red, each with its own icon, so the words carry it without colour), the facts on one line,
     where it fails below; one card per statement that cannot be checked, with the paper's words
-    and why."""
+    and why. A row whose cell count is not its header's fails the build."""
     up = "../" * page_uri.count("/")
     out, header = [], None
     for line in report.splitlines():
@@ -474,23 +464,23 @@ def claim_cards(report: str, page_uri: str) -> str:
             out.append(line)
             continue
         cells = _cells(line)
-        if header is None:
-            header = cells
-            if header[0] not in ("claim", "statement"):
-                out.append(line)
-            continue
-        if header[0] not in ("claim", "statement"):
+        header = cells if header is None else header
+        if header[0] not in ("claim", "statement"):  # another table stays a table
             out.append(line)
             continue
-        if set(cells[0]) <= {"-", ":"}:
+        if cells is header or set(cells[0]) <= {"-", ":"}:  # the header and its rule
             continue
-        text = (lambda c: c.replace("\\|", "|"))
+        if len(cells) != len(header):
+            raise PluginError(f"claims report: a row of {len(cells)} cells under a header of "
+                              f"{len(header)} (draw it again: simplexlab claims --redraw): "
+                              f"{line[:100]}")
+        cells = [c.replace("\\|", "|") for c in cells]
         if header[0] == "statement":
-            name, source, words, why = map(text, _fit(cells, 4, 2))
+            name, source, words, why = cells
             out += [f'!!! quote "{name.strip("`")}: not checkable in the lab"',
                     f"    **{source}**: {words}", "", f"    *Why not:* {why}", ""]
             continue
-        name, source, experiment, verdict, effect, robust, boundary = map(text, _fit(cells, 7, 6))
+        name, source, experiment, verdict, effect, robust, boundary = cells
         kind, words = _VERDICT.get(verdict, ("bug", f"failed to evaluate ({verdict})"))
         where = (f"experiment [{experiment}]({up}gallery/{experiment}.md)"
                  if experiment not in ("–", "") else "no experiment")

@@ -165,13 +165,13 @@ def _cmd_reproduce(args) -> int:
         return _reproduce_parallel(args, exps, names, claims, jobs=jobs, quick=quick, out=out)
     if claims:  # before the experiments, so that their figures can show the claims' status
         _run_claims(claims, quick=quick, out=out, seed=args.seed)
-    total = sum(exps[n].seconds(mode_name) for n in names  # only the work it will do
-                if not (args.resume and _already_done(out, n, quick, args.seed)))
+    done = {n for n in names if args.resume and _already_done(out, n, quick, args.seed)}
+    total = sum(exps[n].seconds(mode_name) for n in names if n not in done)  # the work to do
     print(f"reproducing {len(names)} experiment{'s' * (len(names) != 1)} ({mode_name}), "
           f"{format_seconds(total)} in all on a 2-core CPU -> {out}", flush=True)
     for i, name in enumerate(names, 1):
         step = f"[{i}/{len(names)}] {name}"
-        if args.resume and _already_done(out, name, quick, args.seed):
+        if name in done:
             print(f"{step} already done ({out / (name + '.json')}); skipping (--resume)")
             continue
         print(f"{step} ({exps[name].cost[mode_name]}) running ({mode_name}) -> {out}",
@@ -341,10 +341,11 @@ def _cmd_claims(args) -> int:
         n_faults = sum(len(c.faults) for c in claims)
         print(f"{len(claims)} claims, {n_faults} declared faults")
         return 0
+    quick = not args.full
+    out = Path(args.out) if args.out else default_out_dir(quick)
     if args.redraw:
         from ._report import redraw_report
 
-        out = Path(args.out) if args.out else default_out_dir(not args.full)
         try:
             if args.names:
                 raise ValueError("--redraw draws the whole report again: give no claim names")
@@ -356,8 +357,6 @@ def _cmd_claims(args) -> int:
         return 0
     try:
         claims = select_claims(args.names or None, directory=args.experiments_dir)
-        quick = not args.full
-        out = Path(args.out) if args.out else default_out_dir(quick)
         writable_folder(out / "claims", "--out")  # before any compute
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

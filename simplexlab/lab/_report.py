@@ -58,8 +58,13 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _md(entries: list[dict], mode: str, prov: dict, unchecked: Sequence[dict] = ()) -> str:
+def _md(entries: list[dict], mode: str, prov: dict, unchecked: Sequence[dict] = (),
+        drawn: str | None = None) -> str:
+    """The report's page; ``drawn``: the revision that drew it from an earlier evaluation's
+    claims.json (:func:`redraw_report`), named beside the evaluating one."""
     rev = prov.get("git_revision") or prov.get("git", {}) or "unknown"
+    if drawn is not None:
+        rev = f"{rev}; this page and the maps drawn from its claims.json by revision {drawn}"
     noes = [e for e in entries if e["holds_at_paper"] == "no"]
     lines = [f"# Claims report ({mode} mode)", "",
              f"**{count_line(entries, len(unchecked))}.**", "",
@@ -216,11 +221,8 @@ def redraw_report(out: str | os.PathLike) -> Path:
         raise ValueError(f"{path}: not a claims report (no 'claims' / 'mode')")
     entries, prov = rep["claims"], rep.get("provenance", {})
     _maps(entries, folder)
-    drawn = provenance().get("git_revision") or "unknown"
-    md = _md(entries, rep["mode"], prov, rep.get("not_checkable", []))
-    md = md.replace(f"(revision {prov.get('git_revision') or 'unknown'}).",
-                    f"(revision {prov.get('git_revision') or 'unknown'}; this page and the "
-                    f"maps drawn from its claims.json by revision {drawn}).", 1)
+    md = _md(entries, rep["mode"], prov, rep.get("not_checkable", []),
+             drawn=provenance().get("git_revision") or "unknown")
     atomic_write_bytes(folder / "claims.md", md.encode())
     return path
 

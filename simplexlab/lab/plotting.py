@@ -297,6 +297,7 @@ def plot_solution(solutions, *, quantities=("p", "L_y", "y"), title: str = ""):
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (label, sol) in enumerate(solutions.items()):
         color = METHOD_STYLES[label].color if label in METHOD_STYLES else cycle[i % len(cycle)]
+        shown = METHOD_STYLES[label].name if label in METHOD_STYLES else label
         t = np.asarray(sol.t, float).reshape(-1, np.shape(sol.t)[-1])  # (batch, save points)
         one = len(t) == 1
         for ax, q in zip(axes[0], quantities, strict=True):
@@ -306,7 +307,6 @@ def plot_solution(solutions, *, quantities=("p", "L_y", "y"), title: str = ""):
             for b in range(len(t)):
                 for j in range(v.shape[-1]):
                     ok = np.isfinite(t[b]) & np.isfinite(v[b, :, j])
-                    shown = METHOD_STYLES[label].name if label in METHOD_STYLES else label
                     name = f"{shown} {q}_{j + 1}".strip() if per_mode else shown
                     ax.plot(t[b, ok], v[b, ok, j], color=color, lw=1.8 if one else 0.7,
                             alpha=1.0 if one else 0.5,
