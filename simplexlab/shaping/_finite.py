@@ -16,8 +16,10 @@ expectation exactly (the ``"rule"`` path):
   L̂_z))``. Their expectations need the joint law of ``(n_good, K̂)``, the first moment of
   ``Σ n_c²`` on it and the own cluster's count: a dynamic programme over the correct-scored
   cells on ``(n_good, K̂)`` with Poissonised counts (each cell's count Poisson(G q_c), the
-  product conditioned on the total ``G``), once per cell with that cell left out; the
-  incorrect-scored side (``L̂_z``) by its compositions. ``O(K³ G²)``.
+  product conditioned on the total ``G``); the sums over the other cells beside an own cell
+  are the derivatives of the all-cells sums in that cell's weights, so one reverse-mode pass
+  through the programme gives every cell's (not one programme per left-out cell); the
+  incorrect-scored side (``L̂_z``) by its compositions, summed by total. ``O(K² G²)``.
 * **ProGRPO** as the bandit runs it (a rollout's confidence is its probability ``π_c``, the
   prompt's the geometric mean over the group, PG eq. 4–6 with fraction 1; the all-correct
   groups skipped as in Alg. 1, or re-weighted with ``progrpo_all_correct``): with
@@ -138,8 +140,8 @@ class MethodRule(GroupRule):
                    and (self.schedule.kind == "B" or self.schedule.neutralize) else 0)
             if bad > _MAX_BAD_ROWS:
                 return None
-            # the largest intermediate: (cell left out, a', own count, κ)
-            return max(n1 * n1 * (G + 1) * G, bad * max(n0, 1) * n1)
+            # the largest intermediates: a Toeplitz matrix per cell, kept for the reverse pass
+            return max(2 * n1 * (G + 1) ** 2, bad * max(n0, 1) * n1)
         if self.method == "progrpo":
             return 4 * (G + 1) * (K + M)
         if self.method == "reinforce_pp":
@@ -213,7 +215,8 @@ def _toeplitz(w, G):
 
 def _good_dp(weights, G, n1):
     """``(F0, F1)`` ``(G+1, n1+1)``: over assignments of counts to the cells of ``weights``
-    ``(cells, G+1)``, ``Σ Π w`` and ``Σ Π w · Σ n²`` by total ``a`` and occupied cells ``κ``."""
+    ``(cells, G+1)``, ``Σ Π w`` and ``Σ Π w · Σ n²`` by total ``a`` and occupied cells ``κ``
+    """
     dt = weights.dtype
     F0 = jnp.zeros((G + 1, n1 + 1), dt).at[0, 0].set(1.0)
     F1 = jnp.zeros((G + 1, n1 + 1), dt)
@@ -265,10 +268,10 @@ def _g2rpo_totals(rule: MethodRule, q1, q0, probs, G, t, C, active):
             Lz = jnp.where(bb > 0, jnp.sum(m * m, -1) / jnp.where(bb > 0, bf, 1.0) ** 2, 0.0)
             Lz = jnp.where(bb > 0, jnp.maximum(Lz, s.Lz_min), Lz)
             inv = 1.0 / (Lz[:, None] + 1.0 / kappa[None, :])  # (R, n1)
-            U1 = jax.ops.segment_sum(wrow[:, None] * inv, bb, num_segments=G + 1)
-            U2 = jax.ops.segment_sum((wrow * Lz)[:, None] * inv, bb, num_segments=G + 1)
-            V = jax.ops.segment_sum(wrow[:, None, None] * m[:, :, None] * inv[:, None, :], bb,
-                                    num_segments=G + 1)  # (G+1, n0, n1)
+            U1 = _by_total(wrow[:, None] * inv, bb, G, n0)
+            U2 = _by_total((wrow * Lz)[:, None] * inv, bb, G, n0)
+            V = _by_total(wrow[:, None, None] * m[:, :, None] * inv[:, None, :], bb, G,
+                          n0)  # (G+1, n0, n1)
         else:
             Lz1 = jnp.maximum(1.0, s.Lz_min)
             inv = 1.0 / (Lz1 + 1.0 / kappa)
@@ -281,38 +284,39 @@ def _g2rpo_totals(rule: MethodRule, q1, q0, probs, G, t, C, active):
 
     W = jnp.zeros((2, C), dt)
     if n1:
-        # the correct-scored side without each cell k: (n1, G+1, n1+1) twice
-        ident = jnp.zeros((G + 1,), dt).at[0].set(1.0)
-        E0, E1 = jax.vmap(lambda k: _good_dp(
-            jnp.where((jnp.arange(n1) == k)[:, None], ident, w1), G, n1))(jnp.arange(n1))
-        E0, E1 = E0[:, :, :n1], E1[:, :, :n1]  # κ' = 0..n1-1 (the others)
-        own = jnp.arange(1, G + 1)  # the own cluster's count
-        # (a', n) -> a = a' + n, built in the program (an iota), not a (G+1, G) literal: at
-        # G = 256 the literals made the compilation 3x slower
-        a_tot = (jax.lax.broadcasted_iota(jnp.int32, (G + 1, G), 0)
-                 + jax.lax.broadcasted_iota(jnp.int32, (G + 1, G), 1) + 1)
-        valid = a_tot <= G
-        a_idx = jnp.clip(a_tot, 0, G)
-        af = a_idx.astype(dt)
-        nf = own.astype(dt)[None, :]
-        kap = kappa[None, None, :]  # κ = κ' + 1
-        lam = lam_a[a_idx][..., None]  # (a', n, 1)
-        gap = af[..., None] / kap - nf[..., None]  # a/κ − n
-        wn = w1[:, own]  # (n1, n)
+        # the own cell k (count n >= 1) beside the others (total a', κ' occupied): the sums
+        # over the others' assignments are the derivatives of the all-cells sums in cell k's
+        # weights, ∂F0[a, κ]/∂w1[k, n] = Σ_{others} Π w (a = a' + n, κ = κ' + 1) and
+        # ∂F1[a, κ]/∂w1[k, n] = Σ_{others} Π w · (Σ_{others} n_c² + n²), so each cell's total
+        # is one reverse-mode pass through the all-cells recursion (jax.vjp), not a recursion
+        # per left-out cell: with λ = λ(a), u1, u2 the incorrect side's sums at b = G − a,
+        #   W[1, k] = Σ_n w1[k, n] Σ λ (a/κ − n) [(E1 + n² E0) u1/a² + E0 u2]
+        #           = Σ_n w1[k, n] (gA[k, n] − n gB[k, n]),
+        # gX = ∂(⟨F1, ψX⟩ + ⟨F0, φX⟩)/∂w1 with ψA = λ a/κ u1/a², ψB = λ u1/a², φA = λ a/κ u2,
+        # φB = λ u2 (schedule A / constant: ψ = 0, u2 → the incorrect side's mass Hb(G − a))
+        (F0, F1), pull = jax.vjp(lambda w: _good_dp(w, G, n1), w1)
+        af = a[:, None]  # (a, 1)
+        kap = kappa[None, :]  # (1, κ = 1..n1)
+        lam = lam_a[:, None]
         if s.kind == "B":
-            u1 = U1[G - a_idx]  # (a', n, n1)
-            u2 = U2[G - a_idx]
-            s2 = (E1[:, :, None, :] + (nf * nf)[None, ..., None] * E0[:, :, None, :])
-            inner = s2 / (af * af)[None, ..., None] * u1[None] + E0[:, :, None, :] * u2[None]
+            inv_a2 = jnp.where(af > 0, 1.0 / jnp.where(af > 0, af, 1.0) ** 2, 0.0)
+            psiB = lam * U1[G - jnp.arange(G + 1)] * inv_a2  # (a, κ)
+            phiB = lam * U2[G - jnp.arange(G + 1)]
         else:
-            inner = E0[:, :, None, :] * Hb[G - a_idx][None, ..., None]
-        term = wn[:, None, :, None] * lam[None] * gap[None] * inner
-        term = jnp.where(valid[None, ..., None], term, 0.0)
-        W = W.at[1, jnp.asarray(good_ids)].add(jnp.sum(term, (1, 2, 3)) / Z)
+            psiB = jnp.zeros((G + 1, n1), dt)
+            phiB = jnp.broadcast_to(lam * Hb[::-1][:, None], (G + 1, n1))
+
+        def pad(x):  # κ = 0 (no good rollout) gets nothing: the own cell is occupied
+            return jnp.concatenate([jnp.zeros((G + 1, 1), dt), x], 1)
+
+        cot = (jnp.stack([pad(phiB * af / kap), pad(phiB)]),
+               jnp.stack([pad(psiB * af / kap), pad(psiB)]))
+        gA, gB = jax.vmap(pull)(cot)[0]  # one reverse pass for both (A, B)
+        own = w1 * (gA - n[None, :] * gB)  # (n1, G+1); the count n = 0 is not the own cell's
+        W = W.at[1, jnp.asarray(good_ids)].add(jnp.sum(own[:, 1:], -1) / Z)
 
         if s.neutralize and n0:
-            F0, F1 = _good_dp(w1, G, n1)  # all correct-scored cells
-            F0, F1 = F0[:, 1:], F1[:, 1:]  # κ >= 1 (has a good rollout)
+            F0, F1 = F0[:, 1:], F1[:, 1:]  # all correct-scored cells, κ >= 1
             ag = jnp.arange(G + 1, dtype=dt)[:, None]
             good_part = F0 / kappa[None, :] - F1 / jnp.where(ag > 0, ag, 1.0) ** 2  # (a, κ)
             on = (b > 0) & (a > 0) & (p_hat >= s.p_min)
@@ -328,20 +332,35 @@ def _g2rpo_totals(rule: MethodRule, q1, q0, probs, G, t, C, active):
     return W
 
 
+def _by_total(values, b, G: int, n0: int):
+    """``out[t] = Σ_{rows of total b = t} values[row]`` ``(G+1, ...)`` over the rows of
+    :func:`_bad_rows`. Up to two parts the rows come grouped by their total (a reshape and a
+    sum); more: a scatter (``segment_sum``), which at G = 64 cost twice the sum for two
+    parts."""
+    if n0 == 1:
+        return values
+    if n0 == 2:
+        return jnp.sum(values.reshape((G + 1, G + 1) + values.shape[1:]), 1)
+    return jax.ops.segment_sum(values, b, num_segments=G + 1)
+
+
 def _bad_rows(G: int, n0: int, dtype):
     """Every composition of every ``b <= G`` into ``n0`` parts: ``(m, b, keep)``, the rows
-    ``m`` ``(R, n0)``, their totals ``b`` (clipped to ``G``) and which rows are compositions
-    (``keep``; the others carry weight 0). For ``n0 <= 2`` the rows are every point of the grid
-    ``{0..G}^n0`` built in the program (iotas; ``keep``: ``b <= G``), about twice the
-    compositions but no literal table in the program (at G = 256 a 33,153-row literal made its
-    compilation 3x slower); for more parts the ``C(G + n0, n0)`` compositions themselves (the
-    grid would be ``(G + 1)^n0``)."""
+    ``m`` ``(R, n0)``, their totals ``b`` and which rows are compositions (``keep``; the others
+    carry weight 0 and a total clipped to ``G``). One part: the rows ``m = b``; two parts: for
+    each total ``b`` the ``G + 1`` rows ``(j, b − j)``, ``j <= b`` kept (about twice the
+    compositions, grouped by total for :func:`_by_total`), built in the program (iotas: at
+    G = 256 a 33,153-row literal made the compilation 3x slower); more parts: the
+    ``C(G + n0, n0)`` compositions themselves (a grid would be ``(G + 1)^n0``)."""
     if n0 <= 2:
         shape = (G + 1,) * n0
-        m = jnp.stack([jax.lax.broadcasted_iota(jnp.int32, shape, i).ravel()
-                       for i in range(n0)], -1)
-        b = jnp.sum(m, -1)
-        return m.astype(dtype), jnp.minimum(b, G), b <= G
+        b = jax.lax.broadcasted_iota(jnp.int32, shape, 0).ravel()
+        if n0 == 1:
+            return b[:, None].astype(dtype), b, jnp.ones(b.shape, bool)
+        j = jax.lax.broadcasted_iota(jnp.int32, shape, 1).ravel()
+        keep = j <= b
+        m = jnp.stack([jnp.where(keep, j, 0), jnp.where(keep, b - j, 0)], -1)
+        return m.astype(dtype), b, keep
     rows = [compositions(b, n0) for b in range(G + 1)]
     b = np.concatenate([np.full(len(r), b) for b, r in enumerate(rows)])
     return (jnp.asarray(np.concatenate(rows), dtype), jnp.asarray(b),

@@ -173,6 +173,12 @@ class _Unrolled(eqx.Module):
     whole; ``None``, the dataclass default after diffrax's fields: all rows)."""
 
     reads: int | None = eqx.field(static=True, default=None)
+    #: run the stages after the first in a loop (``lax.fori_loop``) instead of written out: the
+    #: program holds two copies of the field (the first stage's and the loop's) instead of one
+    #: per stage, for fields whose compilation dominates (:attr:`AbstractDynamics.stage_loop`).
+    #: Same arithmetic per stage (the tableau row's coefficients read from an array, zero ones
+    #: adding an exact 0), so the same numbers up to XLA's contraction of multiply-adds.
+    loop: bool = eqx.field(static=True, default=False)
 
     def init(self, terms, t0, t1, y0, args):
         return terms.vf(t0, y0, args)  # f(t0, y0): the first stage of the first step (FSAL)
@@ -188,6 +194,10 @@ class _Unrolled(eqx.Module):
         k0 = terms.prod(f0, control)
         ks = jnp.zeros((len(tab.c) + 1,) + k0.shape, k0.dtype).at[0].set(k0)
         last = len(tab.c) - 1
+        if self.loop:
+            yi, fi, ks = self._stages_in_a_loop(terms, t0, dt, y0, args, ks, one, control)
+            y_error = _combine(tab.b_error, [ks[j] for j in range(ks.shape[0])])
+            return yi, y_error, dict(y0=y0, y1=yi, k=ks), fi, diffrax.RESULTS.successful
         for i, (a_i, c_i) in enumerate(zip(tab.a_lower, tab.c, strict=True)):
             if i == last or self.reads is None:
                 yi = _stage(y0, a_i, ks, slice(None)) / one
@@ -200,17 +210,40 @@ class _Unrolled(eqx.Module):
         y_error = _combine(tab.b_error, [ks[j] for j in range(ks.shape[0])])
         return yi, y_error, dict(y0=y0, y1=yi, k=ks), fi, diffrax.RESULTS.successful
 
+    def _stages_in_a_loop(self, terms, t0, dt, y0, args, ks, one, control):
+        """The stages after the first as one loop body (:attr:`loop`); ``(y1, f(t1, y1), ks)``."""
+        tab = self.tableau
+        n = len(tab.c)
+        A = np.zeros((n, n))
+        for i, a_i in enumerate(tab.a_lower):
+            A[i, :len(a_i)] = a_i
+        A, c = jnp.asarray(A, y0.dtype), jnp.asarray(tab.c, y0.dtype)
+
+        def stage(i, carry):
+            ks, _, _ = carry
+            acc = A[i, 0] * ks[0]
+            for j in range(1, n):  # Σ_j a_ij k_j in order (a_ij = 0 past the row's end), as
+                acc = acc + A[i, j] * ks[j]  # _stage sums it: the terms, then y0
+            yi = (y0 + acc) / one
+            fi = terms.vf(t0 + c[i] * dt, yi, args)
+            return ks.at[i + 1].set(terms.prod(fi, control)), yi, fi
+
+        init = (ks, y0, jnp.zeros_like(ks[0]))  # the field has the state's shape
+        ks, yi, fi = jax.lax.fori_loop(0, n, stage, init)
+        return yi, fi, ks
+
 
 #: the diffrax solvers :func:`solve_ensemble` runs with their stages written out
 _UNROLLED = {base: type(f"_{base.__name__}Unrolled", (_Unrolled, base), {})
              for base in (diffrax.Tsit5, diffrax.Dopri5, diffrax.Dopri8)}
 
 
-def _unrolled(solver, reads: int):
+def _unrolled(solver, reads: int, loop: bool = False):
     """``solver`` with its stages written out (:class:`_Unrolled`, the field reading the first
-    ``reads`` rows) where it is one of :data:`_UNROLLED`'s (exactly that class, default
-    settings), else ``solver``."""
-    return _UNROLLED[type(solver)](reads=reads) if type(solver) in _UNROLLED else solver
+    ``reads`` rows; ``loop``: the stages in a loop) where it is one of :data:`_UNROLLED`'s
+    (exactly that class, default settings), else ``solver``."""
+    return (_UNROLLED[type(solver)](reads=reads, loop=loop) if type(solver) in _UNROLLED
+            else solver)
 
 
 @eqx.filter_jit
@@ -221,7 +254,7 @@ def _solve_ensemble(dynamics, states, t0, t1, saveat, solver, dt0, adjoint, *, r
     # K = 3 or M = 2), and diffrax combines the stages of one leaf, not of five
     K, M = states.y.shape[-1], states.z.shape[-1]
     # Tsit5 / Dopri5 / Dopri8 with their stages written out, the field reading rows 0..K+M
-    solver = _unrolled(solver, reads=1 + K + M)
+    solver = _unrolled(solver, reads=1 + K + M, loop=dynamics.stage_loop)
 
     def f(t, x, args):
         p, y, z = x[0], x[1:1 + K], x[1 + K:1 + K + M]

@@ -17,7 +17,7 @@ The learning rate ``η`` multiplies every term, baseline and bonus (G²RPO eq. 3
 from __future__ import annotations
 
 import abc
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -86,6 +86,10 @@ class AbstractDynamics(eqx.Module):
     eta: float | jnp.ndarray = eqx.field(default=1.0, kw_only=True)
     verifier: Verifier = eqx.field(default_factory=Verifier, kw_only=True)
     allow_reversed: bool = eqx.field(default=False, kw_only=True, static=True)
+    #: :func:`solve_ensemble` runs its Runge–Kutta stages in a loop (one copy of the field in
+    #: the compiled program instead of one per stage): for fields whose compilation, not their
+    #: evaluation, dominates a solve (the finite-group theory's)
+    stage_loop: ClassVar[bool] = False
 
     def __check_init__(self):
         if not isinstance(self.verifier, Verifier):

@@ -628,6 +628,8 @@ class FiniteGroup(AbstractDynamics):
     #: empty, which the exact paths' static tables use); ``None``: read from the verifier when
     #: this system is built (:func:`known_zero_rates`)
     zero_rates: tuple | None = eqx.field(default=None, kw_only=True, static=True)
+    #: the exact field compiles to a large program: one copy per solve, not one per stage
+    stage_loop: ClassVar[bool] = True
 
     def __post_init__(self):
         if self.zero_rates is None:
