@@ -45,6 +45,23 @@ LAYERS = {
     "llm": "beside lab: the torch bridge, the GRPO driver, TRL / verl adapters, mode discovery",
 }
 
+#: the Basic API of each face (what a newcomer calls first; the rest of the face is Advanced),
+#: in reading order; a name that leaves its face fails the build
+BASIC = {
+    "theory": ("State", "make_state", "Verifier", "GRPO", "Neutralized", "ScheduleB", "GoodBonus",
+               "FiniteGroup", "solve", "solve_ensemble", "Solution", "expected_update",
+               "find_fixed_points", "collision_field"),
+    "shaping": ("Groups", "advantages", "METHODS", "GainSchedule", "grpo_advantages",
+                "g2rpo_advantages", "group_rule", "meanfield_system", "num_modes", "pass_at_k"),
+    "sim": ("SIMULATORS", "Bandit", "Categorical", "CategoricalConfig", "trajectory"),
+    "sweep": ("run", "run_config", "load_config"),
+    "verify": ("verify_schedule", "plan", "save_schedule", "load_schedule"),
+    "lab": ("experiment", "Context", "claim", "ClaimContext", "Verdict", "load_experiments",
+            "evaluate_claims", "plot_solution", "plot_training", "use_style"),
+    "llm": ("advantages", "to_torch", "to_jax", "TrainConfig", "train", "G2RPOTrainer",
+            "register_verl", "discover_modes"),
+}
+
 _INCLUDE = re.compile(r"^<!--\s*include\s+(?P<file>[^#\s]+)(?:#(?P<section>[^>]+?))?\s*-->\s*$",
                       re.M)
 _ROLE = re.compile(r":(?:py:)?(?:func|class|mod|data|meth|attr|exc|obj|const):<code>~?")
@@ -106,24 +123,40 @@ def undocumented(faces) -> list[str]:
 
 
 def _api_page(layer: str, rows) -> str:
+    """The face's page: its docstring, then the Basic names (:data:`BASIC`, in that order), then
+    the Advanced ones (the rest, in the face's order), one entry per name."""
+    names = [name for name, _doc, _how in rows]
+    if missing := [n for n in BASIC[layer] if n not in names]:
+        raise PluginError(f"docs/_hooks.py BASIC[{layer!r}] names {missing}, which "
+                          f"simplexlab.{layer}.__all__ does not list")
+    by_name = {row[0]: row for row in rows}
+    basic = [by_name[n] for n in BASIC[layer]]
+    advanced = [row for row in rows if row[0] not in BASIC[layer]]
     lines = [f"# `simplexlab.{layer}`", "",
              f"::: simplexlab.{layer}", "    options:", "      members: false",
              "      show_root_heading: false", "      show_root_toc_entry: false", ""]
-    for name, doc, how in rows:
-        if how == "built":  # not visible to static analysis: its docstring, read from the source
-            lines += [f"## `{name}` {{ #simplexlab.{layer}.{name} }}", "",
-                      f"*Built on first access of `simplexlab.{layer}.{name}` (needs its extra).*",
-                      "", doc or "", ""]
-        else:
-            lines += [f"::: simplexlab.{layer}.{name}", "    options:",
-                      "      show_root_heading: true", "      heading_level: 2", ""]
+    for title, part, what in (
+            ("Basic", basic, "what most work with this layer calls"),
+            ("Advanced", advanced, "the rest of the face: building blocks, closed forms of "
+                                   "single equations, tables and helpers")):
+        lines += [f"## {title}", "", f"*{len(part)} names: {what}.*", ""]
+        for name, doc, how in part:
+            if how == "built":  # not visible to static analysis: its docstring, from the source
+                lines += [f"### `{name}` {{ #simplexlab.{layer}.{name} }}", "",
+                          f"*Built on first access of `simplexlab.{layer}.{name}` (needs its "
+                          "extra).*", "", doc or "", ""]
+            else:
+                lines += [f"::: simplexlab.{layer}.{name}", "    options:",
+                          "      show_root_heading: true", "      heading_level: 3", ""]
     return "\n".join(lines)
 
 
 def _api_index(faces) -> str:
     lines = ["# API reference", "",
              "One page per layer face (its `__init__.py`, the only public door of the layer), "
-             "with every name of the face's `__all__` and its docstring. The build fails when a "
+             "with every name of the face's `__all__` and its docstring: first the Basic names "
+             "(what most work with the layer calls), then the Advanced ones. Every function "
+             "shows its Arguments and Returns, every module its fields. The build fails when a "
              "public name has no docstring. Layers import only the ones above them "
              "([Layers](../concepts/layers.md)).", "",
              "| face | names | contents |", "|---|---|---|"]

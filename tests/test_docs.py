@@ -157,3 +157,63 @@ def test_site_builds(tmp_path):
     home = (site / "index.html").read_text()
     text = html_lib.unescape(re.sub(r"<[^>]+>", "", home))  # the code block's visible text
     assert "python -m pip install -e ." in text and 'alt="the example\'s output"' in home
+
+
+def _sections():
+    spec = importlib.util.spec_from_file_location("simplexlab_docs_sections", ROOT / "docs" /
+                                                  "_griffe_sections.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(importlib.util.find_spec("griffe") is None, reason=NO_DOCS)
+def test_parameter_descriptions_are_read_from_the_prose():
+    """The API pages' Arguments rows take a parameter's description from the three forms the
+    docstrings use, and nothing from a mere mention."""
+    describe = _sections().describe
+    text = ("The rule ``method`` (a name of ``METHODS``) at ``step``: the training step; "
+            "``eta`` is unrelated.\n\n* ``gain`` -- λ0 (A, B); may be traced.\n"
+            "* ``kind`` -- the schedule.\n")
+    assert describe("method", text) == "A name of ``METHODS``"
+    assert describe("step", text) == "The training step"
+    assert describe("gain", text) == "λ0 (A, B); may be traced."
+    assert describe("kind", text) == "The schedule."
+    assert describe("eta", text) == ""
+    assert describe("who", "raises (``who``: a prefix such as ``x``).") == "A prefix such as ``x``"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("griffe") is None, reason=NO_DOCS)
+def test_every_public_function_gets_arguments_and_returns_and_every_module_its_fields():
+    """Through the docs' griffe extension, every function of every layer face has an Arguments
+    block (one row per parameter) and a Returns block (unless it returns ``None``), and every
+    ``eqx.Module`` of a face a block of its fields: what the API pages render."""
+    import griffe
+
+    ext = _sections().ArgumentsAndReturns()
+    loader = griffe.GriffeLoader(search_paths=[str(ROOT)], extensions=griffe.load_extensions(ext))
+    package = loader.load("simplexlab", try_relative_path=False)
+    loader.resolve_aliases(implicit=False, external=False)
+    hooks, checked, missing = _hooks(), 0, []
+    for layer, rows in hooks.face_names(ROOT).items():
+        for name, _doc, how in rows:
+            if how != "griffe":
+                continue
+            obj = package[layer][name]
+            obj = obj.final_target if obj.is_alias else obj
+            text = obj.docstring.value if obj.docstring else ""
+            if obj.is_function:
+                params = [p for p in obj.parameters if p.name not in ("self", "cls")]
+                checked += 1
+                if params and "\n\nArgs:\n" not in text:
+                    missing.append(f"{layer}.{name}: Arguments")
+                if str(obj.returns) != "None" and "\nReturns:\n" not in text:
+                    missing.append(f"{layer}.{name}: Returns")
+                for p in params:
+                    if not re.search(rf"^    \**{re.escape(p.name)}: ", text, re.M):
+                        missing.append(f"{layer}.{name}: row {p.name}")
+            elif obj.is_class and "Module" in [str(b) for b in obj.bases]:
+                checked += 1
+                if "\n\nAttributes:\n" not in text:
+                    missing.append(f"{layer}.{name}: Attributes")
+    assert checked > 100 and not missing, missing

@@ -335,3 +335,11 @@ def test_public_annotations_resolve_and_the_shape_aliases_are_used():
     aliases = {n: getattr(_types, n) for n in ("Simplex", "Rewards", "Mask", "BatchScalar")}
     assert all(id(a) in seen for a in aliases.values()), [n for n, a in aliases.items()
                                                           if id(a) not in seen]
+
+
+def test_every_lazily_loaded_name_of_a_face_is_in_its_all():
+    """A face that loads names on first access (``_LAZY``) lists each in ``__all__``: a name
+    left out works in code but is missing from ``dir()``, ``import *`` and the API pages."""
+    import simplexlab.lab as lab
+
+    assert set(lab._LAZY) <= set(lab.__all__), sorted(set(lab._LAZY) - set(lab.__all__))

@@ -219,18 +219,22 @@ def run(
         fixed: ``{parameter: value}`` for parameters held fixed (defaults otherwise).
         seeds: number of seeds; run ``i`` of every grid point uses key ``keys[i]``, by default
             ``jax.random.split(jax.random.key(seed), seeds)`` (the same keys at every point:
-            paired comparisons). ``keys``: explicit ``(seeds,)`` PRNG keys instead.
-        out: folder for the result file ``<name>.<format>`` (netCDF ``"nc"`` or ``"zarr"``) and
-            the chunk store ``<name>.chunks/``; ``None`` keeps everything in memory. The folder is
-            created and checked writable before any compute; ``name`` must be a file name (no
-            folder separator, not empty, not starting with ``.``) and ``<name>.chunks`` no
-            symbolic link. Temporaries of ``<name>.<format>`` left by a killed earlier run
-            (their writer's process is gone) are removed.
+            paired comparisons).
+        seed: the root seed the ``seeds`` keys are split from.
+        keys: explicit ``(seeds,)`` PRNG keys instead of ``seed``.
+        out: folder for the result file ``<name>.<format>`` and the chunk store
+            ``<name>.chunks/``; ``None`` keeps everything in memory. The folder is created and
+            checked writable before any compute; ``<name>.chunks`` must not be a symbolic link.
+            Temporaries of ``<name>.<format>`` left by a killed earlier run (their writer's
+            process is gone) are removed.
+        name: the result's file name (no folder separator, not empty, not starting with ``.``).
+        format: netCDF ``"nc"`` or ``"zarr"``.
         memory_budget: bytes (or ``"2GB"``) the chunks may use; the chunk size is the largest
-            that fits. ``chunk_size``: runs per chunk instead (a multiple of the device count).
-            A target whose runs share work in blocks (the mean-field ODE's ``block``) gets
-            whole blocks per device: the share is rounded down to a whole number of blocks,
-            at least one.
+            that fits. A target whose runs share work in blocks (the mean-field ODE's
+            ``block``) gets whole blocks per device: the share is rounded down to a whole number
+            of blocks, at least one.
+        chunk_size: runs per chunk instead of ``memory_budget`` (a multiple of the device
+            count).
         batching: ``"auto"`` (on CPU the simulator adapter's ``cpu_batching``: ``lax.map`` for large
             per-run states, ``vmap`` for small ones; ``vmap`` elsewhere), ``"vmap"`` or ``"map"``.
         devices: ``None`` (every device of every process), a number of local devices, or a list.
@@ -238,15 +242,15 @@ def run(
             A stored chunk that cannot be read, does not hold this program's outputs, names
             another chunk or whose numbers do not match their hash is reported in one line,
             renamed ``<digest>.npz.corrupt`` and recomputed.
-
-        max_runs, max_steps, max_result_bytes: the size guards, checked before any compute (and
-            ``max_runs`` before the seeds' keys are split): the number of runs (grid points ×
-            seeds, default at most 10^7, :data:`MAX_RUNS`), a simulator's ``num_steps`` per run
-            (default at most 10^8, :data:`simplexlab.sim.internal.MAX_STEPS`) and the size of
-            the result (every output of every run, in memory on process 0 and in the result
-            file; default at most ``"8GiB"``, :data:`MAX_RESULT_BYTES`). Work beyond one of
-            them raises ``ValueError`` stating the estimate and the limit; pass a larger limit
-            to allow it.
+        progress: a progress bar over the chunks.
+        max_runs: size guard, checked before any compute and before the seeds' keys are split:
+            the number of runs (grid points × seeds; default at most 10^7, :data:`MAX_RUNS`).
+        max_steps: size guard: a simulator's ``num_steps`` per run (default at most 10^8,
+            :data:`simplexlab.sim.internal.MAX_STEPS`).
+        max_result_bytes: size guard: the size of the result (every output of every run, in
+            memory on process 0 and in the result file; default at most ``"8GiB"``,
+            :data:`MAX_RESULT_BYTES`). Work beyond a guard raises ``ValueError`` stating the
+            estimate and the limit; pass a larger limit to allow it.
 
     Returns an :class:`xarray.Dataset` with dims ``(*grid, "seed", ...)`` and the provenance in
     its attributes (on process 0; other processes of a multi-process run return ``None``).

@@ -163,14 +163,19 @@ def solve(
         dynamics: :class:`GRPO`, :class:`GoodBonus`, :class:`Neutralized` or any
             :class:`AbstractDynamics`.
         state0: initial :class:`State` (validated: p ∈ (0, 1), y and z on their simplices).
-        t1, t0: interval in the integration variable (``time``).
+        t1: end of the interval in the integration variable (``time``).
+        t0: start of the interval.
         time: ``"physical"`` integrates in t; ``"inner"`` in τ (G²RPO eq. 24), which needs
             ``J > 0`` so that τ increases with t.
         saveat: array of save points in ``[t0, t1]``; default ``n_save`` equispaced points.
+        n_save: number of equispaced save points when ``saveat`` is not given.
         solver: a diffrax solver or one of ``"tsit5"`` (default), ``"dopri5"``, ``"dopri8"``,
             ``"heun"``, ``"bosh3"``, ``"euler"``.
-        rtol, atol: tolerances of the adaptive PID controller (``adaptive=True``).
+        rtol: relative tolerance of the adaptive PID controller (``adaptive=True``).
+        atol: absolute tolerance of the adaptive PID controller.
         dt0: initial (adaptive) or fixed (``adaptive=False``) step size.
+        adaptive: adaptive steps (PID control) or fixed steps of ``dt0``.
+        max_steps: the most steps the solver may take.
         p_floor: the boundary rule's threshold (see module docstring).
         adjoint: diffrax adjoint; default ``diffrax.ForwardMode()`` (a plain while loop: fastest
             for forward simulation, supports ``jax.jvp``). Pass
