@@ -30,6 +30,7 @@ import math
 import os
 import warnings
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -58,6 +59,8 @@ __all__ = [
     "renamed_kwargs",
     "user_stacklevel",
     "xp",
+    "Param",
+    "inputs_trusted",
 ]
 
 SIMPLEX_ATOL = 1e-6
@@ -96,6 +99,32 @@ class _Namespace:
 
 #: NumPy for NumPy inputs, ``jax.numpy`` for JAX inputs (see :class:`_Namespace`)
 xp = _Namespace()
+
+
+class Param(NamedTuple):
+    """One parameter, declared once: its ``name``, ``default``, domain (``bad``: a predicate
+    written with :data:`xp` as ``~(ok)``, so that NaN fails it; ``what``: the domain in words,
+    for the error), the paper's ``symbol`` and one line of ``doc``. The host check
+    (:meth:`check`), the traced check (:meth:`checked`), the defaults and the documentation of
+    the parameter all come from here."""
+
+    name: str
+    default: Any
+    bad: Callable
+    what: str
+    symbol: str = ""
+    doc: str = ""
+
+    def check(self, value, who: str = "") -> None:
+        """Raise ``ValueError`` naming ``who``, the parameter and the value when a concrete
+        ``value`` is outside the domain (a traced one is left to :meth:`checked`)."""
+        if is_concrete(value) and np.any(self.bad(np.asarray(value, float))):
+            raise ValueError(f"{who}{self.name} must be {self.what}; got {_describe(value)}")
+
+    def checked(self, value, who: str = ""):
+        """``value`` with a run-time check of the domain attached (``eqx.error_if``)."""
+        value = jnp.asarray(value)
+        return error_if(value, jnp.any(self.bad(value)), f"{who}{self.name} must be {self.what}")
 
 
 def is_int(x) -> bool:
@@ -174,6 +203,11 @@ def trusted_inputs():
         yield
     finally:
         _TRUSTED.reset(token)
+
+
+def inputs_trusted() -> bool:
+    """Inside :func:`trusted_inputs` (the caller built the inputs itself: no checks)."""
+    return _TRUSTED.get()
 
 
 def error_if(x, pred, message: str):

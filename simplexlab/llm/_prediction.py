@@ -48,19 +48,17 @@ def predict(row0: dict[str, Any], K: int, times, *, method: str = "grpo",
     old name)."""
     import jax.numpy as jnp
 
-    from ..theory import make_state, solve
+    from ..theory import make_state, solve_ensemble
 
     p0, y0, z0 = initial_states(row0, K)
     steps = np.asarray(times, float)
     dyn = meanfield_system(method, schedule, eta=1.0, step_time=time_scale)
     t = time_scale * steps
-    out = {"p": [], "L_y": [], "K_hat": []}
-    for i in range(len(p0)):
-        sol = solve(dyn, make_state(p0[i], y0[i], z0[i]), t1=float(t[-1]),
-                    saveat=jnp.asarray(t), rtol=1e-6, atol=1e-9)
-        out["p"].append(np.asarray(sol.p))
-        out["L_y"].append(np.asarray(sol.L_y))
-        out["K_hat"].append(np.sum(np.asarray(sol.y) > mode_threshold, -1))
+    # every prompt in one system (one program, one call: fit_time_scale calls this ~100 times)
+    sol = solve_ensemble(dyn, make_state(p0, y0, z0), t1=float(t[-1]), saveat=jnp.asarray(t),
+                         rtol=1e-6, atol=1e-9)
+    out = {"p": np.asarray(sol.p), "L_y": np.asarray(sol.L_y),
+           "K_hat": np.sum(np.asarray(sol.y) > mode_threshold, -1)}
     return {k: np.mean(v, 0) for k, v in out.items()} | {"step": steps, "t": t}
 
 

@@ -12,6 +12,7 @@ Avg K, L_y, K_eff, entropies, distinct-n, Self-BLEU. What the layers above need 
 is in :mod:`simplexlab.shaping.internal`.
 """
 
+from .._checks import Param
 from ..theory import focal_weight
 from ._advantages import (
     dr_grpo_advantages,
@@ -40,6 +41,7 @@ from ._diversity import (
 from ._finite import MethodRule, group_rule
 from ._g2rpo import G2RPOStats, g2rpo_advantages, g2rpo_bonus, g2rpo_stats
 from ._methods import (
+    METHOD_PARAMETERS,
     METHOD_PARAMS,
     METHODS,
     Groups,
@@ -48,6 +50,8 @@ from ._methods import (
     g2rpo_clusters,
     lookup_method,
     meanfield_system,
+    register_method,
+    unregister_method,
 )
 from ._rules import (
     IAC,
@@ -85,10 +89,12 @@ __all__ = [
     "Groups",
     "IAC",
     "METHODS",
+    "METHOD_PARAMETERS",
     "METHOD_PARAMS",
     "Method",
     "MethodRule",
     "NegativeOnly",
+    "Param",
     "Pipeline",
     "RampedGain",
     "advantages",
@@ -129,6 +135,7 @@ __all__ = [
     "prefix_tree",
     "progrpo_advantages",
     "raw_advantages",
+    "register_method",
     "reinforce_pp_advantages",
     "retained_mass",
     "rloo_advantages",
@@ -136,4 +143,5 @@ __all__ = [
     "sequence_entropy",
     "success_rate",
     "token_entropy",
+    "unregister_method",
 ]

@@ -171,16 +171,15 @@ def group_rule(method: str, *, params: dict[str, Any] | None = None,
     ``step_time`` (the mean-field time of one training step: a warm-up of ``ramp_steps`` steps
     lasts ``ramp_steps · step_time``), ``num_groups`` (groups per batch; REINFORCE++ normalises
     over them and needs it)."""
-    from ._methods import METHOD_PARAMS, _schedule, lookup_method
+    from ._methods import METHOD_PARAMETERS, METHOD_PARAMS, _schedule, lookup_method
 
     m = lookup_method(method)
     unknown = sorted(set(params or {}) - set(METHOD_PARAMS))
     if unknown:
         raise ValueError(f"unknown method parameter(s) {unknown}; known: {sorted(METHOD_PARAMS)}")
     q = {k: (params or {}).get(k, METHOD_PARAMS[k]) for k in m.params}
-    for k, v in q.items():
-        if not isinstance(v, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(v, float))):
-            raise ValueError(f"{method}: parameter {k} must be finite; got {v!r}")
+    for k, v in q.items():  # the domain each parameter declares
+        METHOD_PARAMETERS[k].check(v, f"{method}: parameter ")
     if m.schedule:
         schedule = _schedule(schedule, (params or {}).get("gain"))
         # an array leaf: a new gain value reuses the compiled field

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax.numpy as jnp
 
+from .._checks import Param, inputs_trusted, xp
 from ..theory import GRPO, Verifier
 from ._advantages import (
     dr_grpo_advantages,
@@ -32,8 +33,9 @@ from ._rules import dapo_iac, f_grpo, grpo_n
 from ._schedule import GainSchedule
 from ._token import progrpo_advantages
 
-__all__ = ["METHODS", "METHOD_PARAMS", "Groups", "Method", "advantages", "g2rpo_clusters",
-           "lookup_method", "meanfield_system"]
+__all__ = ["METHODS", "METHOD_PARAMETERS", "METHOD_PARAMS", "Groups", "Method", "advantages",
+           "g2rpo_clusters", "lookup_method", "meanfield_system", "register_method",
+           "unregister_method"]
 
 
 class Groups(NamedTuple):
@@ -159,10 +161,99 @@ METHODS: dict[str, Method] = {
 }
 """Every advantage rule by name and what it needs (:class:`Method`)."""
 
-METHOD_PARAMS = {"gain": 1.5, "focal_gamma": 1.0, "iac_alpha": 1.0, "progrpo_alpha": 0.3,
-                 "progrpo_all_correct": 0.0}
-"""Defaults of the methods' own parameters (``progrpo_all_correct``: 0 skips ProGRPO's
-all-correct groups as PG Alg. 1 does, 1 re-weights them as PG eq. 4 read literally)."""
+def _finite(a):
+    return ~xp.isfinite(a)
+
+
+def _finite_nonneg(a):
+    return ~(xp.isfinite(a) & (a >= 0))
+
+
+METHOD_PARAMETERS: dict[str, Param] = {p.name: p for p in (
+    Param("gain", 1.5, _finite, "finite", "λ, λ0",
+          "G²RPO's gain: λ (constant schedule) or λ0 (schedules A, B; G2 eqs. 62, 67)"),
+    Param("focal_gamma", 1.0, _finite_nonneg, "finite and >= 0", "γ",
+          "F-GRPO's focal exponent (FG eq. 15)"),
+    Param("iac_alpha", 1.0, _finite_nonneg, "finite and >= 0", "α",
+          "IAC's exponent of the inverse success count (SC §3.1)"),
+    Param("progrpo_alpha", 0.3, _finite, "finite", "α",
+          "ProGRPO's weight of the confidence term (PG eq. 6)"),
+    Param("progrpo_all_correct", 0.0, lambda a: ~((a == 0) | (a == 1)),
+          "0 (skip all-correct groups, PG Alg. 1) or 1 (re-weight them, PG eq. 4)", "",
+          "ProGRPO's all-correct groups: 0 skips them as PG Alg. 1 does, 1 re-weights them as "
+          "PG eq. 4 read literally"),
+)}
+"""Every parameter of a method, declared once (:class:`simplexlab._checks.Param`: default,
+domain, symbol, doc): the defaults (:data:`METHOD_PARAMS`), the checks of :func:`advantages`,
+of the simulators and of the finite-group theory all read it; :func:`register_method` adds a
+new rule's."""
+
+METHOD_PARAMS: dict[str, Any] = {k: p.default for k, p in METHOD_PARAMETERS.items()}
+"""Defaults of the methods' own parameters (from :data:`METHOD_PARAMETERS`)."""
+
+_BUILTIN = frozenset(METHODS)
+_REGISTERED: dict[str, tuple[str, ...]] = {}  # a registered rule -> the parameters it declared
+
+
+def register_method(name: str, method: Method, *, params=()) -> str:
+    r"""Add the advantage rule ``method`` (a :class:`Method`) under ``name``, with the
+    parameters it declares (``params``: :class:`simplexlab._checks.Param`\ s, each named in
+    ``method.params``), so that every place that takes a method name takes it: the bandit and
+    its sweeps, :func:`advantages`, the finite-group theory (:func:`meanfield_system` with
+    ``group_size``), the torch bridge. Nothing of the package is edited. Returns ``name``.
+
+    Refused with a ``ValueError`` naming the rule: a name that is not an identifier, that of a
+    built-in rule or of one registered already; a parameter of ``method.params`` that no one
+    declares, a declared one it does not use, one whose name another rule declared differently,
+    or a default outside its own domain. :func:`unregister_method` takes it back."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"register_method: the name must be an identifier; got {name!r}")
+    if name in _BUILTIN:
+        raise ValueError(f"register_method: {name!r} is a built-in rule of METHODS; choose "
+                         "another name")
+    if name in METHODS:
+        raise ValueError(f"register_method: {name!r} is registered already "
+                         "(unregister_method first)")
+    if not isinstance(method, Method):
+        raise ValueError(f"register_method: rule {name!r} must be a Method; got {method!r}")
+    new = {}
+    for p in params:
+        if not isinstance(p, Param):
+            raise ValueError(f"register_method: rule {name!r}: params must be Param "
+                             f"declarations; got {p!r}")
+        old = METHOD_PARAMETERS.get(p.name)
+        if old is not None and old != p:
+            raise ValueError(f"register_method: rule {name!r} declares parameter {p.name!r}, "
+                             f"which is declared already as {old}")
+        p.check(p.default, f"register_method: rule {name!r}: the default of ")
+        new[p.name] = p
+    if undeclared := [k for k in method.params if k not in METHOD_PARAMETERS and k not in new]:
+        raise ValueError(f"register_method: rule {name!r} uses parameter(s) {undeclared} that "
+                         "no one declares: pass params=[Param(...)]")
+    if unused := sorted(set(new) - set(method.params)):
+        raise ValueError(f"register_method: rule {name!r} declares parameter(s) {unused} that "
+                         f"its Method does not list in params {method.params}")
+    METHODS[name] = method
+    METHOD_PARAMETERS.update(new)
+    METHOD_PARAMS.update({k: p.default for k, p in new.items()})
+    _REGISTERED[name] = tuple(new)
+    return name
+
+
+def unregister_method(name: str) -> None:
+    """Remove a rule added by :func:`register_method` (and the parameters it declared, where
+    no other registered rule uses them); a built-in rule cannot be removed."""
+    if name in _BUILTIN:
+        raise ValueError(f"unregister_method: {name!r} is a built-in rule")
+    if name not in _REGISTERED:
+        raise ValueError(f"unregister_method: no registered rule {name!r}")
+    declared = _REGISTERED.pop(name)
+    del METHODS[name]
+    still = {k for m in METHODS.values() for k in m.params}
+    for k in declared:
+        if k not in still:
+            METHOD_PARAMETERS.pop(k, None)
+            METHOD_PARAMS.pop(k, None)
 
 
 def lookup_method(name, who: str = "") -> Method:
@@ -242,6 +333,9 @@ def advantages(method: str, groups: Groups, *, params: dict[str, Any] | None = N
     if unknown:
         raise ValueError(f"unknown method parameter(s) {unknown}; known: "
                          f"{sorted(METHOD_PARAMS)}")
+    if not inputs_trusted():
+        for k in m.params:  # concrete values against their declared domain
+            METHOD_PARAMETERS[k].check(q[k], f"{method}: ")
     if m.modes and groups.modes is None:
         raise ValueError(f"method {method!r} needs each rollout's mode id: "
                          "Groups(rewards, modes=...)")

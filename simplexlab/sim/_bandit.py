@@ -27,6 +27,7 @@ gains, group sizes and step sizes.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
@@ -36,6 +37,7 @@ import numpy as np
 
 from .._checks import error_if, is_concrete, is_int, trusted_inputs, xp
 from ..shaping import (
+    METHOD_PARAMETERS,
     METHOD_PARAMS,
     GainSchedule,
     Groups,
@@ -64,15 +66,57 @@ from ._sampler import uniforms
 __all__ = ["METHODS", "Bandit", "BanditMetrics", "BanditState"]
 
 
-METHODS: dict[str, tuple[str, ...]] = {name: m.params for name, m in _RULES.items()}
+class _MethodParams(Mapping):
+    """Advantage rule name -> the array parameters it uses, read from
+    :data:`simplexlab.shaping.METHODS` at each access (a rule added by
+    :func:`simplexlab.shaping.register_method` is here at once)."""
+
+    def __getitem__(self, name):
+        return _RULES[name].params
+
+    def __iter__(self):
+        return iter(_RULES)
+
+    def __len__(self):
+        return len(_RULES)
+
+    def __repr__(self):
+        return repr(dict(self))
+
+
+METHODS: Mapping[str, tuple[str, ...]] = _MethodParams()
 """Advantage rules by name: the array parameters each uses (the rules themselves are those of
 :func:`simplexlab.shaping.advantages`, shared with the torch bridge)."""
 
-#: Array parameters (swept inside one compiled program) and their defaults.
-PARAMS = {"eta": 0.05, "group_size": 16.0, "p0": 0.5, "instance": 0.0, "delta_fn": 0.0,
-          "delta_fp": 0.0, **METHOD_PARAMS}
-_COMMON = ("eta", "group_size", "p0", "instance", "delta_fn", "delta_fp")
-_SCHEDULE = GainSchedule(kind="constant", gain=PARAMS["gain"])  # the bandit's default schedule
+#: The bandit's own array parameters (swept inside one compiled program) and their defaults;
+#: a method's come from :data:`simplexlab.shaping.METHOD_PARAMETERS`.
+_OWN = {"eta": 0.05, "group_size": 16.0, "p0": 0.5, "instance": 0.0, "delta_fn": 0.0,
+        "delta_fp": 0.0}
+_COMMON = tuple(_OWN)
+
+
+class _AllParams(Mapping):
+    """Every array parameter of the bandit and its default: its own and every method's (read
+    from the registry at each access)."""
+
+    def _all(self):
+        return {**_OWN, **METHOD_PARAMS}
+
+    def __getitem__(self, name):
+        return self._all()[name]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self):
+        return len(self._all())
+
+    def __repr__(self):
+        return repr(self._all())
+
+
+PARAMS: Mapping[str, Any] = _AllParams()
+_SCHEDULE = GainSchedule(kind="constant", gain=METHOD_PARAMS["gain"])  # the default schedule
 _INSTANCE_KEY = 0x5EED  # initial compositions: key(_INSTANCE_KEY) folded with `instance`
 
 
@@ -269,13 +313,10 @@ class Bandit(AbstractSimulator, WithDtype):
              "a whole number >= 0"),
             (("delta_fn",), lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]"),
             (("delta_fp",), lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]"),
-            (("gain",), lambda a: ~xp.isfinite(a), "finite"),
-            (("progrpo_alpha",), lambda a: ~xp.isfinite(a), "finite"),
-            (("progrpo_all_correct",), lambda a: ~((a == 0) | (a == 1)),
-             "0 (skip all-correct groups, PG Alg. 1) or 1 (re-weight them, PG eq. 4)"),
-            (("focal_gamma",), lambda a: ~(xp.isfinite(a) & (a >= 0)), "finite and >= 0"),
-            (("iac_alpha",), lambda a: ~(xp.isfinite(a) & (a >= 0)), "finite and >= 0"),
         ]
+        # the method's own, as declared once (simplexlab.shaping.METHOD_PARAMETERS)
+        rules += [((k,), METHOD_PARAMETERS[k].bad, METHOD_PARAMETERS[k].what)
+                  for k in METHODS[self.method]]
         if self.M > 0:
             rules.append((("p0",), lambda a: ~((a > 0) & (a < 1)),
                           "in (0, 1) (the initial bad mass)"))

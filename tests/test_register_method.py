@@ -1,0 +1,103 @@
+"""A rule written here, in a test module (not in the package), with one parameter declared once:
+registered with ``simplexlab.shaping.register_method``, it runs wherever a method name is taken
+(the advantages, the bandit, a sweep over its parameter, the finite-group theory) and its
+parameter's domain is checked everywhere from its one declaration."""
+
+import numpy as np
+import pytest
+
+from simplexlab import shaping
+from simplexlab._checks import xp
+from simplexlab.shaping import (
+    METHOD_PARAMS,
+    METHODS,
+    Groups,
+    Method,
+    Param,
+    dr_grpo_advantages,
+    register_method,
+    unregister_method,
+)
+
+NAME = "tempered_dr_grpo"
+TAU = Param("test_tau", 0.5, lambda a: ~(xp.isfinite(a) & (a > 0)), "finite and > 0", "τ",
+            "the temperature of the test rule")
+
+
+def _tempered(groups, q, schedule, step, verifier, num_clusters):
+    """τ · (r − mean r): Dr. GRPO's advantage scaled by the rule's own parameter."""
+    return q["test_tau"] * dr_grpo_advantages(groups.rewards, groups.mask)
+
+
+RULE = Method(("test_tau",), _tempered, binary=True, structure="counts")
+
+
+@pytest.fixture
+def registered():
+    register_method(NAME, RULE, params=[TAU])
+    try:
+        yield NAME
+    finally:
+        unregister_method(NAME)
+    assert NAME not in METHODS and "test_tau" not in METHOD_PARAMS
+
+
+def test_a_registered_rule_runs_everywhere_a_method_runs(registered):
+    from simplexlab import sweep
+    from simplexlab.sim import Bandit
+
+    r = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0]])
+    adv = np.asarray(shaping.advantages(NAME, Groups(r), params={"test_tau": 2.0}))
+    np.testing.assert_allclose(adv, 2.0 * (r - r.mean(-1, keepdims=True)), atol=1e-12)
+    # the default comes from the declaration
+    np.testing.assert_allclose(np.asarray(shaping.advantages(NAME, Groups(r))), adv / 4.0)
+    # the bandit (its parameters and their defaults come from the registry)
+    sim = Bandit(K=2, M=1, method=NAME, num_prompts=1, max_group_size=4)
+    assert sim.default_params()["test_tau"] == 0.5
+    with pytest.raises(ValueError, match="test_tau must be finite and > 0"):
+        sim.check_params({"test_tau": -1.0, "group_size": 4.0})
+    # a sweep over the rule's own parameter: larger τ, larger steps (same keys: paired)
+    ds = sweep.run("bandit", {"test_tau": [0.0001, 2.0]},
+                   fixed={"method": NAME, "K": 2, "M": 1, "num_prompts": 1, "group_size": 4,
+                          "max_group_size": 4, "num_steps": 20, "stride": 20, "p0": 0.5},
+                   seeds=4, progress=False)
+    drop = (ds["p"].isel(step=0) - ds["p"].isel(step=-1)).mean(("seed", "prompt")).values
+    assert drop[1] > drop[0] + 1e-3, drop
+    # the finite-group theory: its exact "counts" path, which equals the enumeration
+    from simplexlab.meanfield import expected_update
+    rule = shaping.group_rule(NAME, params={"test_tau": 2.0})
+    pi = np.array([0.3, 0.2, 0.5])
+    exact = expected_update(rule, pi, 2, 4, path="counts").theta
+    ref = expected_update(rule, pi, 2, 4, path="enumerate").theta
+    np.testing.assert_allclose(exact, ref, atol=1e-14)
+    dyn = shaping.meanfield_system(NAME, group_size=4, params={"test_tau": 2.0})
+    assert dyn.resolve_path(2, 1) == "counts"
+    with pytest.raises(ValueError, match="tempered_dr_grpo: parameter test_tau must be"):
+        shaping.group_rule(NAME, params={"test_tau": 0.0})
+
+
+def test_a_value_outside_the_declared_domain_is_refused_naming_the_rule(registered):
+    r = np.array([[1.0, 0.0, 1.0, 1.0]])
+    with pytest.raises(ValueError, match="tempered_dr_grpo: test_tau must be finite and > 0"):
+        shaping.advantages(NAME, Groups(r), params={"test_tau": float("nan")})
+    # a built-in's parameter: its declared domain, in the same words
+    with pytest.raises(ValueError, match="f_grpo: focal_gamma must be finite and >= 0"):
+        shaping.advantages("f_grpo", Groups(r), params={"focal_gamma": -1.0})
+
+
+def test_bad_registrations_are_refused_naming_the_rule():
+    with pytest.raises(ValueError, match="'grpo' is a built-in rule"):
+        register_method("grpo", RULE, params=[TAU])
+    with pytest.raises(ValueError, match="uses parameter\\(s\\) \\['test_tau'\\] that no one"):
+        register_method(NAME, RULE)
+    with pytest.raises(ValueError, match="the default of test_tau must be finite and > 0"):
+        register_method(NAME, RULE, params=[TAU._replace(default=-1.0)])
+    with pytest.raises(ValueError, match="declares parameter 'gain', which is declared"):
+        register_method(NAME, Method(("gain",), _tempered), params=[TAU._replace(name="gain")])
+    with pytest.raises(ValueError, match="declares parameter\\(s\\) \\['test_tau'\\] that its"):
+        register_method(NAME, Method((), _tempered), params=[TAU])
+    with pytest.raises(ValueError, match="must be a Method"):
+        register_method(NAME, _tempered, params=[TAU])
+    with pytest.raises(ValueError, match="built-in"):
+        unregister_method("grpo")
+    assert NAME not in METHODS and "test_tau" not in METHOD_PARAMS
