@@ -22,12 +22,17 @@ HAVE_DOCS = all(importlib.util.find_spec(m) is not None
 NO_DOCS = 'the docs extra is not installed (python -m pip install -e ".[docs]")'
 
 
-def _hooks():
-    spec = importlib.util.spec_from_file_location("simplexlab_docs_hooks", ROOT / "docs" /
-                                                  "_hooks.py")
+def _docs_module(stem: str):
+    """``docs/<stem>.py`` (the site's build code, not a package module), imported."""
+    spec = importlib.util.spec_from_file_location(f"simplexlab_docs_{stem}",
+                                                  ROOT / "docs" / f"{stem}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _hooks():
+    return _docs_module("_hooks")
 
 
 def test_there_are_notebooks():
@@ -160,11 +165,7 @@ def test_site_builds(tmp_path):
 
 
 def _sections():
-    spec = importlib.util.spec_from_file_location("simplexlab_docs_sections", ROOT / "docs" /
-                                                  "_griffe_sections.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _docs_module("_griffe_sections")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("griffe") is None, reason=NO_DOCS)

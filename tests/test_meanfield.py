@@ -403,6 +403,15 @@ def test_bad_parameters_raise():
         jax.block_until_ready(f(jnp.asarray(np.nan)))
 
 
+def _random_ensemble(seed: int, n: int):
+    """``n`` random states (K = 3, M = 2), gains in [0, 3] and a noisy verifier."""
+    rng = np.random.default_rng(seed)
+    states = sl.State(jnp.asarray(rng.uniform(0.2, 0.9, n)),
+                      jnp.asarray(rng.dirichlet(np.ones(3), n)),
+                      jnp.asarray(rng.dirichlet(np.ones(2), n)))
+    return states, jnp.asarray(rng.uniform(0.0, 3.0, n)), sl.Verifier(0.05, 0.1)
+
+
 class _LoopedNeutralized(sl.Neutralized):
     stage_loop = True  # the stages in a loop, as the finite-group theory runs them
 
@@ -411,13 +420,7 @@ def test_stages_in_a_loop_equal_the_stages_written_out():
     """solve_ensemble's stage loop (one copy of the field in the program: ``stage_loop``) takes
     the same steps to the same trajectories as the stages written out, for the order-5 and
     order-8 pairs; a wrong tableau row in the loop would move them by far more."""
-    rng = np.random.default_rng(5)
-    n = 8
-    states = sl.State(jnp.asarray(rng.uniform(0.2, 0.9, n)),
-                      jnp.asarray(rng.dirichlet(np.ones(3), n)),
-                      jnp.asarray(rng.dirichlet(np.ones(2), n)))
-    lam = jnp.asarray(rng.uniform(0.0, 3.0, n))
-    ver = sl.Verifier(0.05, 0.1)
+    states, lam, ver = _random_ensemble(5, 8)
     for solver in ("tsit5", "dopri8"):
         a = sl.solve_ensemble(sl.Neutralized(sl.ScheduleB(lam), verifier=ver), states,
                               t1=20.0, n_save=5, solver=solver)
@@ -432,13 +435,8 @@ def test_stages_in_a_loop_equal_the_stages_written_out():
 def test_solve_ensemble_matches_vmapped_solve_and_freezes_at_the_boundary():
     """The one-system ensemble path equals vmap(solve) to tolerance; trajectories that reach the
     boundary are frozen individually (finite, flagged) while the others go on."""
-    rng = np.random.default_rng(11)
     n = 16
-    states = sl.State(jnp.asarray(rng.uniform(0.2, 0.9, n)),
-                      jnp.asarray(rng.dirichlet(np.ones(3), n)),
-                      jnp.asarray(rng.dirichlet(np.ones(2), n)))
-    lam = jnp.asarray(rng.uniform(0.0, 3.0, n))
-    ver = sl.Verifier(0.05, 0.1)
+    states, lam, ver = _random_ensemble(11, n)
     ens = sl.solve_ensemble(sl.Neutralized(sl.ScheduleB(lam), verifier=ver), states, t1=20.0,
                             n_save=11)
     ref = eqx.filter_vmap(
