@@ -101,3 +101,18 @@ def test_bad_registrations_are_refused_naming_the_rule():
     with pytest.raises(ValueError, match="built-in"):
         unregister_method("grpo")
     assert NAME not in METHODS and "test_tau" not in METHOD_PARAMS
+
+
+def test_a_rule_that_returns_the_wrong_shape_or_nan_is_named():
+    r = np.array([[1.0, 0.0, 1.0, 1.0]])
+    for name, rule, match in (
+            ("test_wrong_shape", lambda g, *_: g.rewards[..., :2], "returned advantages of "
+             "shape \\(1, 2\\); they must have the rewards' shape \\(1, 4\\)"),
+            ("test_nan", lambda g, *_: np.full(np.shape(g.rewards), np.nan),
+             "returned non-finite")):
+        register_method(name, Method((), rule))
+        try:
+            with pytest.raises(ValueError, match=f"rule '{name}' {match}"):
+                shaping.advantages(name, Groups(r))
+        finally:
+            unregister_method(name)

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax.numpy as jnp
 
-from .._checks import Param, inputs_trusted, xp
+from .._checks import Param, inputs_trusted, is_concrete, xp
 from ..theory import GRPO, Verifier
 from ._advantages import (
     dr_grpo_advantages,
@@ -341,4 +341,11 @@ def advantages(method: str, groups: Groups, *, params: dict[str, Any] | None = N
                          "Groups(rewards, modes=...)")
     if m.schedule:
         schedule = _schedule(schedule, (params or {}).get("gain"))
-    return m.rule(groups, q, schedule, step, verifier, num_clusters)
+    out = m.rule(groups, q, schedule, step, verifier, num_clusters)
+    if method in _REGISTERED:  # a rule from user code: its output, checked where it can be
+        if jnp.shape(out) != jnp.shape(groups.rewards):
+            raise ValueError(f"rule {method!r} returned advantages of shape {jnp.shape(out)}; "
+                             f"they must have the rewards' shape {jnp.shape(groups.rewards)}")
+        if is_concrete(out) and not bool(jnp.all(jnp.isfinite(out))):
+            raise ValueError(f"rule {method!r} returned non-finite advantages: {out}")
+    return out
