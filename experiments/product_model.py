@@ -129,7 +129,7 @@ def _binned(dist, edges: np.ndarray) -> np.ndarray:
         "log10 π(h), the exact law over token-count vectors, the exact law of the within-batch "
         "range). What differs: the random draws (another sample of the same laws); Table 4 "
         "shows our median-range batch; the figure (histograms with the exact laws) is added."),
-    cost={"quick": "~9 s", "full": "~6 s"},
+    cost={"quick": "~8 s", "full": "~6 s"},
 )
 def product_model(ctx: Context) -> dict:
     """The toy product model of G²RPO App. E: Tables 2–4 (paper | ours | exact law, within
