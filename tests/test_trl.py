@@ -184,3 +184,34 @@ def test_two_processes_gather_whole_groups(model_path, tmp_path):
     assert any(not np.allclose(
         torch.load(tmp_path / f"rank0_step{s}.pt")["lab"][:G // 2].numpy(),
         torch.load(tmp_path / f"rank0_step{s}.pt")["lab"][G // 2:].numpy()) for s in range(2))
+
+
+def test_a_rule_registered_in_user_code_trains_through_the_adapter(model_path, tmp_path):
+    """A rule written here and registered (``simplexlab.shaping.register_method``) replaces
+    TRL's advantages by name, with its declared default parameter: 0.5 · (r − group mean)."""
+    from simplexlab._checks import xp
+    from simplexlab.shaping import (
+        Method,
+        Param,
+        dr_grpo_advantages,
+        register_method,
+        unregister_method,
+    )
+
+    def tempered(groups, q, *_):
+        return q["test_trl_tau"] * dr_grpo_advantages(groups.rewards, groups.mask)
+
+    register_method("test_trl_tempered", Method(("test_trl_tau",), tempered, binary=True),
+                    params=[Param("test_trl_tau", 0.5, lambda a: ~(xp.isfinite(a) & (a > 0)),
+                                  "finite and > 0")])
+    try:
+        trainer = _trainer(model_path, tmp_path, method="test_trl_tempered", steps=1)
+        trainer._generate_and_score_completions([{"prompt": f"<bos>{n}="}
+                                                 for n in (6,) * G + (7,) * G])
+        rec = trainer.lab_last
+        r = rec["rewards"].numpy()
+        want = 0.5 * (r - r.mean(-1, keepdims=True))
+        np.testing.assert_allclose(rec["advantages"].numpy(), want.reshape(-1), atol=1e-6)
+        assert np.abs(want).max() > 0  # the batch's groups are mixed: the test can fail
+    finally:
+        unregister_method("test_trl_tempered")
