@@ -27,8 +27,11 @@ class State(eqx.Module):
     Leading batch axes are allowed: ``p`` has shape ``(*batch,)``, ``y`` ``(*batch, K)``.
     """
 
+    #: total bad mass ``p ∈ (0, 1)``, shape ``(*batch,)``
     p: jnp.ndarray
+    #: within-good composition ``y ∈ Δ^{K−1}``, shape ``(*batch, K)``
     y: jnp.ndarray
+    #: within-bad composition ``z ∈ Δ^{M−1}``, shape ``(*batch, M)``
     z: jnp.ndarray
 
     @property

@@ -41,8 +41,11 @@ class Verifier(eqx.Module):
     ``allow_flipped=True`` is passed explicitly.
     """
 
+    #: false-negative rate ``δ_FN = P(r = 0 | good)``, in [0, 1]
     delta_fn: float | jnp.ndarray = 0.0
+    #: false-positive rate ``δ_FP = P(r = 1 | bad)``, in [0, 1]
     delta_fp: float | jnp.ndarray = 0.0
+    #: allow ``J <= 0`` (a verifier no better than chance, or inverted: the flow runs backwards)
     allow_flipped: bool = eqx.field(static=True, default=False, kw_only=True)
 
     def __check_init__(self):
