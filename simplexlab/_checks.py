@@ -105,8 +105,8 @@ class Param(NamedTuple):
     """One parameter, declared once: its ``name``, ``default``, domain (``bad``: a predicate
     written with :data:`xp` as ``~(ok)``, so that NaN fails it; ``what``: the domain in words,
     for the error), the paper's ``symbol`` and one line of ``doc``. The host check
-    (:meth:`check`), the traced check (:meth:`checked`), the defaults and the documentation of
-    the parameter all come from here."""
+    (:meth:`check`), the traced checks (the simulators' ``error_if`` on ``bad``), the defaults
+    and the documentation of the parameter all come from here."""
 
     name: str
     default: Any
@@ -120,11 +120,6 @@ class Param(NamedTuple):
         ``value`` is outside the domain (a traced one is left to :meth:`checked`)."""
         if is_concrete(value) and np.any(self.bad(np.asarray(value, float))):
             raise ValueError(f"{who}{self.name} must be {self.what}; got {_describe(value)}")
-
-    def checked(self, value, who: str = ""):
-        """``value`` with a run-time check of the domain attached (``eqx.error_if``)."""
-        value = jnp.asarray(value)
-        return error_if(value, jnp.any(self.bad(value)), f"{who}{self.name} must be {self.what}")
 
 
 def is_int(x) -> bool:

@@ -214,8 +214,7 @@ def _toeplitz(w, G):
 
 def _good_dp(weights, G, n1):
     """``(F0, F1)`` ``(G+1, n1+1)``: over assignments of counts to the cells of ``weights``
-    ``(cells, G+1)``, ``Σ Π w`` and ``Σ Π w · Σ n²`` by total ``a`` and occupied cells ``κ``
-    """
+    ``(cells, G+1)``, ``Σ Π w`` and ``Σ Π w · Σ n²`` by total ``a`` and occupied cells ``κ``."""
     dt = weights.dtype
     F0 = jnp.zeros((G + 1, n1 + 1), dt).at[0, 0].set(1.0)
     F1 = jnp.zeros((G + 1, n1 + 1), dt)
@@ -299,8 +298,8 @@ def _g2rpo_totals(rule: MethodRule, q1, q0, probs, G, t, C, active):
         lam = lam_a[:, None]
         if s.kind == "B":
             inv_a2 = jnp.where(af > 0, 1.0 / jnp.where(af > 0, af, 1.0) ** 2, 0.0)
-            psiB = lam * U1[G - jnp.arange(G + 1)] * inv_a2  # (a, κ)
-            phiB = lam * U2[G - jnp.arange(G + 1)]
+            psiB = lam * U1[::-1] * inv_a2  # (a, κ): U1, U2 at b = G − a
+            phiB = lam * U2[::-1]
         else:
             psiB = jnp.zeros((G + 1, n1), dt)
             phiB = jnp.broadcast_to(lam * Hb[::-1][:, None], (G + 1, n1))
@@ -316,8 +315,7 @@ def _g2rpo_totals(rule: MethodRule, q1, q0, probs, G, t, C, active):
 
         if s.neutralize and n0:
             F0, F1 = F0[:, 1:], F1[:, 1:]  # all correct-scored cells, κ >= 1
-            ag = jnp.arange(G + 1, dtype=dt)[:, None]
-            good_part = F0 / kappa[None, :] - F1 / jnp.where(ag > 0, ag, 1.0) ** 2  # (a, κ)
+            good_part = F0 / kappa[None, :] - F1 / jnp.where(af > 0, af, 1.0) ** 2  # (a, κ)
             on = (b > 0) & (a > 0) & (p_hat >= s.p_min)
             coef = jnp.where(on, lam_a / jnp.where(b > 0, p_hat, 1.0), 0.0)
             if s.p_damp > 0:

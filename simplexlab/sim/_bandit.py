@@ -27,6 +27,7 @@ gains, group sizes and step sizes.
 from __future__ import annotations
 
 import dataclasses
+from collections import ChainMap
 from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple
 
@@ -95,27 +96,9 @@ _OWN = {"eta": 0.05, "group_size": 16.0, "p0": 0.5, "instance": 0.0, "delta_fn":
 _COMMON = tuple(_OWN)
 
 
-class _AllParams(Mapping):
-    """Every array parameter of the bandit and its default: its own and every method's (read
-    from the registry at each access)."""
-
-    def _all(self):
-        return {**_OWN, **METHOD_PARAMS}
-
-    def __getitem__(self, name):
-        return self._all()[name]
-
-    def __iter__(self):
-        return iter(self._all())
-
-    def __len__(self):
-        return len(self._all())
-
-    def __repr__(self):
-        return repr(self._all())
-
-
-PARAMS: Mapping[str, Any] = _AllParams()
+#: Every array parameter of the bandit and its default: its own and every method's (a live view
+#: of both tables, so a rule registered later is in it; same order as ``{**_OWN, **METHOD_PARAMS}``)
+PARAMS: Mapping[str, Any] = ChainMap(METHOD_PARAMS, _OWN)
 _SCHEDULE = GainSchedule(kind="constant", gain=METHOD_PARAMS["gain"])  # the default schedule
 _INSTANCE_KEY = 0x5EED  # initial compositions: key(_INSTANCE_KEY) folded with `instance`
 

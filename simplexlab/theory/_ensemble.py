@@ -193,19 +193,18 @@ class _Unrolled(eqx.Module):
         one = (dt > 0).astype(dt.dtype) + (dt <= 0).astype(dt.dtype)  # 1.0, opaque to XLA
         k0 = terms.prod(f0, control)
         ks = jnp.zeros((len(tab.c) + 1,) + k0.shape, k0.dtype).at[0].set(k0)
-        last = len(tab.c) - 1
         if self.loop:
             yi, fi, ks = self._stages_in_a_loop(terms, t0, dt, y0, args, ks, one, control)
-            y_error = _combine(tab.b_error, [ks[j] for j in range(ks.shape[0])])
-            return yi, y_error, dict(y0=y0, y1=yi, k=ks), fi, diffrax.RESULTS.successful
-        for i, (a_i, c_i) in enumerate(zip(tab.a_lower, tab.c, strict=True)):
-            if i == last or self.reads is None:
-                yi = _stage(y0, a_i, ks, slice(None)) / one
-            else:
-                yi = jnp.concatenate([_stage(y0, a_i, ks, slice(self.reads)) / one,
-                                      _stage(y0, a_i, ks, slice(self.reads, None))])
-            fi = terms.vf(t0 + c_i * dt, yi, args)
-            ks = ks.at[i + 1].set(terms.prod(fi, control))
+        else:
+            last = len(tab.c) - 1
+            for i, (a_i, c_i) in enumerate(zip(tab.a_lower, tab.c, strict=True)):
+                if i == last or self.reads is None:
+                    yi = _stage(y0, a_i, ks, slice(None)) / one
+                else:
+                    yi = jnp.concatenate([_stage(y0, a_i, ks, slice(self.reads)) / one,
+                                          _stage(y0, a_i, ks, slice(self.reads, None))])
+                fi = terms.vf(t0 + c_i * dt, yi, args)
+                ks = ks.at[i + 1].set(terms.prod(fi, control))
         # SSAL: the last stage's input is y1, and its field f(t1, y1) the next step's first
         y_error = _combine(tab.b_error, [ks[j] for j in range(ks.shape[0])])
         return yi, y_error, dict(y0=y0, y1=yi, k=ks), fi, diffrax.RESULTS.successful
