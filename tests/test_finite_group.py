@@ -130,18 +130,22 @@ def test_progrpo_and_reinforce_pp_reductions():
             out = expected_update(rule, PI, 3, 5, verifier=verifier)
             assert out.path == "rule"
             np.testing.assert_allclose(out.theta, ref, atol=1e-14)
-    # REINFORCE++ over a batch of 2 groups of 2: brute force over both groups jointly
+
+@pytest.mark.parametrize("method,G", [("reinforce_pp", 2), ("grpo_batch_std", 3)])
+def test_batch_rules_reductions_equal_brute_force_over_two_groups(method, G):
+    """The rules that normalise over the batch (REINFORCE++; TRL's batch std) over 2 groups:
+    brute force over both groups' modes jointly, K = 2 good modes, M = 1 bad."""
     pi = np.array([0.5, 0.2, 0.3])
-    rule = group_rule("reinforce_pp", num_groups=2)
+    rule = group_rule(method, num_groups=2)
     w = np.zeros(3)
-    for modes in itertools.product(range(3), repeat=4):
-        rew = np.array([[float(m < 2) for m in modes[:2]], [float(m < 2) for m in modes[2:]]])
-        adv = np.asarray(rule.advantages(jnp.asarray(rew), jnp.asarray(np.reshape(modes, (2, 2))),
-                                         jnp.zeros((2, 2)), 0.0, 3))
+    for modes in itertools.product(range(3), repeat=2 * G):
+        rew = np.array([[float(m < 2) for m in modes[:G]], [float(m < 2) for m in modes[G:]]])
+        adv = np.asarray(rule.advantages(jnp.asarray(rew), jnp.asarray(np.reshape(modes, (2, G))),
+                                         jnp.zeros((2, G)), 0.0, 3))
         prob = np.prod(pi[list(modes)])
-        for g in range(2):  # the first group's rollouts
-            w[modes[g]] += prob * adv[0, g] / 2
-    out = expected_update(rule, pi, 2, 2)
+        for g in range(G):  # the first group's rollouts, mean reduction
+            w[modes[g]] += prob * adv[0, g] / G
+    out = expected_update(rule, pi, 2, G)
     assert out.path == "rule"
     np.testing.assert_allclose(out.theta, _theta(w, pi), atol=1e-14)
 

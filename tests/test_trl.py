@@ -63,15 +63,66 @@ def model_path(tmp_path_factory):
     return path
 
 
-def _trainer(model_path, out, *, cls=None, steps=2, per_device=2 * G, **kw):
+def _trainer(model_path, out, *, cls=None, steps=2, per_device=2 * G, reward_funcs=reward_fn,
+             config=None, **kw):
     cfg = trl.GRPOConfig(output_dir=str(out), per_device_train_batch_size=per_device,
                          num_generations=G, max_completion_length=4, max_steps=steps,
                          learning_rate=1e-3, logging_steps=1, report_to=[], save_strategy="no",
-                         use_cpu=True, seed=0, temperature=1.0, beta=0.0)
+                         use_cpu=True, seed=0, temperature=1.0, beta=0.0, **(config or {}))
     data = datasets.Dataset.from_dict({"prompt": [f"<bos>{n}=" for n in (6, 7, 3, 8)] * 4})
     cls = cls or G2RPOTrainer
-    return cls(model=str(model_path), reward_funcs=reward_fn, args=cfg, train_dataset=data,
+    return cls(model=str(model_path), reward_funcs=reward_funcs, args=cfg, train_dataset=data,
                processing_class=_TOK, **kw)
+
+
+# four groups of G: all correct, mixed, all wrong, real-valued (TRL normalises any reward)
+_PATTERN = np.concatenate([np.ones(G), [1, 0, 0, 1, 1, 0], np.zeros(G),
+                           [0.2, 0.9, 0.4, 0.4, 0.0, 1.0]])
+_FOUR_GROUPS = [{"prompt": f"<bos>{n}="} for n in (6, 7, 3, 8) for _ in range(G)]
+
+
+@pytest.mark.parametrize("scale,rule,params", [
+    ("group", "grpo_sample_std", {"std_eps": 1e-4}),
+    ("batch", "grpo_batch_std", {"std_eps": 1e-4}),
+    ("none", "dr_grpo", {}),
+])
+def test_trls_own_normalisation_is_the_labs_rule(model_path, tmp_path, scale, rule, params):
+    """TRL's ``GRPOTrainer`` itself (not a copy of its formula) computes, for each
+    ``scale_rewards``, the advantages of one rule of the lab, on groups that are all correct,
+    mixed, all wrong and real-valued; the lab's ``grpo`` (population std) is not it."""
+
+    def pattern(prompts, completions, **kw):
+        return [float(v) for v in _PATTERN[: len(completions)]]
+
+    plain = _trainer(model_path, tmp_path, cls=trl.GRPOTrainer, steps=1, per_device=4 * G,
+                     reward_funcs=pattern, config={"scale_rewards": scale})
+    trl_adv = plain._generate_and_score_completions(_FOUR_GROUPS)["advantages"].numpy()
+    r = _PATTERN.reshape(4, G)
+    lab = np.asarray(advantages(rule, Groups(r), params=params)).reshape(-1)
+    np.testing.assert_allclose(trl_adv, lab, rtol=1e-5, atol=1e-6)
+    if scale != "none":
+        other = np.asarray(advantages("grpo", Groups(r))).reshape(-1)
+        assert np.abs(trl_adv - other).max() > 1e-2
+
+
+def test_a_rules_parameters_reach_the_adapter(model_path, tmp_path):
+    """``G2RPOTrainer(method=..., params=...)``: PKPO at k = 3 on the batch's binary groups;
+    a parameter the rule does not have, or outside its domain, is refused naming it."""
+
+    def pattern(prompts, completions, **kw):
+        return [float(v) for v in _PATTERN[: 3 * G]][: len(completions)]
+
+    trainer = _trainer(model_path, tmp_path, steps=1, per_device=3 * G, reward_funcs=pattern,
+                       method="pkpo", params={"pass_k": 3.0})
+    trainer._generate_and_score_completions(_FOUR_GROUPS[: 3 * G])
+    r = _PATTERN[: 3 * G].reshape(3, G)
+    want = np.asarray(advantages("pkpo", Groups(r), params={"pass_k": 3.0})).reshape(-1)
+    np.testing.assert_allclose(trainer.lab_last["advantages"].numpy(), want, atol=1e-6)
+    assert np.abs(want - np.asarray(advantages("pkpo", Groups(r))).reshape(-1)).max() > 1e-3
+    with pytest.raises(ValueError, match="pass_k must be a whole number"):
+        _trainer(model_path, tmp_path, method="pkpo", params={"pass_k": 0.5})
+    with pytest.raises(ValueError, match="has no parameter"):
+        _trainer(model_path, tmp_path, method="pkpo", params={"gain": 1.0})
 
 
 def test_trains_two_steps_and_adds_the_labs_bonus(model_path, tmp_path):

@@ -320,3 +320,28 @@ def test_verls_batch_reward_manager(verl):
     lengths = [len(t) for t in texts]
     np.testing.assert_array_equal(out["reward_tensor"][torch.arange(n), torch.tensor(lengths) - 1],
                                   SCORE)
+
+
+@pytest.mark.parametrize("name,norm,rule", [
+    ("grpo", True, "grpo_sample_std"),  # verl's epsilon 1e-6 is the rule's default std_eps
+    ("grpo", False, "dr_grpo"),
+    ("grpo_vectorized", True, "grpo_sample_std"),
+    ("rloo", True, "rloo"),
+    ("rloo_vectorized", True, "rloo"),
+])
+def test_verls_own_estimators_are_the_labs_rules(core, name, norm, rule):
+    """verl's built-in estimators, looked up in verl's registry and called as its trainer calls
+    them, on groups that are mixed, all correct and all wrong, interleaved in the batch: each is
+    a rule of the lab (per response, times the response mask); the lab's ``grpo`` (population
+    std) is not verl's ``grpo``."""
+    from verl.trainer.config import AlgoConfig
+
+    rewards, mask = _batch()
+    fn = core.get_adv_estimator_fn(name)
+    cfg = AlgoConfig(norm_adv_by_std_in_grpo=norm)
+    adv, _ = fn(token_level_rewards=rewards, response_mask=mask, index=UID.copy(),
+                norm_adv_by_std_in_grpo=norm, config=cfg)
+    want = _expected(rule, modes=None)
+    np.testing.assert_allclose(adv.numpy(), want[:, None] * mask.numpy(), rtol=1e-6, atol=1e-6)
+    if rule == "grpo_sample_std":
+        assert np.abs(_expected("grpo", modes=None) - want).max() > 1e-2

@@ -67,6 +67,14 @@ METHOD_STYLES: dict[str, MethodStyle] = {
     "iac": MethodStyle("#17becf", "-", ">", "DAPO-IAC"),
     "grpo_n": MethodStyle("#393b79", "--", "p", "GRPO-N"),
     "progrpo": MethodStyle("#b8860b", "-", "*", "ProGRPO"),
+    "grpo_sample_std": MethodStyle("#5f8fc0", ":", "o", "GRPO (sample std: verl, TRL)"),
+    "grpo_batch_std": MethodStyle("#aec7e8", "--", "o", "GRPO (batch std: TRL)"),
+    "loo_std": MethodStyle("#c49c94", "--", "X", "LOO + std (NeMo-RL)"),
+    "w_reinforce": MethodStyle("#98df8a", "-", "d", "W-REINFORCE"),
+    "nsr": MethodStyle("#ff9896", "--", "d", "NSR"),
+    "pass_at_k": MethodStyle("#c5b0d5", "-", "8", "pass@k training"),
+    "pkpo": MethodStyle("#8c6d31", "--", "8", "PKPO"),
+    "unlikeliness": MethodStyle("#f7b6d2", "-", "H", "unlikeliness reward"),
 }
 """The one style table of the lab, keyed by the rule names of :data:`simplexlab.shaping.METHODS`
 (a test checks that the keys are exactly those names): colour, line style, marker and display

@@ -47,16 +47,27 @@ def _make_trainer_class():
         default :data:`simplexlab.llm.DEFAULT_SCHEDULE`), ``force`` (accept a schedule that
         failed verification), ``method`` (``"g2rpo"``: TRL's advantages + the lab's bonus;
         another name of :data:`simplexlab.shaping.METHODS`: the lab's advantages instead of
-        TRL's), ``num_clusters`` (default: the group size), ``correct_fn`` (rewards -> correct
-        mask; default: the rewards themselves, which must be 0 or 1), ``shaping`` (False: TRL's
-        advantages unchanged, for comparisons)."""
+        TRL's), ``params`` (the method's own parameters, names of
+        :data:`simplexlab.shaping.METHOD_PARAMS`; defaults otherwise), ``num_clusters``
+        (default: the group size), ``correct_fn`` (rewards -> correct mask; default: the rewards
+        themselves, which must be 0 or 1), ``shaping`` (False: TRL's advantages unchanged, for
+        comparisons)."""
 
         def __init__(self, *args, mode_fn: Callable | None = None, schedule=None,
                      force: bool = False, method: str = "g2rpo", num_clusters: int | None = None,
-                     correct_fn: Callable | None = None, shaping: bool = True, **kwargs):
-            from ..shaping import lookup_method
+                     correct_fn: Callable | None = None, shaping: bool = True,
+                     params: dict[str, float] | None = None, **kwargs):
+            from ..shaping import METHOD_PARAMETERS, lookup_method
 
-            if lookup_method(method).modes and mode_fn is None and shaping:
+            m = lookup_method(method, "G2RPOTrainer: ")
+            unknown = sorted(set(params or {}) - set(m.params))
+            if unknown:
+                raise ValueError(f"G2RPOTrainer: method {method!r} has no parameter(s) "
+                                 f"{unknown}; its parameters: {list(m.params)}")
+            for k, v in (params or {}).items():
+                METHOD_PARAMETERS[k].check(v, f"G2RPOTrainer: {method}: ")
+            self.lab_params = dict(params or {})
+            if m.modes and mode_fn is None and shaping:
                 raise ValueError("G2RPOTrainer with method='g2rpo' needs mode_fn(prompts, "
                                  "completions) -> mode ids (e.g. simplexlab.llm.discover_modes)")
             self.lab_schedule = resolve_schedule(schedule, force)
@@ -110,7 +121,8 @@ def _make_trainer_class():
             step = int(self.state.global_step)
             lab_method = "g2rpo_bonus" if self.lab_method == "g2rpo" else self.lab_method
             lab = bridge_advantages(r, m, method=lab_method, schedule=self.lab_schedule,
-                                    step=step, num_clusters=C).reshape(-1)
+                                    step=step, num_clusters=C,
+                                    params=self.lab_params or None).reshape(-1)
             sl = slice(self.accelerator.process_index * local,
                        (self.accelerator.process_index + 1) * local)
             trl_adv = out["advantages"]

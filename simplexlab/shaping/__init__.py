@@ -2,7 +2,9 @@
 
 Group-relative baselines (raw, mean-shifted, GRPO, Dr.GRPO, RLOO, REINFORCE++), G²RPO
 (G2 Alg. 1, Listing 1), F-GRPO (FG eq. 15–16), IAC (SC §3.1), GRPO-N (TS App. B.5),
-GRPO-TN (TS App. C.5), ProGRPO (PG eq. 4–6), and a small composition API (:class:`Pipeline`).
+GRPO-TN (TS App. C.5), ProGRPO (PG eq. 4–6), the rules people train with (the frameworks' std
+conventions: sample std, batch std, leave-one-out with std; W-REINFORCE and NSR; pass@k training
+and PKPO; the unlikeliness reward), and a small composition API (:class:`Pipeline`).
 Every rule by name on what a training loop sees (:func:`advantages`, :data:`METHODS`: what each
 rule needs, declared once), the one map from a rule to its mean-field system
 (:func:`meanfield_system`), and the G²RPO settings (:class:`GainSchedule`: constant / A / B,
@@ -17,6 +19,8 @@ from ..theory import focal_weight
 from ._advantages import (
     dr_grpo_advantages,
     grpo_advantages,
+    grpo_batch_std_advantages,
+    loo_std_advantages,
     mean_shifted_advantages,
     raw_advantages,
     reinforce_pp_advantages,
@@ -53,6 +57,7 @@ from ._methods import (
     register_method,
     unregister_method,
 )
+from ._passk import pass_at_k_advantages, pkpo_advantages, pkpo_rewards
 from ._rules import (
     IAC,
     Focal,
@@ -70,7 +75,10 @@ from ._rules import (
     grpo_n,
     iac_advantages,
     negative_only,
+    nsr_advantages,
     success_rate,
+    unlikeliness_advantages,
+    w_reinforce_advantages,
 )
 from ._schedule import G2RPOConfig, GainSchedule, RampedGain
 from ._token import (
@@ -118,20 +126,26 @@ __all__ = [
     "g2rpo_bonus",
     "g2rpo_clusters",
     "g2rpo_stats",
+    "group_rule",
     "grpo",
     "grpo_advantages",
+    "grpo_batch_std_advantages",
     "grpo_n",
     "grpo_tn_advantages",
-    "group_rule",
     "iac_advantages",
+    "loo_std_advantages",
     "lookup_method",
     "low_prob_confidence",
-    "meanfield_system",
     "mean_shifted_advantages",
+    "meanfield_system",
     "negative_only",
     "normalized_entropy",
+    "nsr_advantages",
     "num_modes",
     "pass_at_k",
+    "pass_at_k_advantages",
+    "pkpo_advantages",
+    "pkpo_rewards",
     "prefix_tree",
     "progrpo_advantages",
     "raw_advantages",
@@ -143,5 +157,7 @@ __all__ = [
     "sequence_entropy",
     "success_rate",
     "token_entropy",
+    "unlikeliness_advantages",
     "unregister_method",
+    "w_reinforce_advantages",
 ]

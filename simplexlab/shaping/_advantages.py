@@ -26,8 +26,10 @@ REWARD_MAX = 1e100
 __all__ = [
     "dr_grpo_advantages",
     "grpo_advantages",
+    "grpo_batch_std_advantages",
     "group_mean",
     "group_std",
+    "loo_std_advantages",
     "mean_shifted_advantages",
     "raw_advantages",
     "reinforce_pp_advantages",
@@ -145,8 +147,45 @@ def grpo_advantages(rewards: Rewards, mask: Mask | None = None, *, eps: float = 
     eps = _check_eps(eps)
     ddof = _check_ddof(ddof)
     r, m, mf = prepare_group(rewards, mask)
-    z = (r - group_mean(r, mf)) / (group_std(r, mf, ddof) + eps)
+    scale = group_std(r, mf, ddof) + eps
+    # a zero-variance group has r − mean = 0: 0, also with eps = 0 (not 0/0)
+    z = (r - group_mean(r, mf)) / jnp.where(scale > 0, scale, 1.0)
     return jnp.where(m, z, 0.0)
+
+
+def grpo_batch_std_advantages(rewards: Rewards, mask: Mask | None = None, *,
+                              eps: float = 1e-4) -> Rewards:
+    r"""``A_i = (r_i − mean_group(r)) / (std_batch(r) + ε)``: the group's mean as baseline, the
+    sample std (divides by the count − 1) of every valid reward of the whole batch as scale,
+    ``ε = 1e-4``: TRL's ``GRPOConfig(scale_rewards="batch")`` (``GRPOTrainer`` 1.16, its
+    ``nanstd`` over the batch's rewards). Not group-local: one std for all groups."""
+    eps = _check_eps(eps)
+    r, m, mf = prepare_group(rewards, mask)
+    n = jnp.sum(mf)
+    mu = jnp.sum(r * mf) / n
+    sd = jnp.sqrt(jnp.sum(mf * (r - mu) ** 2) / (n - 1.0))
+    return jnp.where(m, (r - group_mean(r, mf)) / (sd + eps), 0.0)
+
+
+def loo_std_advantages(rewards: Rewards, mask: Mask | None = None) -> Rewards:
+    r"""The leave-one-out baseline scaled by the leave-one-out std: ``A_i = (r_i − b_i) / s_i``
+    with ``b_i`` the mean and ``s_i`` the sample std (divides by ``n − 2``) of the group's other
+    ``n − 1`` valid rewards; where ``s_i = 0`` (the others agree, or ``n = 2``) ``A_i = r_i − b_i``,
+    unscaled. What NeMo-RL's GRPO computes by default (``use_leave_one_out_baseline`` and
+    ``normalize_rewards`` true: ``calculate_baseline_and_std_per_prompt``, then a division only
+    where the std is positive)."""
+    r, m, mf = prepare_group(rewards, mask)
+    n = jnp.sum(mf, axis=-1, keepdims=True)
+    others = n - 1.0
+    b = (jnp.sum(r * mf, axis=-1, keepdims=True) - r) / others
+    # the others' squared deviations from their own mean, one row per rollout: exact 0 when the
+    # others agree (their mean is exact for binary rewards), where a closed form would round
+    dev = mf[..., None, :] * (1.0 - jnp.eye(r.shape[-1], dtype=r.dtype)) * (
+        r[..., None, :] - b[..., :, None]) ** 2
+    var = jnp.sum(dev, -1) / jnp.maximum(others - 1.0, 1.0)
+    s = jnp.where(others > 1.0, jnp.sqrt(var), 0.0)
+    d = r - b
+    return jnp.where(m, jnp.where(s > 0, d / jnp.where(s > 0, s, 1.0), d), 0.0)
 
 
 def rloo_advantages(rewards: Rewards, mask: Mask | None = None) -> Rewards:

@@ -63,11 +63,22 @@ def pass_at_k(n, c, k: int):
     n = check(n, lambda a: a < k, f"pass@k needs k <= n (k = {k}); number of samples n")
     c = check(c, lambda a: (a < 0) | (a > n) | (a != xp.round(a)),
               "number of correct samples c must be an integer in [0, n]")
-    j = jnp.arange(k).astype(n.dtype)
-    denom = n[..., None] - j
-    term = jnp.log1p(-jnp.minimum(c[..., None] / denom, 1.0))
-    all_fail = jnp.exp(jnp.sum(term, -1))
+    all_fail = all_fail_ratio(n, c, jnp.asarray(k, n.dtype), terms=k)
     return jnp.where(n - c < k, 1.0, 1.0 - all_fail)
+
+
+def all_fail_ratio(n, c, k, *, terms: int):
+    r"""``C(n − c, k) / C(n, k) = Π_{j<k} (1 − c/(n − j))``, summed in log space: the chance
+    that ``k`` of ``n`` samples drawn without replacement, ``c`` of them correct, are all
+    wrong (0 when ``n − c < k``). ``n``, ``c``, ``k``: float arrays of whole numbers that
+    broadcast, ``1 <= k <= n`` (``k = 0``: 1); ``k`` may be traced, at most ``terms`` (static).
+    Unchecked: callers check their inputs."""
+    n, c, k = jnp.broadcast_arrays(n, c, k)
+    j = jnp.arange(terms).astype(n.dtype)
+    live = j < k[..., None]
+    denom = jnp.where(live, n[..., None] - j, 1.0)
+    term = jnp.where(live, jnp.log1p(-jnp.minimum(c[..., None] / denom, 1.0)), 0.0)
+    return jnp.exp(jnp.sum(term, -1))
 
 
 def cluster_distribution(cluster_ids: ClusterIds, num_clusters: int,

@@ -149,6 +149,9 @@ class MethodRule(GroupRule):
             if support > _MAX_BATCH_SUPPORT:
                 return None
             return support * (G * G // 4 + 1)
+        if self.method == "grpo_batch_std":
+            support = (self.groups - 1) * G + 1
+            return None if support > _MAX_BATCH_SUPPORT else support * G
         return None
 
     def cell_totals(self, q1, q0, probs, group_size, t, num_clusters, active):
@@ -158,6 +161,8 @@ class MethodRule(GroupRule):
             return _progrpo_totals(self, q1, q0, probs, group_size, t, num_clusters)
         if self.method == "reinforce_pp":
             return _reinforce_pp_totals(self, q1, q0, probs, group_size)
+        if self.method == "grpo_batch_std":
+            return _batch_std_totals(self, q1, q0, probs, group_size)
         return None
 
 
@@ -387,6 +392,30 @@ def _progrpo_totals(rule: MethodRule, q1, q0, probs, G, t, C):
 
 
 # --------------------------------------------------------------------------- REINFORCE++
+
+
+def _batch_std_totals(rule: MethodRule, q1, q0, probs, G):
+    """``grpo_batch_std`` (TRL's ``scale_rewards="batch"``): the own group's count of
+    correct-scored rollouts and the other ``B − 1`` groups' total, both binomial; the batch's
+    sample std of ``T`` successes among ``N = B G`` binary rewards is
+    ``sqrt(T (N − T) / (N (N − 1)))``."""
+    dt = probs.dtype
+    B = rule.groups
+    N = B * G
+    Q = jnp.sum(q1)
+    eps = jnp.asarray(rule.params["std_eps"], dt)
+    others = jnp.arange((B - 1) * G + 1, dtype=dt)
+    pmf_o = binomial_pmf((B - 1) * G, Q) if B > 1 else jnp.ones((1,), dt)
+    sp = jnp.arange(G, dtype=dt)  # the other G − 1 rollouts of the own group
+    pmf = binomial_pmf(G - 1, Q)
+    W = jnp.zeros((2, probs.shape[-1]), dt)
+    for r, q in ((1, q1), (0, q0)):
+        S = r + sp
+        T = S[:, None] + others[None, :]
+        sd = jnp.sqrt(T * (N - T) / (N * (N - 1.0)))
+        a = (r - S / G)[:, None] / (sd + eps)
+        W = W.at[r].set(G * q * jnp.sum(pmf[:, None] * pmf_o[None, :] * a))
+    return W
 
 
 def _reinforce_pp_totals(rule: MethodRule, q1, q0, probs, G, eps=1e-8):

@@ -12,6 +12,7 @@ schedule and verifier) to the mean-field system it follows.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -19,17 +20,27 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from .._checks import Param, inputs_trusted, is_concrete, xp
-from ..theory import GRPO, Verifier
+from ..theory import GRPO, EntropyBonus, Verifier
 from ._advantages import (
     dr_grpo_advantages,
     grpo_advantages,
+    grpo_batch_std_advantages,
+    loo_std_advantages,
     mean_shifted_advantages,
     raw_advantages,
     reinforce_pp_advantages,
     rloo_advantages,
 )
 from ._g2rpo import g2rpo_advantages, g2rpo_bonus
-from ._rules import dapo_iac, f_grpo, grpo_n
+from ._passk import pass_at_k_advantages, pkpo_advantages
+from ._rules import (
+    dapo_iac,
+    f_grpo,
+    grpo_n,
+    nsr_advantages,
+    unlikeliness_advantages,
+    w_reinforce_advantages,
+)
 from ._schedule import GainSchedule
 from ._token import progrpo_advantages
 
@@ -84,6 +95,12 @@ def _progrpo(g: Groups, q, *_):
     return progrpo_advantages(g.rewards, g.logp[..., None], g.logp, prompt_mask=g.mask,
                               mask=g.mask, alpha=q["progrpo_alpha"], fraction=1.0,
                               all_correct=q["progrpo_all_correct"])
+
+
+def _unlikeliness(g: Groups, q, *_):
+    if g.logp is None:
+        raise ValueError("method 'unlikeliness' needs the rollouts' log-probabilities (logp)")
+    return unlikeliness_advantages(g.rewards, g.logp, g.mask, beta=q["rank_penalty"])
 
 
 class Method(NamedTuple):
@@ -158,6 +175,20 @@ METHODS: dict[str, Method] = {
     # advantages (the TRL and verl adapters add it to theirs)
     "g2rpo_bonus": Method(("gain",), _g2rpo_bonus, **_G2),
     "progrpo": Method(("progrpo_alpha", "progrpo_all_correct"), _progrpo, logp=True),
+    # the rules people train with (each function's docstring gives its source)
+    "grpo_sample_std": Method(("std_eps",), lambda g, q, *_: grpo_advantages(
+        g.rewards, g.mask, eps=q["std_eps"], ddof=1), structure="counts"),
+    "grpo_batch_std": Method(("std_eps",), lambda g, q, *_: grpo_batch_std_advantages(
+        g.rewards, g.mask, eps=q["std_eps"]), group_local=False),
+    "loo_std": _of_rewards(loo_std_advantages, min_group_size=2),
+    "w_reinforce": Method(("w_reinforce_lambda",), lambda g, q, *_: w_reinforce_advantages(
+        g.rewards, g.mask, lam=q["w_reinforce_lambda"]), binary=True, structure="counts"),
+    "nsr": _of_rewards(nsr_advantages, binary=True),
+    "pass_at_k": Method(("pass_k",), lambda g, q, *_: pass_at_k_advantages(
+        g.rewards, g.mask, k=q["pass_k"]), binary=True, structure="counts"),
+    "pkpo": Method(("pass_k",), lambda g, q, *_: pkpo_advantages(
+        g.rewards, g.mask, k=q["pass_k"]), binary=True, structure="counts"),
+    "unlikeliness": Method(("rank_penalty",), _unlikeliness, logp=True),
 }
 """Every advantage rule by name and what it needs (:class:`Method`)."""
 
@@ -178,6 +209,16 @@ METHOD_PARAMETERS: dict[str, Param] = {p.name: p for p in (
           "IAC's exponent of the inverse success count (SC §3.1)"),
     Param("progrpo_alpha", 0.3, _finite, "finite", "α",
           "ProGRPO's weight of the confidence term (PG eq. 6)"),
+    Param("std_eps", 1e-6, _finite_nonneg, "finite and >= 0", "ε",
+          "added to the sample std: 1e-6 is verl's GRPO, 1e-4 TRL's (scale_rewards group / "
+          "batch)"),
+    Param("w_reinforce_lambda", 0.1, _finite_nonneg, "finite and >= 0", "λ",
+          "W-REINFORCE's weight of the correct rollouts (Zhu et al., 2025: 0.1)"),
+    Param("pass_k", 2.0, lambda a: ~(xp.isfinite(a) & (a >= 1) & (a == xp.round(a))),
+          "a whole number >= 1 (and <= the group size)", "k",
+          "the k of pass@k training and PKPO (lab default 2, PKPO's worked example)"),
+    Param("rank_penalty", 0.25, _finite_nonneg, "finite and >= 0", "β",
+          "the unlikeliness reward's rank penalty (He et al., 2025: 0.25)"),
     Param("progrpo_all_correct", 0.0, lambda a: ~((a == 0) | (a == 1)),
           "0 (skip all-correct groups, PG Alg. 1) or 1 (re-weight them, PG eq. 4)", "",
           "ProGRPO's all-correct groups: 0 skips them as PG Alg. 1 does, 1 re-weights them as "
@@ -269,7 +310,7 @@ def meanfield_system(method: str, schedule: GainSchedule | None = None, *,
                      step_time: float = 1.0, group_size: int | None = None,
                      params: dict[str, Any] | None = None, num_groups: int | None = None,
                      surrogate: str = "log_likelihood", reduction: str = "mean",
-                     path: str = "auto", **options):
+                     path: str = "auto", entropy_bonus=None, **options):
     r"""The mean-field system of :mod:`simplexlab.meanfield` that advantage rule ``method``
     follows.
 
@@ -278,7 +319,8 @@ def meanfield_system(method: str, schedule: GainSchedule | None = None, *,
     per group, for every method (``params``: the method's own parameters; ``num_groups``: groups
     per batch, for REINFORCE++; ``surrogate``, ``reduction``, ``path`` and ``options``
     (``max_size``, ``num_samples``, ``seed``) as :class:`~simplexlab.meanfield.FiniteGroup`
-    takes them).
+    takes them; ``entropy_bonus``: a :class:`~simplexlab.theory.EntropyBonus` added to the
+    objective, its steps timed by ``step_time``).
 
     With ``group_size=None``: the papers' ``G → ∞`` limit, where the package has one: ``grpo``
     -> :class:`~simplexlab.meanfield.GRPO` (eq. 22); ``g2rpo`` -> the schedule's
@@ -300,8 +342,16 @@ def meanfield_system(method: str, schedule: GainSchedule | None = None, *,
             q["gain"] = gain
         rule = group_rule(method, params=q, schedule=schedule, verifier=verifier,
                           step_time=step_time, num_groups=num_groups)
+        if entropy_bonus is not None:
+            if not isinstance(entropy_bonus, EntropyBonus):
+                raise ValueError(f"entropy_bonus must be an EntropyBonus; got {entropy_bonus!r}")
+            entropy_bonus = dataclasses.replace(entropy_bonus, step_time=float(step_time))
         return FiniteGroup(rule, group_size=group_size, eta=eta, verifier=verifier,
-                           surrogate=surrogate, reduction=reduction, path=path, **options)
+                           surrogate=surrogate, reduction=reduction, path=path,
+                           entropy_bonus=entropy_bonus, **options)
+    if entropy_bonus is not None:
+        raise ValueError("an entropy bonus is a term of the finite-group system only (the "
+                         "papers' G → ∞ fields have none): pass group_size")
     if m.meanfield is None:
         have = " and ".join(repr(k) for k, v in METHODS.items() if v.meanfield is not None)
         raise ValueError(f"no G → ∞ mean-field system for method {method!r} (only {have} have "

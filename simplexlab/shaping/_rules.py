@@ -44,7 +44,10 @@ __all__ = [
     "grpo_n",
     "iac_advantages",
     "negative_only",
+    "nsr_advantages",
     "success_rate",
+    "unlikeliness_advantages",
+    "w_reinforce_advantages",
 ]
 
 
@@ -99,6 +102,46 @@ def negative_only(advantages):
     advantages alike."""
     adv = _advantages(advantages)
     return jnp.where(adv < 0, adv, jnp.zeros((), adv.dtype))
+
+
+def w_reinforce_advantages(rewards, mask=None, *, lam=0.1):
+    r"""W-REINFORCE (Zhu et al., 2025, "The Surprising Effectiveness of Negative Reinforcement
+    in LLM Reasoning", arXiv:2506.01347): ``λ · PSR + NSR`` with rewards ±1, i.e. ``A_i = λ`` for
+    a correct rollout and ``−1`` for an incorrect one, no baseline (λ = 0.1 in the paper).
+    ``λ = 0`` is NSR (:func:`nsr_advantages`); PSR alone is ``raw`` on binary rewards."""
+    r, m, _ = _binary(rewards, mask)
+    lam = check_parameter(lam, "W-REINFORCE lambda", lower=0.0)
+    lam = jnp.asarray(lam, r.dtype)[..., None] if jnp.ndim(lam) else jnp.asarray(lam, r.dtype)
+    return jnp.where(m, jnp.where(r == 1, lam, -1.0), 0.0)
+
+
+def nsr_advantages(rewards, mask=None):
+    r"""Negative sample reinforcement (Zhu et al., 2025): ``A_i = −1`` for an incorrect
+    rollout, 0 for a correct one (W-REINFORCE with ``λ = 0``)."""
+    return w_reinforce_advantages(rewards, mask, lam=0.0)
+
+
+def unlikeliness_advantages(rewards, logp, mask=None, *, beta=0.25, eps=1e-6):
+    r"""The unlikeliness reward (He, Fried & Welleck, 2025, "Rewarding the Unlikely",
+    arXiv:2506.02355): each rollout's reward is scaled by ``1 − β · rank_i / n``, ``rank_i`` its
+    rank by log-probability within the group (0 = the least likely, a stable sort: ties by
+    position) and ``n`` the group's valid rollouts, so that likely correct rollouts are
+    penalised and rare ones keep their reward; then GRPO's z-score with the sample std and
+    ``ε = 1e-6``. As the authors' release computes it (its ``_compute_advantages``: ranks from a
+    double argsort of the mean token log-probability, ``β = rank_penalty = 0.25``).
+    ``logp``: ``(*groups, G)``, finite."""
+    r, m, _ = prepare_group(rewards, mask)
+    check_number(logp, "logp")
+    if np.shape(logp) != r.shape:
+        raise ValueError(f"logp must have the shape of rewards {r.shape}; got {np.shape(logp)}")
+    lp = check_finite(jnp.where(m, jnp.asarray(logp, r.dtype), 0.0), "logp")
+    beta = check_parameter(beta, "unlikeliness beta (rank_penalty)", lower=0.0)
+    beta = jnp.asarray(beta, r.dtype)[..., None] if jnp.ndim(beta) else beta
+    key = jnp.where(m, lp, jnp.inf)  # masked rollouts rank after every valid one
+    rank = jnp.argsort(jnp.argsort(key, axis=-1, stable=True), axis=-1, stable=True)
+    n = jnp.sum(m, -1, keepdims=True).astype(r.dtype)
+    shaped = r * (1.0 - beta * rank.astype(r.dtype) / n)
+    return grpo_advantages(shaped, mask, eps=eps, ddof=1)
 
 
 def dapo_keep_mask(rewards, mask=None):

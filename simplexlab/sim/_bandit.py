@@ -50,7 +50,7 @@ from ..shaping import (
 )
 from ..shaping import METHODS as _RULES
 from ..shaping.internal import unchecked
-from ..theory import Verifier, concentration, make_state
+from ..theory import EntropyBonus, Verifier, concentration, entropy_gradient, make_state
 from ..theory.internal import check_kind
 from ._policy import (
     OPTIMIZERS,
@@ -193,6 +193,10 @@ class Bandit(AbstractSimulator, WithDtype):
     mode_threshold: float = eqx.field(default=0.05, kw_only=True, static=True)
     allow_flipped: bool = eqx.field(default=False, kw_only=True, static=True)
     dtype: Any = eqx.field(default=None, kw_only=True, static=True)
+    #: an entropy bonus ``c(step) H(π)`` added to the objective each step ascends
+    #: (:class:`~simplexlab.theory.EntropyBonus`: TRL's ``entropy_coef``, constant or decaying);
+    #: ``None``: none
+    entropy_bonus: EntropyBonus | None = eqx.field(default=None, kw_only=True, static=True)
 
     #: the flat settings that make up the G²RPO :class:`~simplexlab.shaping.GainSchedule`
     #: (every field but ``gain``, an array parameter; its ``kind`` goes by ``schedule``)
@@ -234,6 +238,9 @@ class Bandit(AbstractSimulator, WithDtype):
             raise ValueError(f"{who}: allow_flipped must be True or False; got "
                              f"{self.allow_flipped!r}")
         lookup(OPTIMIZERS, self.optimizer, "optimizer", who)
+        if self.entropy_bonus is not None and not isinstance(self.entropy_bonus, EntropyBonus):
+            raise ValueError(f"{who}: entropy_bonus must be an EntropyBonus or None; got "
+                             f"{self.entropy_bonus!r}")
         if self.surrogate not in SURROGATES:
             raise ValueError(f"{who}: surrogate must be one of {SURROGATES}; got "
                              f"{self.surrogate!r}")
@@ -256,6 +263,8 @@ class Bandit(AbstractSimulator, WithDtype):
         and its store record) and their defaults."""
         out = {}
         for k, v in super().settings().items():
+            if k == "entropy_bonus":  # a Python object, not yet a flat setting of sweeps
+                continue
             out.update(cls._flat(v) if k == "schedule" else {k: v})
         return out
 
@@ -365,6 +374,9 @@ class Bandit(AbstractSimulator, WithDtype):
         bonus, which the ODE (bonus on the latent good modes) does not model -- measured: the
         ensemble's ``p`` leaves eq. (48) by 0.1–0.25 at ``δ = (0.1, 0.1)`` (NOTES.md)."""
         q, verifier = self._theory_inputs(params)
+        if self.entropy_bonus is not None:
+            raise ValueError("bandit: the G → ∞ mean-field systems have no entropy bonus; its "
+                             "theory is the finite-group system (finite_group)")
         if _RULES[self.method].meanfield is None:
             meanfield_system(self.method)  # raises, naming the methods that have one
         if self.M == 0:
@@ -403,7 +415,8 @@ class Bandit(AbstractSimulator, WithDtype):
                                gain=float(q["gain"]) if "gain" in q else None,
                                step_time=float(q["eta"]), group_size=int(q["group_size"]),
                                params=own, num_groups=self.num_prompts,
-                               surrogate=self.surrogate, reduction=self.reduction, **options)
+                               surrogate=self.surrogate, reduction=self.reduction,
+                               entropy_bonus=self.entropy_bonus, **options)
         return dyn, self._state0(q)
 
     def _theory_inputs(self, params):
@@ -497,6 +510,9 @@ class Bandit(AbstractSimulator, WithDtype):
         hit = modes[..., None] == jnp.arange(C, dtype=jnp.int32)
         weights = scale * jnp.sum(jnp.where(hit, adv[..., None], 0.0), -2)
         grad = gradient_from_probs(probs, weights, self.surrogate)
+        if self.entropy_bonus is not None:
+            c = jnp.asarray(self.entropy_bonus.coefficient(state.step.astype(dt)), dt)
+            grad = grad + c * entropy_gradient(probs)
         updates, opt_state = optimizer_update(self._optimizer(params), -grad, state.opt_state,
                                               state.logits)
         return BanditState(logits=state.logits + updates, opt_state=opt_state, key=key,

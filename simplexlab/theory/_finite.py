@@ -52,6 +52,7 @@ import numpy as np
 from jax.scipy.special import gammaln, xlogy
 
 from .._checks import as_int
+from ._entropy import EntropyBonus, entropy_gradient
 from ._fields import AbstractDynamics
 from ._state import State, check_state
 from ._verifier import Verifier
@@ -628,6 +629,9 @@ class FiniteGroup(AbstractDynamics):
     #: empty, which the exact paths' static tables use); ``None``: read from the verifier when
     #: this system is built (:func:`known_zero_rates`)
     zero_rates: tuple | None = eqx.field(default=None, kw_only=True, static=True)
+    #: an entropy bonus ``c(t) H(π)`` added to the objective (:class:`EntropyBonus`; ``None``:
+    #: none): the field gains ``η c(t) ∇_θ H``, exactly
+    entropy_bonus: EntropyBonus | None = eqx.field(default=None, kw_only=True)
     #: the exact field compiles to a large program: one copy per solve, not one per stage
     stage_loop: ClassVar[bool] = True
 
@@ -640,6 +644,9 @@ class FiniteGroup(AbstractDynamics):
                         self.path, self.rule)
         as_int(self.max_size, "FiniteGroup: max_size", lower=1)
         as_int(self.num_samples, "FiniteGroup: num_samples", lower=1)
+        if self.entropy_bonus is not None and not isinstance(self.entropy_bonus, EntropyBonus):
+            raise ValueError("FiniteGroup: entropy_bonus must be an EntropyBonus or None; got "
+                             f"{self.entropy_bonus!r}")
 
     def checked(self):
         return eqx.tree_at(lambda d: d.rule, super().checked(), self.rule.checked())
@@ -670,7 +677,10 @@ class FiniteGroup(AbstractDynamics):
                               key=jax.random.key(self.seed), allow_montecarlo=False,
                               zero_rates=self.zero_rates)
         scale = 1.0 / self.group_size if self.reduction == "mean" else 1.0
-        return self.eta * _theta(W, probs, scale, self.surrogate)
+        drift = _theta(W, probs, scale, self.surrogate)
+        if self.entropy_bonus is not None:
+            drift = drift + self.entropy_bonus.at_time(t) * entropy_gradient(probs)
+        return self.eta * drift
 
     def _batched(self, f, state: State):
         """``f(self, state)`` on one point, vmapped over one leading batch axis of ``state``
