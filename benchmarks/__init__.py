@@ -43,6 +43,9 @@ The CPU goals alone (the float32 step against the bound, the float64 sweep again
   agreement of the signs of ΔL_y. ``finite-group-plan``: ``simplexlab plan`` in fresh
   processes (cold start, compile cache off; then an empty persistent cache filled and read)
   against the CLI's start-up floor.
+- ``user-rule`` (:mod:`benchmarks.user_rule`): the bandit grid with a rule registered from user
+  code (Dr. GRPO written outside the package) within 10 % of the same rule built in, with the
+  same bits.
 
 Each measurement runs in a worker process of its own (``python -m benchmarks --worker
 MODULE.FUNCTION``), with the JAX configuration it needs set before JAX is imported: the sweep
@@ -71,11 +74,12 @@ from . import (
     finite_group,
     meanfield,
     modes,
+    user_rule,
 )
 
 #: benchmarks by ``--only`` name, in the order they run
 BENCHMARKS = {m.NAME: m for m in (categorical, categorical64, meanfield, ensemble, bandit,
                                     bridge, modes, compile_cache, finite_group,
-                                    finite_group.PLAN)}
+                                    finite_group.PLAN, user_rule)}
 
 __all__ = ["BENCHMARKS"]
