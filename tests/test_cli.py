@@ -34,11 +34,15 @@ def test_registry_rejects_bad_cost():
 
 @pytest.mark.slow
 def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path, capsys):
-    """End to end through the installed entry point, as a newcomer would run it."""
+    """End to end through the installed entry point, as a newcomer would run it (the
+    experiment's claims with --no-claims: tests/test_claims.py evaluates each of them, with and
+    without its faults; that a reproduction checks its claims first, into the same folder, is
+    tested below on an experiment whose claims are closed forms)."""
     env = dict(os.environ, SIMPLEXLAB_PROGRESS="0", MPLBACKEND="Agg")
     proc = subprocess.run(
         [sys.executable, "-m", "simplexlab", "reproduce", "phase-portraits", "--quick",
-         "--out", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+         "--no-claims", "--out", str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     png = tmp_path / "phase_portraits.png"
     assert png.exists() and png.stat().st_size > 20_000
@@ -54,15 +58,22 @@ def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path, 
     assert anti[(0,)] == "source" and anti[(0, 1, 2)] == "sink"
     assert rec["results"]["envelope_max_relative_violation"] <= 1e-9
     assert not list(tmp_path.glob("*.tmp"))  # atomic writes leave no temp files
-    # the experiment's claims were evaluated first, into the same folder
-    report = json.loads((tmp_path / "claims" / "claims.json").read_text())
-    assert {c["experiment"] for c in report["claims"]} == {"phase-portraits"}
-    # --resume skips a finished experiment (in this process: nothing left to run end to end;
-    # --no-claims, as the claims were checked above and would only be evaluated again)
+    assert not (tmp_path / "claims").exists()
+    # --resume skips a finished experiment (in this process: nothing left to run end to end)
     capsys.readouterr()
     assert main(["--experiments-dir", str(ROOT / "experiments"), "reproduce", "phase-portraits",
                  "--quick", "--out", str(tmp_path), "--resume", "--no-claims"]) == 0
     assert "skipping" in capsys.readouterr().out
+
+
+def test_reproduce_checks_the_experiments_claims_first_into_the_same_folder(tmp_path, capsys):
+    assert main(["--experiments-dir", str(ROOT / "experiments"), "reproduce", "focal-weight",
+                 "--quick", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    report = json.loads((tmp_path / "claims" / "claims.json").read_text())
+    assert report["claims"] and {c["experiment"] for c in report["claims"]} == {"focal-weight"}
+    assert out.index("[claim 1/") < out.index("focal-weight (")
+    assert (tmp_path / "focal-weight.json").is_file()
 
 
 def test_help_does_not_import_jax():
