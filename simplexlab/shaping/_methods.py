@@ -13,6 +13,7 @@ schedule and verifier) to the mean-field system it follows.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -45,8 +46,8 @@ from ._schedule import GainSchedule
 from ._token import progrpo_advantages
 
 __all__ = ["METHODS", "METHOD_PARAMETERS", "METHOD_PARAMS", "Groups", "Method", "advantages",
-           "g2rpo_clusters", "lookup_method", "meanfield_system", "register_method",
-           "unregister_method"]
+           "g2rpo_clusters", "import_method", "lookup_method", "meanfield_system",
+           "register_method", "unregister_method"]
 
 
 class Groups(NamedTuple):
@@ -295,6 +296,27 @@ def unregister_method(name: str) -> None:
         if k not in still:
             METHOD_PARAMETERS.pop(k, None)
             METHOD_PARAMS.pop(k, None)
+
+
+def import_method(spec, who: str = "") -> str:
+    """The rule a config file names: ``"package.module:name"`` imports ``package.module`` (the
+    user's own module, named in the user's own file; importing it registers ``name`` with
+    :func:`register_method`) and returns ``name``; a plain name is returned as it is. Refused
+    with a ``ValueError`` naming the rule: a module that cannot be imported, or one that
+    registers no rule ``name``."""
+    if not isinstance(spec, str) or ":" not in spec:
+        return spec
+    module, _, name = spec.partition(":")
+    try:
+        importlib.import_module(module)
+    except ImportError as err:
+        raise ValueError(f"{who}method {spec!r}: cannot import {module!r} ({err}); the module "
+                         "must be installed or on the Python path") from None
+    if name not in METHODS:
+        raise ValueError(f"{who}method {spec!r}: importing {module!r} registered no rule "
+                         f"{name!r} (the module should call register_method({name!r}, ...)); "
+                         f"registered: {sorted(set(METHODS) - _BUILTIN) or 'none'}")
+    return name
 
 
 def lookup_method(name, who: str = "") -> Method:

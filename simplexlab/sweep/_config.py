@@ -22,6 +22,11 @@
     group_size = [2, 8, 32]
     focal_gamma = [0.0, 1.0]
 
+A rule from the user's own code: ``method = "mypkg.rules:my_rule"`` in ``[fixed]`` imports
+``mypkg.rules`` (installed or on the Python path), whose import registers ``my_rule``
+(:func:`simplexlab.shaping.register_method`); its declared parameters can then be fixed or swept
+like any other.
+
 Unknown keys (a typo) raise ``ValueError`` naming the key and what is allowed, before any compute;
 so does a value of the wrong TOML type (naming the file, the key and the type expected: a boolean
 is never a number, an integer setting takes no float, a parameter's values follow its default)
@@ -36,6 +41,7 @@ from typing import Any
 
 from .._checks import is_int
 from .._results import check_file_name, read_toml
+from ..shaping import import_method
 from ._engine import _as_values, _kind
 from ._targets import make_target
 
@@ -134,6 +140,10 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
             raise ValueError(f"{path}: [{section}] must be a table of parameter = value")
     for section in ("fixed", "grid"):  # deprecated old names, with a DeprecationWarning
         cfg[section] = target.renamed(cfg.get(section, {}))
+    # a rule from the user's own module ("package.module:name"): imported here, in every
+    # process that reads the file, so that its parameters are known below
+    if isinstance(cfg["fixed"].get("method"), str):
+        cfg["fixed"]["method"] = import_method(cfg["fixed"]["method"], f"{path}: fixed.")
     known = set(target.array_params()) | set(target.static_params())
     for section in ("fixed", "grid"):
         bad = sorted(set(cfg.get(section, {})) - known)
