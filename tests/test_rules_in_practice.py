@@ -93,6 +93,18 @@ def test_pass_at_k_estimator_is_unbiased():
         assert abs(pmf @ est - (1 - (1 - p) ** k)) < 1e-13
 
 
+def test_the_bandit_refuses_k_above_its_group_size():
+    from simplexlab.sim import Bandit
+
+    sim = Bandit(method="pkpo", max_group_size=8)
+    with pytest.raises(ValueError, match="pass_k \\+ group_size must be <= the group size"):
+        sim.check_params({**sim.default_params(), "pass_k": 6.0, "group_size": 4.0})
+    sim.check_params({**sim.default_params(), "pass_k": 4.0, "group_size": 4.0})
+    # and the finite-group theory
+    with pytest.raises(ValueError, match="group_size must be >= 6 for this rule"):
+        shaping.meanfield_system("pkpo", group_size=4, params={"pass_k": 6.0})
+
+
 def test_pass_k_outside_its_domain_is_refused():
     r = jnp.array([[1.0, 0.0, 1.0]])
     with pytest.raises(ValueError, match="pass@k k must be <= the number of valid rollouts"):

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, xlogy
 
-from .._checks import as_int, check_finite, trusted_inputs
+from .._checks import as_int, check_finite, is_concrete, trusted_inputs
 from ..theory import GroupRule, Verifier
 from ..theory.internal import (
     binomial_pmf,
@@ -98,7 +98,9 @@ class MethodRule(GroupRule):
 
     @property
     def min_group_size(self) -> int:
-        return max(2, self._m.min_group_size)
+        k = self.params.get("pass_k")  # pass@k of k draws needs k rollouts
+        need = int(np.max(np.asarray(k))) if k is not None and is_concrete(k) else 0
+        return max(2, self._m.min_group_size, need)
 
     @property
     def num_groups(self) -> int:

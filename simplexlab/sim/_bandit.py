@@ -309,6 +309,9 @@ class Bandit(AbstractSimulator, WithDtype):
         # the method's own, as declared once (simplexlab.shaping.METHOD_PARAMETERS)
         rules += [((k,), METHOD_PARAMETERS[k].bad, METHOD_PARAMETERS[k].what)
                   for k in METHODS[self.method]]
+        if "pass_k" in METHODS[self.method]:  # pass@k of k draws needs k of the G rollouts
+            rules.append((("pass_k", "group_size"), lambda k, G: ~(k <= G),
+                          "<= the group size (pass@k needs k of the G rollouts)"))
         if self.M > 0:
             rules.append((("p0",), lambda a: ~((a > 0) & (a < 1)),
                           "in (0, 1) (the initial bad mass)"))
