@@ -187,3 +187,22 @@ def test_a_toml_sweep_takes_a_rule_by_its_import_path(tmp_path, monkeypatch):
     cfg.write_text(_TOML.format(method="json:rule", grid="toml_scale"))
     with pytest.raises(ValueError, match="importing 'json' registered no rule 'rule'"):
         sweep.load_config(cfg)
+
+
+def test_verify_rule_checks_a_registered_rule_against_its_theory(registered):
+    """``verify_rule``: the rule of this module through the checks of a schedule, against its
+    finite-group theory and GRPO's at the same G; the bandit follows the theory; at τ = 1 the
+    rule is Dr. GRPO and moves the bad mass unlike GRPO (z-scored), at τ → 0 it moves nothing."""
+    from simplexlab.verify import verify_rule
+
+    kw = {"K": 2, "M": 1, "group_size": 4, "num_steps": 20, "seeds": 16, "eta": 0.1,
+          "tol_p": 0.05, "tol_L_y": 0.05}
+    rep = verify_rule(NAME, params={"test_tau": 1.0}, **kw)
+    assert rep.checks["bandit"]["passed"], rep.summary()
+    assert rep.checks["bounded"]["applies"] is False and "not applicable" in rep.summary()
+    assert rep.inputs["method"] == NAME and rep.inputs["params"] == {"test_tau": 1.0}
+    assert rep.checks["neutral"]["p_gap_vs_grpo"] > 1e-3
+    small = verify_rule(NAME, params={"test_tau": 1e-6}, require_neutral=True, **kw)
+    assert not small.passed and "neutral" in small.reasons[0]  # it moves much less than GRPO
+    with pytest.raises(ValueError, match="verify_rule: bandit: test_tau must be"):
+        verify_rule(NAME, params={"test_tau": -1.0}, **kw)

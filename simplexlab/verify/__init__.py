@@ -9,6 +9,8 @@ finite-group :class:`~simplexlab.sim.Bandit`), below the lab and the torch bridg
   bonus as ``p̂ = 1/G → 0`` (:func:`bad_bonus_growth`), (d) the ``L_y`` it reaches, (e) the
   bandit ensemble against the ODE -- and returns a :class:`ScheduleReport` (numbers, verdict,
   reasons, inputs, curves; ``summary()`` for one screen).
+- :func:`verify_rule`: the same checks for any advantage rule (a user's registered rule
+  included) against its finite-group theory and GRPO's, (c) aside.
 - :func:`save_schedule` / :func:`load_schedule`: the schedule with its verification as a small
   JSON file (``simplexlab.gain_schedule/1``); a failed verification is refused unless
   ``force=True``. :func:`load_schedule_config` reads the TOML file of
@@ -31,6 +33,7 @@ from ._verify import (
     COMPOSITIONS,
     VERIFY_OPTIONS,
     bad_bonus_growth,
+    verify_rule,
     verify_schedule,
 )
 
@@ -49,5 +52,6 @@ __all__ = [
     "load_schedule_config",
     "plan",
     "save_schedule",
+    "verify_rule",
     "verify_schedule",
 ]

@@ -77,27 +77,32 @@ class ScheduleReport:
                 return "info" if chk["passed"] else "warn"
             return "pass" if chk["passed"] else "FAIL"
 
-        lines = [f"{describe_schedule(inp['schedule'])}: "
-                 f"{'PASSED' if self.passed else 'FAILED'}  ({self.elapsed_s:.1f} s)"]
+        who = (describe_schedule(inp["schedule"]) if "schedule" in inp else
+               f"rule {inp['method']!r} {inp.get('params') or ''}".rstrip())
+        lines = [f"{who}: {'PASSED' if self.passed else 'FAILED'}  ({self.elapsed_s:.1f} s)"]
         if f["flips"]:
             when = ("from the start" if f["t_flip"] == 0 else
                     f"at t = {f['t_flip']:.4g} (step {f['step_flip']:.1f})")
             what = f"collision flips to anti-collision {when}"
         else:
             what = f"no flip: a_y >= 0 up to t = {f['t_end']:.4g} (collision all along)"
-        lines.append(f"  [{tag(f)}] (a) flip: {what}; inner gain λ̃ = "
-                     f"{f['lambda_tilde_start']:.3g} vs threshold {f['flip_threshold_start']:.3g}"
-                     " at the start")
+        gain = ("" if f["lambda_tilde_start"] is None else
+                f"; inner gain λ̃ = {f['lambda_tilde_start']:.3g} vs threshold "
+                f"{f['flip_threshold_start']:.3g} at the start")
+        lines.append(f"  [{tag(f)}] (a) flip: {what}{gain}")
         lines.append(f"  [{tag(n)}] (b) neutral: the bonus moves p by {n['p_gap_direct']:.2g} "
                      f"(tol {n['tolerance']:.2g}), max |ṗ − ṗ_GRPO| = {n['pdot_gap']:.2g}; "
                      f"p vs GRPO's ODE: up to {n['p_gap_vs_grpo']:.3g} (through L_y + L_z, "
                      "Remark D.4)")
-        exp = b["growth_exponent"]
-        grow = "vanishes" if exp is None else f"∝ G^{exp:.2f}"
-        by = "; ".join(b["bounded_by"]) or "no safeguard bounds it"
-        lines.append(f"  [{tag(b)}] (c) bounded: max |B_b| = {b['max_abs_bad_bonus']:.4g} over "
-                     f"G = {b['G'][0]}..{b['G'][-1]} with one incorrect rollout; |B_b| {grow} "
-                     f"for G = {GROWTH_FROM}..{GROWTH_TO}; {by}")
+        if not b.get("applies", True):
+            lines.append(f"  [{tag(b)}] (c) bounded: not applicable (G²RPO's plug-in bad bonus)")
+        else:
+            exp = b["growth_exponent"]
+            grow = "vanishes" if exp is None else f"∝ G^{exp:.2f}"
+            by = "; ".join(b["bounded_by"]) or "no safeguard bounds it"
+            lines.append(f"  [{tag(b)}] (c) bounded: max |B_b| = {b['max_abs_bad_bonus']:.4g} "
+                         f"over G = {b['G'][0]}..{b['G'][-1]} with one incorrect rollout; |B_b| "
+                         f"{grow} for G = {GROWTH_FROM}..{GROWTH_TO}; {by}")
         lines.append(f"  [{tag(d)}] (d) L_y at step {inp['num_steps']}: ODE "
                      f"{d['L_y_end_ode']:.4f}, bandit {d['L_y_end_bandit']:.4f} ± "
                      f"{d['L_y_end_bandit_se']:.1g} (start {d['L_y_start']:.4f}, 1/K = "

@@ -286,9 +286,11 @@ def _say(progress: bool, msg: str, t0: float) -> None:
 def _options(schedule, args: dict) -> SimpleNamespace:
     """:func:`verify_schedule`'s arguments, checked (``ValueError`` naming the bad one) and with
     the defaults filled in (``require_neutral``: ``schedule.neutralize``; the starts)."""
-    if not isinstance(schedule, GainSchedule):
+    if schedule is None:  # verify_rule: any rule, against its finite-group theory
+        pass
+    elif not isinstance(schedule, GainSchedule):
         raise ValueError(f"verify_schedule: schedule must be a GainSchedule; got {schedule!r}")
-    if not (is_concrete(schedule.gain) and np.ndim(schedule.gain) == 0):
+    elif not (is_concrete(schedule.gain) and np.ndim(schedule.gain) == 0):
         raise ValueError("verify_schedule: schedule.gain must be one concrete number; got "
                          f"{schedule.gain!r}")
     o = SimpleNamespace(**args)
@@ -305,7 +307,7 @@ def _options(schedule, args: dict) -> SimpleNamespace:
     if o.theory not in THEORIES:
         raise ValueError(f"verify_schedule: theory must be one of {THEORIES}; got {o.theory!r}")
     if o.require_neutral is None:
-        o.require_neutral = bool(schedule.neutralize)
+        o.require_neutral = bool(schedule is not None and schedule.neutralize)
     elif not isinstance(o.require_neutral, bool):
         raise ValueError(f"verify_schedule: require_neutral must be True, False or None; got "
                          f"{o.require_neutral!r}")
@@ -346,11 +348,12 @@ def _system(schedule, o):
     return sim, params, inputs
 
 
-def _odes(sim, params, o) -> SimpleNamespace:
-    """The ODE of the schedule and GRPO's (the same system with gain 0) from the same start,
-    saved at every step, and along the schedule's trajectory the coefficient ``c_y`` of the
-    collision field (``a_y/κ``; finite G: ``dL_y/dt`` over GRPO's) and ``ṗ`` with GRPO's ``ṗ``
-    at the same states."""
+def _odes(sim, params, o, grpo=None) -> SimpleNamespace:
+    """The ODE of the schedule and GRPO's (the same system with gain 0; ``grpo``: GRPO's own
+    finite-group system, for a rule that has no gain) from the same start, saved at every step,
+    and along the schedule's trajectory the coefficient ``c_y`` of the collision field
+    (``a_y/κ``; finite G: ``dL_y/dt`` over GRPO's) and ``ṗ`` with GRPO's ``ṗ`` at the same
+    states."""
     finite = o.theory == "finite"
     dyn, st0 = sim.finite_group(params) if finite else sim.meanfield(params)
     st0 = jax.tree_util.tree_map(lambda a: a[0], st0)
@@ -358,9 +361,11 @@ def _odes(sim, params, o) -> SimpleNamespace:
     T = o.num_steps * o.eta
     ts = jnp.asarray(np.arange(o.num_steps + 1) * o.eta)
     sol = solve(dyn, st0, t1=T, saveat=ts)
-    # GRPO = the same system with gain 0 (B* = 0 and B_b = 0): the compiled solve is reused
-    gain_of = (lambda d: d.rule.schedule.gain) if finite else (lambda d: d.gain)
-    dyn0 = eqx.tree_at(gain_of, dyn, jax.tree_util.tree_map(lambda x: x * 0, gain_of(dyn)))
+    if grpo is not None:
+        dyn0 = _as_arrays(grpo)
+    else:  # GRPO = the same system with gain 0 (B* = 0, B_b = 0): the compiled solve is reused
+        gain_of = (lambda d: d.rule.schedule.gain) if finite else (lambda d: d.gain)
+        dyn0 = eqx.tree_at(gain_of, dyn, jax.tree_util.tree_map(lambda x: x * 0, gain_of(dyn)))
     grpo_sol = solve(dyn0, st0, t1=T, saveat=ts)
     if finite:  # the fields at the schedule's visited states, and GRPO's (gain 0) there
         f, f0 = _fields(dyn, ts, sol.state), _fields(dyn0, ts, sol.state)
@@ -385,30 +390,39 @@ def _odes(sim, params, o) -> SimpleNamespace:
         L_y_grpo=np.asarray(grpo_sol.L_y, float))
 
 
-def _check_flip(schedule, ode, o):
-    """Check (a): the first time ``c_y`` turns negative (linear interpolation), and the inner
-    gain against the flip threshold (eq. 61) at the start."""
+def _flip_time(ode):
+    """The first time ``c_y`` turns negative (linear interpolation; ``None``: never)."""
     t, c_y = ode.t, ode.c_y
     neg = np.flatnonzero(c_y < -_FLIP_EPS)
     if neg.size == 0:
-        t_flip = None
-    elif neg[0] == 0:
-        t_flip = 0.0
-    else:  # linear interpolation of a_y/κ between the last point >= 0 and the first < 0
-        i = int(neg[0])
-        t_flip = float(t[i - 1] + c_y[i - 1] / (c_y[i - 1] - c_y[i]) * (t[i] - t[i - 1]))
+        return None
+    if neg[0] == 0:
+        return 0.0
+    i = int(neg[0])  # between the last point >= 0 and the first < 0
+    return float(t[i - 1] + c_y[i - 1] / (c_y[i - 1] - c_y[i]) * (t[i] - t[i - 1]))
+
+
+def _flip_numbers(ode, o, t_flip) -> dict:
+    c_y = ode.c_y
+    return {"passed": t_flip is not None, "required": o.require_flip,
+            "flips": t_flip is not None, "t_flip": t_flip,
+            "step_flip": None if t_flip is None else t_flip / o.eta,
+            "flipped_at_end": bool(c_y[-1] < -_FLIP_EPS),
+            "fraction_flipped": float(np.mean(c_y < -_FLIP_EPS)),
+            "a_y_over_kappa_start": float(c_y[0]), "a_y_over_kappa_end": float(c_y[-1])}
+
+
+def _check_flip(schedule, ode, o):
+    """Check (a): the first time ``c_y`` turns negative (linear interpolation), and the inner
+    gain against the flip threshold (eq. 61) at the start."""
+    t_flip = _flip_time(ode)
     full = GainSchedule.from_dict({**schedule.to_dict(), "ramp_steps": 0}).theory_gain(o.eta)
     ver = Verifier(float(o.delta_fn), float(o.delta_fp))
     Ly0, Lz0, p_0 = float(ode.L_y[0]), float(ode.L_z[0]), float(ode.p[0])
     lam0 = float(full(0.0, p_0, Ly0, Lz0, o.K, ver))
     lam_tilde = float(inner_gain(p_0, lam0, ver))
     threshold = float(flip_threshold(Ly0, Lz0, o.K)) if schedule.neutralize else 1.0
-    flip = {"passed": t_flip is not None, "required": o.require_flip,
-            "flips": t_flip is not None, "t_flip": t_flip,
-            "step_flip": None if t_flip is None else t_flip / o.eta,
-            "flipped_at_end": bool(c_y[-1] < -_FLIP_EPS),
-            "fraction_flipped": float(np.mean(c_y < -_FLIP_EPS)),
-            "a_y_over_kappa_start": float(c_y[0]), "a_y_over_kappa_end": float(c_y[-1]),
+    flip = {**_flip_numbers(ode, o, t_flip),
             "lambda_tilde_start": lam_tilde, "flip_threshold_start": threshold,
             "t_end": float(ode.T), "ode_stopped": ode.stopped,
             "system": (f"FiniteGroup (G = {o.group_size}; the read-out: dL_y/dt over GRPO's)"
@@ -555,6 +569,66 @@ def verify_schedule(
     _say(progress, "done", t_start)
     return ScheduleReport(passed=not reasons, reasons=reasons, checks=checks, inputs=inputs,
                           curves=curves, elapsed_s=elapsed)
+
+
+def verify_rule(
+    method: str, *, params: dict | None = None, K: int = 3, M: int = 2, y0=None, z0=None,
+    p0: float = 0.5, eta: float = 0.05, group_size: int = 32, num_steps: int = 200,
+    seeds: int = 64, seed: int = 0, delta_fn: float = 0.0, delta_fp: float = 0.0,
+    require_flip: bool = False, require_neutral: bool = False, tol_neutral: float = 1e-3,
+    max_L_y: float | None = None, tol_p: float = 0.02, tol_L_y: float = 0.02,
+    progress: bool = False,
+) -> ScheduleReport:
+    r"""Verify any advantage rule (a name of :data:`simplexlab.shaping.METHODS`, a rule
+    registered from user code included; ``params``: its own parameters) as
+    :func:`verify_schedule` verifies a G²RPO schedule, against its finite-group theory at
+    ``group_size`` and GRPO's at the same ``G``: (a) ``flip``: ``dL_y/dt`` turns below GRPO's
+    sign (the rule flips GRPO's collision; required with ``require_flip``); (b) ``neutral``:
+    the bad mass the rule moves relative to GRPO (required with ``require_neutral``); (d)
+    ``max_L_y``; (e) the bandit's ``seeds``-run mean follows the finite-group ODE within
+    ``tol_p`` / ``tol_L_y`` + 3 standard errors (always required). (c), G²RPO's plug-in bad
+    bonus, does not apply (reported as not required). The other arguments as in
+    :func:`verify_schedule`."""
+    from ..shaping import lookup_method
+    from ..sim import Bandit
+
+    lookup_method(method, "verify_rule: ")
+    args = {**dict(locals()), "tol_p_vs_grpo": None, "tol_growth": 0.1, "max_bad_bonus": None,
+            "theory": "finite"}
+    for k in ("method", "params", "lookup_method", "Bandit"):
+        args.pop(k)
+    t_start = time.perf_counter()
+    o = _options(None, args)
+    values = {"method": method, **(params or {}), "K": o.K, "M": o.M, "y0": o.y0, "z0": o.z0,
+              "max_group_size": o.group_size, "group_size": o.group_size, "eta": o.eta,
+              "p0": o.p0, "delta_fn": o.delta_fn, "delta_fp": o.delta_fp}
+    try:
+        sim, q = Bandit.from_values(values)
+        sim.check_params(q)
+        ref, q0 = Bandit.from_values({**values, "method": "grpo"})
+    except ValueError as err:
+        raise ValueError(f"verify_rule: {err}") from None
+    o.eta = float(o.eta)
+    _say(progress, f"finite-group ODE of {method!r} and of GRPO", t_start)
+    ode = _odes(sim, q, o, grpo=ref.finite_group(q0)[0])
+    flip = {**_flip_numbers(ode, o, _flip_time(ode)), "lambda_tilde_start": None,
+            "flip_threshold_start": None, "t_end": float(ode.T), "ode_stopped": ode.stopped,
+            "system": f"FiniteGroup (G = {o.group_size}; the read-out: dL_y/dt over GRPO's)"}
+    r_flip = (f"flip: {method}'s dL_y/dt never turns below GRPO's sign (t <= {ode.T:g})"
+              if o.require_flip and not flip["passed"] else None)
+    neutral, r_neutral = _check_neutral(ode, o)
+    bounded = {"passed": True, "required": False, "applies": False, "max_abs_bad_bonus": None,
+               "growth_exponent": None}
+    _say(progress, f"bandit: {seeds} seeds x {num_steps} steps, G = {group_size}", t_start)
+    bandit, conc, curves, r_bandit = _check_bandit(sim, q, ode, o)
+    reasons = [r for r in (r_flip, r_neutral) if r] + r_bandit
+    inputs = {"method": method, "params": dict(params or {}),
+              **{k: v for k, v in vars(o).items() if k != "progress"},
+              "x64": bool(jax.config.read("jax_enable_x64"))}
+    checks = {"flip": flip, "neutral": neutral, "bounded": bounded, "concentration": conc,
+              "bandit": bandit}
+    return ScheduleReport(passed=not reasons, reasons=reasons, checks=checks, inputs=inputs,
+                          curves=curves, elapsed_s=time.perf_counter() - t_start)
 
 
 VERIFY_OPTIONS = tuple(n for n in inspect.signature(verify_schedule).parameters
