@@ -32,13 +32,13 @@ def shapes(quick: bool) -> dict:
 
 def _register():
     """The user's rule, as a user writes it (the package is not edited)."""
-    from simplexlab._checks import xp
     from simplexlab.shaping import (
         METHODS,
         Method,
         Param,
         mean_shifted_advantages,
         register_method,
+        xp,
     )
 
     def rule(groups, q, *_):

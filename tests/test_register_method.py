@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from simplexlab import shaping
-from simplexlab._checks import xp
 from simplexlab.shaping import (
     METHOD_PARAMS,
     METHODS,
@@ -17,6 +16,7 @@ from simplexlab.shaping import (
     dr_grpo_advantages,
     register_method,
     unregister_method,
+    xp,
 )
 
 NAME = "tempered_dr_grpo"
@@ -122,8 +122,7 @@ def test_a_rule_that_returns_the_wrong_shape_or_nan_is_named():
 
 _USER_MODULE = '''
 """A user's rules module: importing it registers one rule with one parameter."""
-from simplexlab._checks import xp
-from simplexlab.shaping import Method, Param, dr_grpo_advantages, register_method
+from simplexlab.shaping import Method, Param, dr_grpo_advantages, register_method, xp
 
 
 def _scaled(groups, q, *_):

@@ -240,13 +240,13 @@ def test_two_processes_gather_whole_groups(model_path, tmp_path):
 def test_a_rule_registered_in_user_code_trains_through_the_adapter(model_path, tmp_path):
     """A rule written here and registered (``simplexlab.shaping.register_method``) replaces
     TRL's advantages by name, with its declared default parameter: 0.5 · (r − group mean)."""
-    from simplexlab._checks import xp
     from simplexlab.shaping import (
         Method,
         Param,
         dr_grpo_advantages,
         register_method,
         unregister_method,
+        xp,
     )
 
     def tempered(groups, q, *_):

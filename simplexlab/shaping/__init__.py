@@ -14,7 +14,7 @@ Avg K, L_y, K_eff, entropies, distinct-n, Self-BLEU. What the layers above need 
 is in :mod:`simplexlab.shaping.internal`.
 """
 
-from .._checks import Param
+from .._checks import Param, xp
 from ..theory import focal_weight
 from ._advantages import (
     dr_grpo_advantages,
@@ -162,4 +162,5 @@ __all__ = [
     "unlikeliness_advantages",
     "unregister_method",
     "w_reinforce_advantages",
+    "xp",
 ]
