@@ -97,8 +97,11 @@ class _Namespace:
         return out
 
 
-#: NumPy for NumPy inputs, ``jax.numpy`` for JAX inputs (see :class:`_Namespace`)
 xp = _Namespace()
+"""An array namespace that is NumPy for NumPy inputs and ``jax.numpy`` for JAX ones: a
+parameter's domain (:class:`Param`'s ``bad``) written with it, e.g.
+``lambda a: ~(xp.isfinite(a) & (a > 0))``, runs in the host check on NumPy values and in the
+traced check on JAX values alike (NaN fails it: every comparison with NaN is false)."""
 
 
 class Param(NamedTuple):
