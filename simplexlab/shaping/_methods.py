@@ -88,20 +88,12 @@ def _g2rpo_bonus(g: Groups, q, schedule: GainSchedule, step, verifier, num_clust
 
 
 def _progrpo(g: Groups, q, *_):
-    if g.logp is None:
-        raise ValueError("method 'progrpo' needs the rollouts' log-probabilities (logp)")
     # ProGRPO (PG eq. 4–6) with the rollout's probability as its confidence c(o) and the
     # geometric mean of the group's confidences as the prompt's c(q) (fraction 1); all-correct
     # groups skipped (Alg. 1) unless progrpo_all_correct = 1 (eq. 4 read literally)
     return progrpo_advantages(g.rewards, g.logp[..., None], g.logp, prompt_mask=g.mask,
                               mask=g.mask, alpha=q["progrpo_alpha"], fraction=1.0,
                               all_correct=q["progrpo_all_correct"])
-
-
-def _unlikeliness(g: Groups, q, *_):
-    if g.logp is None:
-        raise ValueError("method 'unlikeliness' needs the rollouts' log-probabilities (logp)")
-    return unlikeliness_advantages(g.rewards, g.logp, g.mask, beta=q["rank_penalty"])
 
 
 class Method(NamedTuple):
@@ -189,7 +181,8 @@ METHODS: dict[str, Method] = {
         g.rewards, g.mask, k=q["pass_k"]), binary=True, structure="counts"),
     "pkpo": Method(("pass_k",), lambda g, q, *_: pkpo_advantages(
         g.rewards, g.mask, k=q["pass_k"]), binary=True, structure="counts"),
-    "unlikeliness": Method(("rank_penalty",), _unlikeliness, logp=True),
+    "unlikeliness": Method(("rank_penalty",), lambda g, q, *_: unlikeliness_advantages(
+        g.rewards, g.logp, g.mask, beta=q["rank_penalty"]), logp=True),
 }
 """Every advantage rule by name and what it needs (:class:`Method`)."""
 
@@ -372,8 +365,8 @@ def meanfield_system(method: str, schedule: GainSchedule | None = None, *,
                            surrogate=surrogate, reduction=reduction, path=path,
                            entropy_bonus=entropy_bonus, **options)
     if entropy_bonus is not None:
-        raise ValueError("an entropy bonus is a term of the finite-group system only (the "
-                         "papers' G → ∞ fields have none): pass group_size")
+        raise ValueError("the papers' G → ∞ fields have no entropy bonus: it is a term of the "
+                         "finite-group system only (pass group_size; a Bandit's finite_group)")
     if m.meanfield is None:
         have = " and ".join(repr(k) for k, v in METHODS.items() if v.meanfield is not None)
         raise ValueError(f"no G → ∞ mean-field system for method {method!r} (only {have} have "
@@ -411,6 +404,9 @@ def advantages(method: str, groups: Groups, *, params: dict[str, Any] | None = N
     if m.modes and groups.modes is None:
         raise ValueError(f"method {method!r} needs each rollout's mode id: "
                          "Groups(rewards, modes=...)")
+    if m.logp and groups.logp is None:
+        raise ValueError(f"method {method!r} needs the rollouts' log-probabilities (logp): "
+                         "Groups(rewards, logp=...)")
     if m.schedule:
         schedule = _schedule(schedule, (params or {}).get("gain"))
     out = m.rule(groups, q, schedule, step, verifier, num_clusters)

@@ -377,9 +377,6 @@ class Bandit(AbstractSimulator, WithDtype):
         bonus, which the ODE (bonus on the latent good modes) does not model -- measured: the
         ensemble's ``p`` leaves eq. (48) by 0.1–0.25 at ``δ = (0.1, 0.1)`` (NOTES.md)."""
         q, verifier = self._theory_inputs(params)
-        if self.entropy_bonus is not None:
-            raise ValueError("bandit: the G → ∞ mean-field systems have no entropy bonus; its "
-                             "theory is the finite-group system (finite_group)")
         if _RULES[self.method].meanfield is None:
             meanfield_system(self.method)  # raises, naming the methods that have one
         if self.M == 0:
@@ -393,7 +390,7 @@ class Bandit(AbstractSimulator, WithDtype):
         # the time map t = step · η: one step lasts η (a warm-up over ramp_steps steps, t_ramp)
         dyn = meanfield_system(self.method, self.schedule, verifier=verifier, eta=1.0,
                                gain=float(q["gain"]) if "gain" in q else None,
-                               step_time=float(q["eta"]))
+                               step_time=float(q["eta"]), entropy_bonus=self.entropy_bonus)
         return dyn, self._state0(q)
 
     def finite_group(self, params: dict[str, Any] | None = None, **options):
