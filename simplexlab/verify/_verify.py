@@ -320,16 +320,22 @@ def _options(schedule, args: dict) -> SimpleNamespace:
     return o
 
 
+def _bandit_values(o) -> dict:
+    """The bandit's settings and parameters that every verification takes from its options
+    (the rule's own come on top)."""
+    return {"K": o.K, "M": o.M, "y0": o.y0, "z0": o.z0, "max_group_size": o.group_size,
+            "group_size": o.group_size, "eta": o.eta, "p0": o.p0, "delta_fn": o.delta_fn,
+            "delta_fp": o.delta_fp}
+
+
 def _system(schedule, o):
     """The bandit and its parameters for the schedule (one configuration for the bandit and its
     ODE; ``Bandit`` validates ``y0``, ``z0``, ``p0``, ``eta`` and the verifier's rates), and the
     report's ``inputs``."""
     from ..sim import Bandit  # imported on use (simplexlab plan does not need the simulators)
 
-    values = {**Bandit.schedule_values(schedule), "gain": float(schedule.gain), "K": o.K,
-              "M": o.M, "y0": o.y0, "z0": o.z0, "max_group_size": o.group_size,
-              "group_size": o.group_size, "eta": o.eta, "p0": o.p0, "delta_fn": o.delta_fn,
-              "delta_fp": o.delta_fp}
+    values = {**Bandit.schedule_values(schedule), "gain": float(schedule.gain),
+              **_bandit_values(o)}
     try:
         sim, params = Bandit.from_values(values)
         sim.check_params(params)
@@ -589,19 +595,15 @@ def verify_rule(
     ``tol_p`` / ``tol_L_y`` + 3 standard errors (always required). (c), G²RPO's plug-in bad
     bonus, does not apply (reported as not required). The other arguments as in
     :func:`verify_schedule`."""
+    args = {k: v for k, v in locals().items() if k not in ("method", "params")}
     from ..shaping import lookup_method
     from ..sim import Bandit
 
     lookup_method(method, "verify_rule: ")
-    args = {**dict(locals()), "tol_p_vs_grpo": None, "tol_growth": 0.1, "max_bad_bonus": None,
-            "theory": "finite"}
-    for k in ("method", "params", "lookup_method", "Bandit"):
-        args.pop(k)
     t_start = time.perf_counter()
-    o = _options(None, args)
-    values = {"method": method, **(params or {}), "K": o.K, "M": o.M, "y0": o.y0, "z0": o.z0,
-              "max_group_size": o.group_size, "group_size": o.group_size, "eta": o.eta,
-              "p0": o.p0, "delta_fn": o.delta_fn, "delta_fp": o.delta_fp}
+    o = _options(None, {**args, "tol_p_vs_grpo": None, "tol_growth": 0.1,
+                        "max_bad_bonus": None, "theory": "finite"})
+    values = {"method": method, **(params or {}), **_bandit_values(o)}
     try:
         sim, q = Bandit.from_values(values)
         sim.check_params(q)
