@@ -1,10 +1,11 @@
-"""A rule written here, in a test module (not in the package), with one parameter declared once:
-registered with ``simplexlab.shaping.register_method``, it runs wherever a method name is taken
-(the advantages, the bandit, a sweep over its parameter, the finite-group theory) and its
-parameter's domain is checked everywhere from its one declaration."""
+"""The test suite's own rule (``tests/helpers.py``, not in the package), with one parameter
+declared once: registered with ``simplexlab.shaping.register_method``, it runs wherever a method
+name is taken (the advantages, the bandit, a sweep over its parameter, the finite-group theory)
+and its parameter's domain is checked everywhere from its one declaration."""
 
 import numpy as np
 import pytest
+from helpers import RULE, TAU, tempered
 
 from simplexlab import shaping
 from simplexlab.shaping import (
@@ -12,24 +13,11 @@ from simplexlab.shaping import (
     METHODS,
     Groups,
     Method,
-    Param,
-    dr_grpo_advantages,
     register_method,
     unregister_method,
-    xp,
 )
 
 NAME = "tempered_dr_grpo"
-TAU = Param("test_tau", 0.5, lambda a: ~(xp.isfinite(a) & (a > 0)), "finite and > 0", "τ",
-            "the temperature of the test rule")
-
-
-def _tempered(groups, q, schedule, step, verifier, num_clusters):
-    """τ · (r − mean r): Dr. GRPO's advantage scaled by the rule's own parameter."""
-    return q["test_tau"] * dr_grpo_advantages(groups.rewards, groups.mask)
-
-
-RULE = Method(("test_tau",), _tempered, binary=True, structure="counts")
 
 
 @pytest.fixture
@@ -95,11 +83,11 @@ def test_bad_registrations_are_refused_naming_the_rule():
     with pytest.raises(ValueError, match="the default of test_tau must be finite and > 0"):
         register_method(NAME, RULE, params=[TAU._replace(default=-1.0)])
     with pytest.raises(ValueError, match="declares parameter 'gain', which is declared"):
-        register_method(NAME, Method(("gain",), _tempered), params=[TAU._replace(name="gain")])
+        register_method(NAME, Method(("gain",), tempered), params=[TAU._replace(name="gain")])
     with pytest.raises(ValueError, match="declares parameter\\(s\\) \\['test_tau'\\] that its"):
-        register_method(NAME, Method((), _tempered), params=[TAU])
+        register_method(NAME, Method((), tempered), params=[TAU])
     with pytest.raises(ValueError, match="must be a Method"):
-        register_method(NAME, _tempered, params=[TAU])
+        register_method(NAME, tempered, params=[TAU])
     with pytest.raises(ValueError, match="built-in"):
         unregister_method("grpo")
     assert NAME not in METHODS and "test_tau" not in METHOD_PARAMS

@@ -238,23 +238,14 @@ def test_two_processes_gather_whole_groups(model_path, tmp_path):
 
 
 def test_a_rule_registered_in_user_code_trains_through_the_adapter(model_path, tmp_path):
-    """A rule written here and registered (``simplexlab.shaping.register_method``) replaces
-    TRL's advantages by name, with its declared default parameter: 0.5 · (r − group mean)."""
-    from simplexlab.shaping import (
-        Method,
-        Param,
-        dr_grpo_advantages,
-        register_method,
-        unregister_method,
-        xp,
-    )
+    """The test suite's own rule (``tests/helpers.py``, registered with
+    ``simplexlab.shaping.register_method``) replaces TRL's advantages by name, with its
+    declared default parameter: 0.5 · (r − group mean)."""
+    from helpers import RULE, TAU
 
-    def tempered(groups, q, *_):
-        return q["test_trl_tau"] * dr_grpo_advantages(groups.rewards, groups.mask)
+    from simplexlab.shaping import register_method, unregister_method
 
-    register_method("test_trl_tempered", Method(("test_trl_tau",), tempered, binary=True),
-                    params=[Param("test_trl_tau", 0.5, lambda a: ~(xp.isfinite(a) & (a > 0)),
-                                  "finite and > 0")])
+    register_method("test_trl_tempered", RULE, params=[TAU])
     try:
         trainer = _trainer(model_path, tmp_path, method="test_trl_tempered", steps=1)
         trainer._generate_and_score_completions([{"prompt": f"<bos>{n}="}
