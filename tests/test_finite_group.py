@@ -300,18 +300,22 @@ def test_every_method_has_a_finite_group_system():
 @pytest.mark.parametrize("n0", [1, 2, 3])
 def test_incorrect_side_sums_by_total_equal_brute_force(n0):
     """G²RPO's incorrect-scored side: the rows of every composition and their sums by total
-    (grouped rows for one or two parts, a scatter for more) against a sum over every count
+    of a product of two row functions (grouped rows for one or two parts, a scatter for more)
+    against a sum over every count
     vector (itertools); a row that lands on the wrong total fails."""
-    from simplexlab.shaping._finite import _bad_rows, _by_total
+    from simplexlab.shaping._finite import _bad_rows, _by_total_dot
 
     G = 5
     m, b, keep = (np.asarray(x) for x in _bad_rows(G, n0, jnp.float64))
     rng = np.random.default_rng(n0)
     f = rng.uniform(0.1, 1.0, (G + 1,) * n0)  # any function of the count vector
     vals = np.where(keep, f[tuple(m.astype(int).T)], 0.0)
-    got = np.asarray(_by_total(jnp.asarray(vals)[:, None], jnp.asarray(b), G, n0))[:, 0]
-    want = np.zeros(G + 1)
+    y = rng.uniform(0.5, 2.0, (len(b), 2))  # the second factor of the product
+    got = np.asarray(_by_total_dot(jnp.asarray(vals)[:, None], jnp.asarray(y), jnp.asarray(b),
+                                   G, n0))[:, 0]  # (G+1, 2)
+    want = np.zeros((G + 1, 2))
+    row = {tuple(r): i for i, r in enumerate(m.astype(int)) if keep[i]}
     for counts in itertools.product(range(G + 1), repeat=n0):
         if sum(counts) <= G:
-            want[sum(counts)] += f[counts]
+            want[sum(counts)] += f[counts] * y[row[counts]]
     np.testing.assert_allclose(got, want, rtol=1e-14)
