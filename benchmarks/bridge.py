@@ -123,7 +123,7 @@ def baseline(opts: dict) -> dict:
     import transformers
 
     from simplexlab import shaping
-    from simplexlab.meanfield import Verifier
+    from simplexlab.theory import Verifier
 
     sh = shapes(opts["quick"])
     rewards, modes = _inputs()

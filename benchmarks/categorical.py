@@ -16,7 +16,7 @@ figure's own dtype): 136,000 policy steps.
   time inside the call (every ``/jax/core/compile/*`` duration that ``jax.monitoring`` reports:
   tracing, lowering, XLA) is counted separately and subtracted from its wall time.
 - *baseline*: the old ``run_many`` path, removed from the package and rebuilt here from the
-  public ``simplexlab.categorical.run``: one jitted program per N (``lax.map`` over the runs of
+  public ``simplexlab.sim.categorical_run``: one jitted program per N (``lax.map`` over the runs of
   a chunk), compiled ahead of time (``.lower().compile()``, timed apart), the 8 runs split in
   contiguous chunks over one thread per core (``ThreadPoolExecutor``), in a process with JAX's
   default single CPU device, as the old package ran.
@@ -122,7 +122,7 @@ def engine(opts: dict) -> dict:
 
 def baseline(opts: dict) -> dict:
     """Worker: the old ``run_many`` path (one compiled program per N, the batch split over one
-    thread per core, ``lax.map`` inside), rebuilt from the public ``simplexlab.categorical``."""
+    thread per core, ``lax.map`` inside), rebuilt from the public ``simplexlab.sim``."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
@@ -131,7 +131,7 @@ def baseline(opts: dict) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    from simplexlab import categorical as C
+    from simplexlab import sim as C
 
     sh = shapes(opts["quick"])
     cfg = fig4_config()
@@ -147,7 +147,7 @@ def baseline(opts: dict) -> dict:
     def run_many(config, keys, lrs, gammas, num_steps, stride, batching):
         def one(key, lr, gamma):
             c = eqx.tree_at(lambda c: (c.eta, c.focal_gamma), config, (lr, gamma))
-            return C.run(c, key, num_steps, stride)[1]
+            return C.categorical_run(c, key, num_steps, stride)[1]
 
         if batching == "auto":
             batching = "map" if jax.default_backend() == "cpu" else "vmap"
@@ -224,7 +224,7 @@ def hlo(opts: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from simplexlab import categorical as C
+    from simplexlab import sim as C
 
     sh = shapes(opts["quick"])
     cfg = fig4_config()

@@ -1,4 +1,4 @@
-"""Goals: the finite-group theory (:class:`simplexlab.meanfield.FiniteGroup`, the exact
+"""Goals: the finite-group theory (:class:`simplexlab.theory.FiniteGroup`, the exact
 expected SGD step at group size G) must be cheap enough to replace the bandit it describes.
 
 1. **One exact field evaluation** at K + M = 8 (K = 6, M = 2, the lab's collision setting, and
@@ -99,7 +99,7 @@ def field(opts: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    import simplexlab.meanfield as mf
+    import simplexlab.theory as mf
     from simplexlab.shaping import GainSchedule, group_rule, meanfield_system
     from simplexlab.theory import expected_update
 
@@ -160,7 +160,7 @@ def theory(opts: dict) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    import simplexlab.meanfield as mf
+    import simplexlab.theory as mf
 
     sh = shapes(opts["quick"])
     gains = np.linspace(0.0, 3.0, sh["gains"])

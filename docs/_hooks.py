@@ -162,9 +162,11 @@ def _api_index(faces) -> str:
              "| face | names | contents |", "|---|---|---|"]
     for layer, rows in faces.items():
         lines.append(f"| [`simplexlab.{layer}`]({layer}.md) | {len(rows)} | {LAYERS[layer]} |")
-    lines += ["", "The top-level modules `simplexlab.meanfield`, `geometry`, `sampling` (theory by "
-              "topic), `metrics` (shaping's), `categorical` (sim's) and `plotting` (lab's) "
-              "re-export these faces and hold no code.", "",
+    lines += ["", "Every public object has one address, the face of its layer; the top-level "
+              "`simplexlab` re-exports a few names of `simplexlab.theory` (`solve`, `State`, "
+              "the mean-field systems). The topic modules of 0.x (`simplexlab.meanfield`, "
+              "`geometry`, `sampling`, `metrics`, `categorical`, `plotting`) are gone: "
+              "[CHANGELOG](../changelog.md).", "",
               "::: simplexlab", "    options:", "      members: false",
               "      show_root_heading: true", "      heading_level: 2", ""]
     return "\n".join(lines)

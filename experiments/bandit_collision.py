@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simplexlab import meanfield as mf
 from simplexlab import sweep
+from simplexlab import theory as mf
 from simplexlab.lab import Context, experiment
 from simplexlab.sim import Bandit
 
@@ -181,7 +181,7 @@ def collision(ctx: Context) -> dict:
     Ly_pm, Kh_pm = Ly.mean(-1), Kh.mean(-1)  # prompt means (gain, seed, step)
     labels = ["GRPO"] + [f"G²RPO λ0 = {g:g}" for g in c["gains"]]
     keys = ["grpo"] + [f"g2rpo_lambda0={g:g}" for g in c["gains"]]
-    from simplexlab.lab.plotting import (
+    from simplexlab.lab import (
         claim_lines,
         figure_note,
         legend_outside,
@@ -426,7 +426,7 @@ def neutrality(ctx: Context) -> dict:
     # ---------------- figure ----------------
     fig, axes = plt.subplots(2, 2, figsize=(13, 9), sharex=True,
                              gridspec_kw={"height_ratios": [1.3, 1.0]})
-    from simplexlab.lab.plotting import (
+    from simplexlab.lab import (
         claim_lines,
         figure_note,
         legend_outside,

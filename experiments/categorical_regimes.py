@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simplexlab import categorical as C
+from simplexlab import sim as C
 from simplexlab import sweep
 from simplexlab.lab import Context, experiment
 
@@ -84,7 +84,7 @@ def run(ctx: Context) -> dict:
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
 
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+    from simplexlab.lab import claim_lines, figure_note, legend_outside, use_style
 
     use_style()
     st = settings(ctx.quick)

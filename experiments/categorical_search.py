@@ -16,7 +16,7 @@ import itertools
 import jax
 import numpy as np
 
-from simplexlab import categorical as C
+from simplexlab import sim as C
 from simplexlab import sweep
 from simplexlab.lab import Context, experiment, load_experiment_module
 
@@ -57,7 +57,7 @@ def run(ctx: Context) -> dict:
     largest N keeps both high. The verdict per configuration is computed and stored."""
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+    from simplexlab.lab import claim_lines, figure_note, legend_outside, use_style
 
     use_style()
 
@@ -80,8 +80,8 @@ def run(ctx: Context) -> dict:
     m = ds["m_ret"].values[..., 0, :].reshape(len(combos), len(LRS), len(ns), -1)
     final_q, final_m, min_m = q[..., -1], m[..., -1], m.min(axis=-1)
 
-    q0 = float(C.metrics(C.CategoricalConfig(policy=st["policy"]),
-                         C.init(C.CategoricalConfig(policy=st["policy"]), key)).q_pos)
+    q0 = float(C.categorical_metrics(C.CategoricalConfig(policy=st["policy"]),
+                         C.categorical_init(C.CategoricalConfig(policy=st["policy"]), key)).q_pos)
 
     def verdict(q, m):
         moved = bool(np.max(np.abs(q - q0)) > 0.01 or np.min(m) < 0.99)

@@ -281,7 +281,7 @@ def run(ctx: Context) -> dict:
     jax.config.update("jax_enable_x64", True)
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import (
+    from simplexlab.lab import (
         claim_lines,
         figure_note,
         legend_outside,

@@ -1,6 +1,6 @@
 """The finite-group theory's predictions for the collision setting, against the bandit.
 
-The finite-group system (:class:`simplexlab.meanfield.FiniteGroup`, ``Bandit.finite_group``) is
+The finite-group system (:class:`simplexlab.theory.FiniteGroup`, ``Bandit.finite_group``) is
 the exact expected SGD step of the (K+M)-mode bandit at group size ``G`` (time ``t = step · η``;
 no ``O(1/G)`` error, only ``O(η)``). At ``G → ∞`` it tends to G²RPO's mean field, where schedule
 B with the neutralizer gives ``dy/dτ = (1 − λ0) V(y)`` (G²RPO eq. 68): collision for λ0 < 1,
@@ -400,7 +400,7 @@ def flip(ctx: Context) -> dict:
     import matplotlib.pyplot as plt
     from matplotlib.colors import TwoSlopeNorm
 
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+    from simplexlab.lab import claim_lines, figure_note, legend_outside, use_style
 
     use_style()
     mode = ctx.mode
@@ -630,7 +630,7 @@ def zoo(ctx: Context) -> dict:
     success count (counts rules) all move along GRPO's direction, so their ratio is the same."""
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+    from simplexlab.lab import claim_lines, figure_note, legend_outside, use_style
 
     use_style()
     Gs = ZOO_G[ctx.mode]

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from simplexlab import sampling as S
+from simplexlab import theory as S
 from simplexlab.lab import Context, experiment
 
 GAMMAS = (0.0, 0.5, 1.0, 2.0)
@@ -25,7 +25,7 @@ def run(ctx: Context) -> dict:
     for several gamma, with Monte Carlo estimates of the finite-group magnitudes."""
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import (
+    from simplexlab.lab import (
         claim_lines,
         figure_note,
         legend_outside,

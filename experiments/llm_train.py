@@ -77,7 +77,7 @@ def _warm_model(ctx: Context, st: dict, seed: int, task):
 )
 def run(ctx: Context) -> dict:
     """GRPO vs G²RPO on a tiny GPT-2 with exact mode masses and the mean-field prediction."""
-    from simplexlab.lab.plotting import claim_lines, figure_note, plot_training
+    from simplexlab.lab import claim_lines, figure_note, plot_training
     from simplexlab.llm import (
         DEFAULT_SCHEDULE,
         ArithmeticTask,

@@ -105,7 +105,7 @@ def _mode_fn(task, log: list):
 )
 def run(ctx: Context) -> dict:
     """GRPO, G²RPO on exact families and G²RPO on discovered modes, exact masses measured."""
-    from simplexlab.lab.plotting import plot_training
+    from simplexlab.lab import plot_training
     from simplexlab.llm import DEFAULT_SCHEDULE, ArithmeticTask, TrainConfig, train
 
     base = load_experiment_module("llm_train")

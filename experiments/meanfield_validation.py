@@ -2,7 +2,7 @@
 
 For GRPO (G²RPO eq. 22), the good-only bonus (eq. 48) and the neutralized systems (eq. 56 with a
 constant gain and schedules A / B), the ensemble mean of ``p`` and ``L_y`` over many seeds of
-:class:`simplexlab.sim.Bandit` is compared with :func:`simplexlab.meanfield.solve` of the system
+:class:`simplexlab.sim.Bandit` is compared with :func:`simplexlab.theory.solve` of the system
 the bandit maps to (:meth:`Bandit.meanfield`, time map ``t = step · η``):
 
 (a) error vs ``h`` along the ladder ``(η, G) = (0.2 h, 8 / h)`` (η halves while G doubles), with
@@ -11,7 +11,7 @@ the bandit maps to (:meth:`Bandit.meanfield`, time map ``t = step · η``):
 (b) error vs ``G`` at fixed η: where the bonus's plug-in estimates converge slowly (the
     neutralizer ∝ 1/p̂ is biased while ``G p`` is small);
 (c) where mean-field fails: a rare good mode (mass τ) is unsampled in a reward-positive group
-    with the F-GRPO tail-miss probability ``Pr(B_τ)`` (Lemma 3.1, :func:`sampling.tail_miss`),
+    with the F-GRPO tail-miss probability ``Pr(B_τ)`` (Lemma 3.1, :func:`theory.tail_miss`),
     and an unsampled mode gets no bonus (it is not a cluster of Algorithm 1), so its trajectory
     leaves the ODE's until ``G`` is large against ``1/τ``.
 """
@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simplexlab import meanfield as mf
-from simplexlab import sampling, sweep
+from simplexlab import sweep, theory
+from simplexlab import theory as mf
 from simplexlab.lab import Context, experiment
 from simplexlab.sim import Bandit
 
@@ -143,11 +143,11 @@ def run(ctx: Context) -> dict:
         rare.append({"G": G, "error_y_rare": float(np.abs(y3.mean(0) - ref).max()),
                      "final_y_rare_sim": float(y3[:, -1].mean()),
                      "final_y_rare_ode": float(ref[-1]),
-                     "tail_miss_t0": float(sampling.tail_miss(1 - P0, tau, G))})
+                     "tail_miss_t0": float(theory.tail_miss(1 - P0, tau, G))})
 
     # ---------------- figure ----------------
     fig, axes = plt.subplots(1, 3, figsize=(18, 5.2))
-    from simplexlab.lab.plotting import (
+    from simplexlab.lab import (
         claim_lines,
         figure_note,
         legend_outside,

@@ -11,10 +11,10 @@ and hide the differences in advantage scale that SGD keeps). Each rule is one sw
 compiled program), all with the same keys.
 
 At the end of training, per seed, the prompt mean of: accuracy ``1 − p``; ``L_y = ||y||²``;
-``K_eff = 1/L_y`` (:func:`simplexlab.metrics.effective_num_modes`, mean over prompts of
+``K_eff = 1/L_y`` (:func:`simplexlab.shaping.effective_num_modes`, mean over prompts of
 ``1/L_y``); retained correct mass ``m_ret`` (F-GRPO eq. 26); and pass@k for k ∈ {1, 8} of the
 final policy, exactly: ``1 − p^k`` per prompt (the probability that one of k samples is correct;
-the population value that :func:`simplexlab.metrics.pass_at_k`, the unbiased estimator from
+the population value that :func:`simplexlab.shaping.pass_at_k`, the unbiased estimator from
 ``n`` samples, estimates). Reported as mean and 95 % Student-t interval over seeds (clipped to
 the metric's range). The seeds drive only the sampling noise: every method and seed starts from
 the same ``num_prompts`` initial policies (instance 0), so the intervals say how reproducible a
@@ -121,7 +121,7 @@ def simulate(ctx: Context, st: dict) -> dict:
 
 def per_seed_metrics(ds, record: int = -1) -> dict[str, np.ndarray]:
     """Prompt means at one record, ``(seeds,)`` per metric."""
-    from simplexlab.metrics import effective_num_modes
+    from simplexlab.shaping import effective_num_modes
 
     at = ds.isel(step=record)
     p = at["p"].values  # (seed, prompt)
@@ -198,7 +198,7 @@ def best_eta_index(ds) -> int:
 def matched(ds, target: float) -> dict[str, np.ndarray]:
     """Per seed: the first record whose prompt-mean accuracy reaches ``target``, its step
     (``nan`` when never reached) and K_eff / m_ret there; ``(seeds,)`` per key."""
-    from simplexlab.metrics import effective_num_modes
+    from simplexlab.shaping import effective_num_modes
 
     acc = ds["accuracy"].values.mean(-1)  # (seed, step)
     steps = ds["step"].values.astype(float)
@@ -231,7 +231,7 @@ def welch(x: np.ndarray, ref: np.ndarray, higher_better: bool) -> dict:
 
 def _draw_points(ax, rows, key, *, miss=False, where="best"):
     """One point per rule with its 95 % interval, in the rule's registered style."""
-    from simplexlab.lab.plotting import method_style
+    from simplexlab.lab import method_style
 
     for i, r in enumerate(rows):
         v = r[where]["miss" if miss else "metrics"][key]
@@ -260,7 +260,7 @@ def draw(rows, tuning, initial, st, target, note_lines, differs):
     accuracy ``target``. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import figure_note, legend_outside, method_style, use_style
+    from simplexlab.lab import figure_note, legend_outside, method_style, use_style
 
     use_style()
     fig, axes = plt.subplots(2, 4, figsize=(21, 9.5))
@@ -341,7 +341,7 @@ def run(ctx: Context) -> dict:
     of final metrics at it (mean [95 % t-interval] over seeds of the prompt mean; first row:
     the shared initial policy), compares at matched accuracy, and tests each difference from
     GRPO."""
-    from simplexlab.lab.plotting import claim_lines
+    from simplexlab.lab import claim_lines
 
     st = settings(ctx.quick)
     etas = eta_grid(st)

@@ -20,17 +20,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import simplexlab as sl  # noqa: E402
-from simplexlab.geometry import (  # noqa: E402
-    bad_mass_envelopes,
-    uniform_on_support,
-    within_good_field,
-)
-from simplexlab.lab import Context, experiment  # noqa: E402
-from simplexlab.plotting import (  # noqa: E402
+from simplexlab.lab import (  # noqa: E402  # noqa: E402
+    Context,
+    experiment,
     mark_fixed_points,
     stream_on_simplex,
     ternary_axes,
     to_cartesian,
+)
+from simplexlab.theory import (  # noqa: E402
+    bad_mass_envelopes,
+    uniform_on_support,
+    within_good_field,
 )
 from simplexlab.theory.internal import solve_each  # noqa: E402
 
@@ -113,7 +114,7 @@ def run(ctx: Context) -> dict:
     fig.suptitle("Within-good flow on the simplex, inner time dy/dτ = (1 − λ̃) V(y) "
                  "[G²RPO Fig. 1 analogue]")
     fig.tight_layout()
-    from simplexlab.lab.plotting import claim_lines, figure_note
+    from simplexlab.lab import claim_lines, figure_note
 
     figure_note(fig, claim_lines(ctx.name, ctx.out), differs=[
         "computed streamlines with fixed points and Cor. A.10 envelopes (the paper sketches "

@@ -3,7 +3,7 @@
 The within-good composition ``y`` of the (3 + 2)-mode bandit, trained with GRPO and with the
 good-only bonus under schedule A (λ̃ ≡ λ0 = 1, 2; G²RPO eq. 50–51: ``dy/dτ = (1 − λ0) V(y)``),
 drawn on the 2-simplex over the streamlines of the mean-field inner-time field
-(:func:`simplexlab.geometry.within_good_field`), with the ODE trajectories from the same starts
+(:func:`simplexlab.theory.within_good_field`), with the ODE trajectories from the same starts
 (:meth:`simplexlab.sim.Bandit.meanfield`, dashed) and the fixed points classified by stability.
 The y-field in inner time does not depend on p for these systems, so a simulated path should run
 along the streamlines whatever its speed.
@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from simplexlab import meanfield as mf
 from simplexlab import sweep
-from simplexlab.geometry import uniform_on_support, within_good_field
-from simplexlab.lab import Context, experiment
-from simplexlab.plotting import mark_fixed_points, stream_on_simplex, ternary_axes, to_cartesian
+from simplexlab import theory as mf
+from simplexlab.lab import (
+    Context,
+    experiment,
+    mark_fixed_points,
+    stream_on_simplex,
+    ternary_axes,
+    to_cartesian,
+)
 from simplexlab.sim import Bandit
+from simplexlab.theory import uniform_on_support, within_good_field
 from simplexlab.theory.internal import solve_each
 
 K, M, P0, Z0 = 3, 2, 0.9, (0.6, 0.4)
@@ -66,14 +72,14 @@ def run(ctx: Context) -> dict:
     mean-field streamlines, ODE paths from the same starts and classified fixed points."""
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import claim_lines, figure_note, use_style
+    from simplexlab.lab import claim_lines, figure_note, use_style
 
     use_style()
 
     st = settings(ctx.quick)
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
     panels = []
-    from simplexlab.lab.plotting import legend_outside, method_style
+    from simplexlab.lab import legend_outside, method_style
 
     for ax, (title, gain) in zip(axes, PANELS, strict=True):
         ds, dyn, ode_y = _simulate(ctx, st, gain)

@@ -8,7 +8,7 @@ Table 2's ``N = 20,000`` sequences, batches 2,000–2,499 Table 3's 500 batches,
 the one of those 500 whose range is closest to the median of the exact range law. Replicate 0 is
 "ours"; the others show the spread of each statistic (a Monte Carlo check of the standard errors).
 
-Beside each printed value: the exact sampling law of the statistic (``simplexlab.sampling``):
+Beside each printed value: the exact sampling law of the statistic (``simplexlab.theory``):
 ``log10 π(h)`` has the closed-form mean ``T E[log10 p(X)] = −25.780`` and sd
 ``sqrt(T Var) = 4.153`` (App. E) and an exact law over the 1,929,501 token-count vectors
 (347,921 distinct values); the within-batch range of ``G = 10`` draws has an exact law on a
@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from simplexlab import sampling, sweep
+from simplexlab import sweep, theory
 from simplexlab.lab import Context, experiment
 
 PROBS = (0.8, 0.1, 0.05, 0.03, 0.02)  #: P(A), ..., P(E) (App. E)
@@ -142,11 +142,11 @@ def product_model(ctx: Context) -> dict:
     num_batches = per_table2 + NUM_BATCHES
 
     # ---- the exact laws ------------------------------------------------------------------
-    moments = sampling.product_log10_moments(PROBS, LENGTH)
-    dist = sampling.product_log10_distribution(PROBS, LENGTH)
-    rng_law = sampling.range_distribution(dist, GROUP_SIZE, resolution=RESOLUTION)
-    laws2 = sampling.summary_statistic_laws(dist, NUM_SEQUENCES, z=Z)
-    laws3 = sampling.summary_statistic_laws(rng_law, NUM_BATCHES, z=Z)
+    moments = theory.product_log10_moments(PROBS, LENGTH)
+    dist = theory.product_log10_distribution(PROBS, LENGTH)
+    rng_law = theory.range_distribution(dist, GROUP_SIZE, resolution=RESOLUTION)
+    laws2 = theory.summary_statistic_laws(dist, NUM_SEQUENCES, z=Z)
+    laws3 = theory.summary_statistic_laws(rng_law, NUM_BATCHES, z=Z)
 
     # ---- the simulator, R replicate streams through the sweep engine -----------------------
     ds = sweep.run("product", {}, fixed={"probs": list(PROBS), "length": LENGTH,
@@ -171,7 +171,7 @@ def product_model(ctx: Context) -> dict:
     pc = np.array([r[0] for r in PAPER_TABLE4])
     p_log = np.array([r[1] for r in PAPER_TABLE4])
     p_prob = np.array([r[2] for r in PAPER_TABLE4])
-    recomputed = np.asarray(sampling.product_log10_prob(pc, PROBS))
+    recomputed = np.asarray(theory.product_log10_prob(pc, PROBS))
     paper_range = float(p_log[0] - p_log[-1])
     table4 = {
         "ours": {"batch": per_table2 + b, "rows": ours4, "range": float(np.ptp(l4)),
@@ -218,7 +218,7 @@ def product_model(ctx: Context) -> dict:
 
     # ---- figure ---------------------------------------------------------------------------
     plt = _setup_matplotlib()
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+    from simplexlab.lab import claim_lines, figure_note, legend_outside, use_style
 
     use_style()
     fig = plt.figure(figsize=(13, 9))

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from simplexlab.geometry import flip_threshold, global_flip_gain, neutralized_inner_coefficient
 from simplexlab.lab import Context, experiment
+from simplexlab.theory import flip_threshold, global_flip_gain, neutralized_inner_coefficient
 
 M_BIG = 64  # bad-block size used to realise every L_z ∈ [1/64, 1]
 
@@ -29,7 +29,7 @@ def run(ctx: Context) -> dict:
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
 
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+    from simplexlab.lab import claim_lines, figure_note, legend_outside, use_style
 
     use_style()
 

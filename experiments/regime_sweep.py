@@ -60,7 +60,7 @@ def small_group_diagnostics(y0: np.ndarray, p0: float, group_sizes) -> dict:
     ``Pr(B_τ)`` of the rarest good mode (``μ = 1 − p0``, ``τ = (1 − p0) min_j y_j``): the group
     is active (it updates the policy) and that mode is not sampled, so the GRPO update pushes it
     down and no G²RPO bonus protects it."""
-    from simplexlab.sampling import tail_miss
+    from simplexlab.theory import tail_miss
 
     gs = np.asarray(group_sizes)
     mass = (1.0 - p0) * y0  # (P, K) probability of each good mode
@@ -94,7 +94,7 @@ def run(ctx: Context) -> dict:
     largest G the final ``L_y`` falls with λ0 across the flip line."""
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import (
+    from simplexlab.lab import (
         claim_lines,
         figure_note,
         legend_outside,

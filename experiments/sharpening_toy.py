@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simplexlab import sampling, sweep
+from simplexlab import sweep, theory
 from simplexlab.lab import Context, experiment, first_event, kaplan_meier
 
 #: Settings shared by every figure; one fixed chunk size lets every sweep with the same static
@@ -53,7 +53,7 @@ COLLAPSED = 0.95
 LOW, HIGH = 10.0, 90.0  # the seed interval reported in the JSON (percentiles over seeds)
 BAND = "seed mean ± 2 SE"  #: the band of every curve
 COLORS = {4: "#9ecae1", 16: "#3182bd", 64: "#08306b", 8: "#3182bd"}
-CAT, PERSIAN = sampling.TOY_LABELS.index("Cat"), sampling.TOY_LABELS.index("Persian")
+CAT, PERSIAN = theory.TOY_LABELS.index("Cat"), theory.TOY_LABELS.index("Persian")
 
 
 #: seeds drawn as single runs of π(Cat), π(Persian) (Figs. 1, 3, 4), at this group size
@@ -64,7 +64,7 @@ SEED_COLORS = ("#000000", "#d95f02", "#7570b3")
 def _setup_matplotlib():
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import use_style
+    from simplexlab.lab import use_style
 
     use_style()
     return plt
@@ -188,7 +188,7 @@ def _band(ax, steps, arr, color, label, ls="-"):
 
 
 def _legend_note(ax, seeds):
-    from simplexlab.lab.plotting import legend_outside
+    from simplexlab.lab import legend_outside
 
     ax.fill_between([], [], [], color="gray", alpha=0.25, label=f"band: {BAND}, {seeds} seeds")
     legend_outside(ax, where="below", ncol=2)
@@ -280,7 +280,7 @@ def collapse(ctx: Context) -> dict:
                                                                            steps)
 
     # ---------------- figures ----------------
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside
+    from simplexlab.lab import claim_lines, figure_note, legend_outside
 
     status = claim_lines(ctx.name, ctx.out)
     singles = {"estimators": pe, "optimizers": po}
@@ -418,7 +418,7 @@ def collapse(ctx: Context) -> dict:
                        "fig4_estimator": "raw", "surrogate": "log_likelihood, mean over G",
                        "kl": "none", "collapsed_threshold": COLLAPSED,
                        "band": BAND, "interval_10_90": f"{LOW:g}-{HIGH:g} % over seeds",
-                       "embeddings": sampling.toy_embeddings("High").tolist()},
+                       "embeddings": theory.toy_embeddings("High").tolist()},
         "results": {"estimators": est_stats, "optimizers": opt_stats,
                     # Fig. 4's SGD panel re-runs Fig. 1's raw SGD runs (same seeds and program)
                     "sgd_raw_runs_identical_in_both_sweeps": bool(np.array_equal(po[0], pe[0])),
@@ -470,8 +470,8 @@ def coupling(ctx: Context) -> dict:
     plt = _setup_matplotlib()
     S = _seeds(ctx.quick)
     steps = np.arange(0, COMMON["steps"] + 1, COMMON["stride"])
-    sims = sampling.TOY_SIMILARITIES
-    kv = sampling.toy_kernel_values()
+    sims = theory.TOY_SIMILARITIES
+    kv = theory.toy_kernel_values()
     lor = np.array([kv["lam_over_rho"][s] for s in sims])
     ds = _run(ctx, "coupling", {"estimator": ["grpo", "raw"], "group_size": list(GROUP_SIZES)},
               {})
@@ -486,7 +486,7 @@ def coupling(ctx: Context) -> dict:
     seen = np.where(counts[0][..., CAT] >= counts[0][..., PERSIAN], CAT, PERSIAN)
     R = {}
     for h, s in enumerate(sims):
-        r = np.asarray(sampling.batch_ratio_r(counts[0], adv[0], seen, float(lor[h])))
+        r = np.asarray(theory.batch_ratio_r(counts[0], adv[0], seen, float(lor[h])))
         R[s] = {f"G={G}": {"median": _fl(np.nanmedian(r[j])), "mean": _fl(np.nanmean(r[j])),
                            "batches_with_update": int(np.isfinite(r[j]).sum())}
                 for j, G in enumerate(GROUP_SIZES)}
@@ -501,7 +501,7 @@ def coupling(ctx: Context) -> dict:
                for h, s in enumerate(sims)}
 
     # ---------------- figure ----------------
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside
+    from simplexlab.lab import claim_lines, figure_note, legend_outside
 
     fig, axes = plt.subplots(1, 4, figsize=(21, 4.8),
                              gridspec_kw={"width_ratios": [1, 1, 1, 1.15]})
@@ -514,7 +514,7 @@ def coupling(ctx: Context) -> dict:
         ax.set_xlabel("training step (Persian inputs only)")
         ax.set_ylabel("held-out accuracy π(Siamese | Siamese)")
         ax.set_title(f"({'abc'[h]}) {s} similarity: e_Siamese = "
-                     f"{sampling.toy_embeddings(s)[3].tolist()}\nλ/ρ = {lor[h]:.3f}, "
+                     f"{theory.toy_embeddings(s)[3].tolist()}\nλ/ρ = {lor[h]:.3f}, "
                      f"ρ/λ = {1 / lor[h]:.3f}", fontsize=10)
         ax.grid(alpha=0.3, which="both")
         if h == 0:
@@ -583,12 +583,12 @@ def coupling(ctx: Context) -> dict:
         "parameters": {"estimator": "grpo (normalized)", "optimizer": "sgd", "eta": ETA,
                        "group_sizes": list(GROUP_SIZES), "steps": COMMON["steps"],
                        "stride": COMMON["stride"], "seeds": S, "init": "W = 0 (uniform)",
-                       "siamese_embeddings": {s: sampling.toy_embeddings(s)[3].tolist()
+                       "siamese_embeddings": {s: theory.toy_embeddings(s)[3].tolist()
                                               for s in sims},
                        "e_persian": kv["e_persian"],
                        "degradation": "time-averaged π(Siamese | Siamese) over steps 0-500",
                        "R": "Cor. 2.2 / App. F simplified form on every recorded batch "
-                            "(sampling.batch_ratio_r): o' = most sampled correct label, λ/ρ of "
+                            "(theory.batch_ratio_r): o' = most sampled correct label, λ/ρ of "
                             "App. G; median over batches with an update and seeds",
                        "band": BAND},
         "results": {
@@ -670,7 +670,7 @@ def mitigation(ctx: Context) -> dict:
             stats[opt][v]["time_to_collapse"] = _time_to_event(*events[(opt, v)], steps)
 
     # ---------------- figure ----------------
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, method_style
+    from simplexlab.lab import claim_lines, figure_note, legend_outside, method_style
 
     fig, axes = plt.subplots(2, 3, figsize=(17, 9), sharex=True)
     style = {"baseline": (method_style("raw").color, "no mitigation (raw rewards)"),

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from simplexlab import sampling as S
+from simplexlab import theory as S
 from simplexlab.lab import Context, experiment
 
 MUS = (0.8, 0.5, 0.2)
@@ -28,7 +28,7 @@ def run(ctx: Context) -> dict:
     Monte Carlo over simulated groups, and draws F-GRPO Fig. 2 and Fig. 5."""
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside, use_style
+    from simplexlab.lab import claim_lines, figure_note, legend_outside, use_style
 
     use_style()
     status = claim_lines(ctx.name, ctx.out)

@@ -2,7 +2,7 @@
 
 ``simplexlab.sim.TwoStage`` runs TS Algorithm 1 (G sampled actions, mean-centred advantages
 from ``simplexlab.shaping``, the update as written: ``z ← z + η g/G``) through the sweep engine,
-seeds batched in one program; ``simplexlab.sampling`` gives the expected dynamics (Theorem 1 with
+seeds batched in one program; ``simplexlab.theory`` gives the expected dynamics (Theorem 1 with
 the exact expected group advantage ``(G−1)/G (r − π·r)``, dashed in every panel) and the stage
 switch: the first step at which the relatively negative action (the action whose logit gets the
 most negative expected update, ``argmin_v π(v)(r(v) − π·r)``, Remark 3) is ``a1`` instead of
@@ -39,8 +39,8 @@ import math
 import jax
 import numpy as np
 
-from simplexlab import sampling as S
 from simplexlab import sweep
+from simplexlab import theory as S
 from simplexlab.lab import Context, experiment
 from simplexlab.sim import TwoStage
 
@@ -81,7 +81,7 @@ def settings(quick: bool) -> dict:
 def _setup_matplotlib():
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import use_style
+    from simplexlab.lab import use_style
 
     use_style()
     return plt
@@ -243,13 +243,13 @@ def _draw(ax, p, labels, *, xmax, title, seeds, legend=None, mf=True):
         ax.fill_between([], [], [], color="gray", alpha=0.25,
                         label=f"π band: {LOW:g}–{HIGH:g} % over {seeds} seeds")
         if legend == "axes":
-            from simplexlab.lab.plotting import legend_outside
+            from simplexlab.lab import legend_outside
 
             legend_outside(ax, where="below", ncol=2)
 
 
 def _figure_legend(fig, ax, ncol=5):
-    from simplexlab.lab.plotting import legend_outside
+    from simplexlab.lab import legend_outside
 
     handles, labels = ax.get_legend_handles_labels()
     legend_outside(fig, where="below", handles=handles, labels=labels, ncol=ncol)
@@ -387,7 +387,7 @@ def two_stage(ctx: Context) -> dict:
     neg_cross = _fl(mid[cross[0]]) if cross.size else None
 
     # ---------------- figures -----------------------------------------------------------------
-    from simplexlab.lab.plotting import claim_lines, figure_note, legend_outside
+    from simplexlab.lab import claim_lines, figure_note, legend_outside
 
     status = claim_lines(ctx.name, ctx.out)
     ours = "rewards r and initial probabilities π0 are ours (the paper prints none)"

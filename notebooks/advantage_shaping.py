@@ -7,7 +7,7 @@
 # %% [markdown]
 # # Advantage shaping: baselines, G²RPO on one group, pass@k
 #
-# A short tour of `simplexlab.shaping` and `simplexlab.metrics`.
+# A short tour of `simplexlab.shaping` and `simplexlab.shaping`.
 
 # %%
 import os
@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
-from simplexlab import metrics, shaping  # noqa: E402
+from simplexlab import shaping  # noqa: E402
 
 QUICK = os.environ.get("SIMPLEXLAB_QUICK") == "1"
 
@@ -62,7 +62,7 @@ print("DAPO+IAC ", np.round(np.asarray(shaping.dapo_iac(1.0)(rewards, mask)), 3)
 n = 64 if QUICK else 1024
 c = np.arange(0, n + 1, n // 16)
 for k in (1, 8, n // 4):
-    print(f"pass@{k}:", np.round(np.asarray(metrics.pass_at_k(np.full(len(c), n), c, k)), 4))
-y = metrics.cluster_distribution(good, 3)
-print("K", float(metrics.num_modes(y)), "K_eff", round(float(metrics.effective_num_modes(y)), 3),
-      "normalized entropy", round(float(metrics.normalized_entropy(y)), 3))
+    print(f"pass@{k}:", np.round(np.asarray(shaping.pass_at_k(np.full(len(c), n), c, k)), 4))
+y = shaping.cluster_distribution(good, 3)
+print("K", float(shaping.num_modes(y)), "K_eff", round(float(shaping.effective_num_modes(y)), 3),
+      "normalized entropy", round(float(shaping.normalized_entropy(y)), 3))

@@ -14,7 +14,7 @@
 # draws G rollouts from the softmax policy, verifies them (noisy verifier optional), computes
 # advantages with any rule of `simplexlab.shaping` from what Algorithm 1 sees (verifier outcomes
 # and mode ids), and takes an SGD (or any optax) step on the log-likelihood surrogate. Its
-# ensemble mean follows the mean-field ODEs of `simplexlab.meanfield` with t = step · η.
+# ensemble mean follows the mean-field ODEs of `simplexlab.theory` with t = step · η.
 #
 # This notebook (1) runs GRPO and G²RPO from the same start, (2) overlays the ODE, and (3) runs a
 # small (λ0, G) sweep through the sweep engine. Run it as a script with `SIMPLEXLAB_QUICK=1` for a
@@ -32,8 +32,8 @@ import jax.numpy as jnp  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from simplexlab import meanfield as mf  # noqa: E402
 from simplexlab import sweep  # noqa: E402
+from simplexlab import theory as mf  # noqa: E402
 from simplexlab.sim import METHODS, Bandit, trajectory  # noqa: E402
 
 QUICK = os.environ.get("SIMPLEXLAB_QUICK") == "1"

@@ -10,7 +10,7 @@
 # %% [markdown]
 # # The categorical policy simulator: a short tour
 #
-# `simplexlab.categorical` simulates RLVR on a softmax policy over A actions (F-GRPO §5.1,
+# `simplexlab.sim` simulates RLVR on a softmax policy over A actions (F-GRPO §5.1,
 # App. J): each step draws N i.i.d. actions as a count vector, forms group-relative advantages
 # with any `simplexlab.shaping` method, and ascends the chosen surrogate in count form with an
 # optax optimizer. Here a policy 64x smaller than App. J's (same logits 5 / 3 / 0), so the
@@ -28,9 +28,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-from simplexlab import categorical as C  # noqa: E402
-from simplexlab import sampling as S  # noqa: E402
+from simplexlab import sim as C  # noqa: E402
 from simplexlab import sweep  # noqa: E402
+from simplexlab import theory as S  # noqa: E402
 
 QUICK = os.environ.get("SIMPLEXLAB_QUICK", "0") == "1"
 policy = C.CategoricalPolicy(num_actions=2_000, num_correct=156)
@@ -42,8 +42,8 @@ policy = C.CategoricalPolicy(num_actions=2_000, num_correct=156)
 
 # %%
 cfg = C.CategoricalConfig(policy=policy, group_size=8)
-s0 = C.init(cfg, jax.random.key(0))
-m0 = C.metrics(cfg, s0)
+s0 = C.categorical_init(cfg, jax.random.key(0))
+m0 = C.categorical_metrics(cfg, s0)
 p0 = np.asarray(s0.probs0)
 leaf = float(p0[1])
 print(f"Q_pos = {float(m0.q_pos):.3f}, M_ret = {float(m0.m_ret):.3f}, "
@@ -73,7 +73,7 @@ for name, kw in [("literal: SGD, probability, mean", dict(optimizer=optax.sgd,
                                                      surrogate="log_likelihood"))]:
     c = C.CategoricalConfig(policy=policy, group_size=64, eta=1e-2 * 1000 / steps,
                             **kw)
-    _, m = jax.jit(C.run, static_argnames=("num_steps", "stride"))(c, key, steps, steps)
+    _, m = jax.jit(C.categorical_run, static_argnames=("num_steps", "stride"))(c, key, steps, steps)
     print(f"{name:35s} Q_pos {float(m.q_pos[-1]):.3f}  M_ret {float(m.m_ret[-1]):.3f}")
 
 # %% [markdown]

@@ -13,7 +13,7 @@
 # The papers' mean field (G²RPO eq. 22 / 48 / 56) is the limit G → ∞ of two rules. One SGD step
 # of the (K+M)-mode bandit has an exact expectation at every group size G and for every
 # advantage rule: `meanfield_system(method, group_size=G)` integrates it as an ODE
-# (`simplexlab.meanfield.FiniteGroup`, time t = step · η), and `expected_update` evaluates it at
+# (`simplexlab.theory.FiniteGroup`, time t = step · η), and `expected_update` evaluates it at
 # one policy, naming the path that computed it (the rule's own reduction, the binomial
 # reduction of count rules, a dynamic programme over cluster partitions, full enumeration, or
 # Monte Carlo with a stated error). Run it as a script with `SIMPLEXLAB_QUICK=1` (the test suite
@@ -45,7 +45,7 @@ QUICK = os.environ.get("SIMPLEXLAB_QUICK") == "1"
 pi = np.array([0.3, 0.2, 0.1, 0.25, 0.15])
 rule = group_rule("grpo")
 for path in ("counts", "clusters", "enumerate", "montecarlo"):
-    out = sl.meanfield.expected_update(rule, pi, 3, 6, path=path, num_samples=20_000)
+    out = sl.theory.expected_update(rule, pi, 3, 6, path=path, num_samples=20_000)
     print(f"{out.path:>10}: E[Δθ]/η = {np.round(np.asarray(out.theta), 5)}"
           + (f"  ± {np.asarray(out.stderr).max():.1e}" if path == "montecarlo" else ""))
 

@@ -7,7 +7,7 @@
 # %% [markdown]
 # # Bonus-to-drift geometry (G²RPO App. B, D) — a short tour
 #
-# GRPO moves the policy by `E[ΔP] = η J(P)² (A + B)` (eq. 31). `simplexlab.geometry` gives the
+# GRPO moves the policy by `E[ΔP] = η J(P)² (A + B)` (eq. 31). `simplexlab.theory` gives the
 # generic map and the paper's closed forms; here we check a few of them against each other and
 # look at the fixed points of the within-good field. Run with
 # `MPLBACKEND=Agg SIMPLEXLAB_QUICK=1 python notebooks/geometry.py` (writes nothing).
@@ -20,7 +20,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 import simplexlab as sl  # noqa: E402
-from simplexlab import geometry as G  # noqa: E402
+from simplexlab import theory as G  # noqa: E402
 
 rng = np.random.default_rng(0)
 K, M = 3, 4

@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import simplexlab as sl  # noqa: E402
-from simplexlab.plotting import stream_on_simplex, ternary_axes, to_cartesian  # noqa: E402
+from simplexlab.lab import stream_on_simplex, ternary_axes, to_cartesian  # noqa: E402
 
 QUICK = os.environ.get("SIMPLEXLAB_QUICK", "0") == "1"
 
@@ -78,7 +78,7 @@ sols = eqx.filter_vmap(lambda s: sl.solve(sl.GRPO(), s, t1=10.0, time="inner", n
 
 fig, ax = plt.subplots(figsize=(4.5, 4))
 ternary_axes(ax, title="GRPO collision flow (inner time)")
-stream_on_simplex(ax, lambda y: np.asarray(sl.meanfield.collision_field(jnp.asarray(y))), n=25)
+stream_on_simplex(ax, lambda y: np.asarray(sl.theory.collision_field(jnp.asarray(y))), n=25)
 for traj in np.asarray(sols.y):
     xy = to_cartesian(traj)
     ax.plot(xy[:, 0], xy[:, 1], color="tab:blue", lw=0.8)

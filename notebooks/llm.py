@@ -36,7 +36,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from simplexlab.lab.plotting import plot_training  # noqa: E402
+from simplexlab.lab import plot_training  # noqa: E402
 from simplexlab.llm import (  # noqa: E402
     ArithmeticTask,
     TrainConfig,

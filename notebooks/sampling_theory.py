@@ -10,7 +10,7 @@
 # %% [markdown]
 # # Sampling theory of group-relative RLVR: a short tour
 #
-# `simplexlab.sampling` implements F-GRPO §3 / App. A–E (activity, tail-miss, N*, Lemma B.1,
+# `simplexlab.theory` implements F-GRPO §3 / App. A–E (activity, tail-miss, N*, Lemma B.1,
 # the mass-balance identities) and sharpening-collapse §2 (batch-optimal policy, Z' bounds,
 # ratio R). Run as a script:
 # `MPLBACKEND=Agg SIMPLEXLAB_QUICK=1 python notebooks/sampling_theory.py`.
@@ -26,7 +26,7 @@ import jax.numpy as jnp  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from simplexlab import sampling as S  # noqa: E402
+from simplexlab import theory as S  # noqa: E402
 
 QUICK = os.environ.get("SIMPLEXLAB_QUICK", "0") == "1"
 rng = np.random.default_rng(0)

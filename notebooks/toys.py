@@ -32,8 +32,8 @@ jax.config.update("jax_enable_x64", True)
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from simplexlab import sampling as S  # noqa: E402
 from simplexlab import sweep  # noqa: E402
+from simplexlab import theory as S  # noqa: E402
 from simplexlab.sim import Product, TwoStage  # noqa: E402
 
 QUICK = os.environ.get("SIMPLEXLAB_QUICK") == "1"
@@ -110,7 +110,7 @@ plt.show()
 # ## 3. The toy product model (G²RPO App. E, Tables 2–4)
 #
 # Tokens A–E with probabilities (.8, .1, .05, .03, .02), T = 80 i.i.d. tokens: log10 π(h) is a
-# sum of 80 i.i.d. terms. `simplexlab.sampling` gives its closed-form moments, its exact law over
+# sum of 80 i.i.d. terms. `simplexlab.theory` gives its closed-form moments, its exact law over
 # the 1,929,501 token-count vectors and the exact law of the range of a batch of G = 10;
 # `simplexlab.sim.Product` draws the batches (`simplexlab reproduce product-model`: Tables 2–4).
 

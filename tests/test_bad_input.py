@@ -39,12 +39,12 @@ from strategies import (
 )
 
 import simplexlab as sl
-from simplexlab import categorical as cat
-from simplexlab import geometry as G
-from simplexlab import meanfield as mf
-from simplexlab import metrics as me
-from simplexlab import sampling as S
+from simplexlab import shaping as me
 from simplexlab import shaping as sh
+from simplexlab import sim as cat
+from simplexlab import theory as G
+from simplexlab import theory as S
+from simplexlab import theory as mf
 
 # --------------------------------------------------------------------------- shared inputs
 
@@ -632,7 +632,7 @@ def test_negative_categorical_eta_under_jit_raises(lr):
     does) errors at run time instead of descending the surrogate."""
     def one_step(rate):
         config = eqx.tree_at(lambda c: c.eta, CFG, rate)
-        return cat.step(config, cat.init(config, jax.random.key(0))).logits
+        return cat.categorical_step(config, cat.categorical_init(config, jax.random.key(0))).logits
 
     f = _JITTED.setdefault("categorical_lr", eqx.filter_jit(one_step))
     with pytest.raises(eqx.EquinoxRuntimeError, match="eta"):

@@ -1,7 +1,7 @@
 """The finite-group (K+M)-mode bandit against the mean-field ODEs it should follow.
 
 Every expectation here is independent of the simulator: the mean-field systems of
-:mod:`simplexlab.meanfield` (G²RPO eq. 22, 48, 56), the winner-take-all / anti-collision
+:mod:`simplexlab.theory` (G²RPO eq. 22, 48, 56), the winner-take-all / anti-collision
 statements of G²RPO Lemma 4.1 and eq. (5), and Monte Carlo standard errors.
 """
 
@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from simplexlab import meanfield as mf
 from simplexlab import sweep
+from simplexlab import theory as mf
 from simplexlab.sim import METHODS, Bandit, trajectory
 
 K, M = 3, 2

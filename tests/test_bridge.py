@@ -16,7 +16,7 @@ from helpers import assert_close  # noqa: E402
 
 from simplexlab import llm, shaping  # noqa: E402
 from simplexlab.llm import _bridge  # noqa: E402
-from simplexlab.meanfield import Verifier  # noqa: E402
+from simplexlab.theory import Verifier  # noqa: E402
 
 SUPPORTED = [torch.float32, torch.float64, torch.int32, torch.int64, torch.bool]
 

@@ -3,7 +3,7 @@
 References are independent of the code under test: ``jax.grad`` of the explicit per-sample
 surrogate over a list of sampled actions (advantages from the shaping function on the unsorted
 reward vector, focal weight coded by hand); chi-square against the exact multinomial law
-(``scipy.stats``); TS Lemma 1 and F-GRPO eq. 7 (``simplexlab.sampling.logit_update``, itself
+(``scipy.stats``); TS Lemma 1 and F-GRPO eq. 7 (``simplexlab.theory.logit_update``, itself
 tested against an independent eq. 7) for one update; metrics recomputed with NumPy.
 """
 
@@ -16,14 +16,14 @@ import pytest
 from helpers import assert_close
 from scipy import stats
 
-from simplexlab import categorical as C
-from simplexlab import sampling as S
 from simplexlab import shaping as SH
+from simplexlab import sim as C
 from simplexlab import sweep
+from simplexlab import theory as S
 
 SMALL = C.CategoricalPolicy(num_actions=30, num_correct=8, anchor_logit=2.0, correct_logit=1.0,
                             incorrect_logit=0.0)
-run_jit = jax.jit(C.run, static_argnames=("num_steps", "stride"))
+run_jit = jax.jit(C.categorical_run, static_argnames=("num_steps", "stride"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,9 +115,9 @@ def test_simulator_step_agrees_with_fgrpo_eq7():
                               surrogate="probability", reduction="mean",
                               optimizer=optax.sgd, eta=eta)
     done = 0
-    step = jax.jit(C.step)
+    step = jax.jit(C.categorical_step)
     for seed in range(20):
-        s0 = C.init(cfg, jax.random.key(seed))
+        s0 = C.categorical_init(cfg, jax.random.key(seed))
         s1 = step(cfg, s0)
         delta = np.asarray(s1.logits - s0.logits)
         counts = np.asarray(C.sample_counts(jax.random.split(s0.key)[1], s0.logits, n))
@@ -142,9 +142,9 @@ def test_one_step_n1_is_ts_lemma1():
     z0 = np.asarray(SMALL.initial_logits())
     pi = np.exp(z0) / np.exp(z0).sum()
     seen = set()
-    step = jax.jit(C.step)
+    step = jax.jit(C.categorical_step)
     for seed in range(12):
-        s0 = C.init(cfg, jax.random.key(seed))
+        s0 = C.categorical_init(cfg, jax.random.key(seed))
         s1 = step(cfg, s0)
         counts = np.asarray(C.sample_counts(jax.random.split(s0.key)[1], s0.logits, 1))
         assert counts.sum() == 1
@@ -333,10 +333,10 @@ def test_default_policy_matches_fgrpo_app_j():
 
 def test_metrics_equal_direct_computation(rng):
     cfg = C.CategoricalConfig(policy=SMALL, group_size=4)
-    s = C.init(cfg, jax.random.key(0))
+    s = C.categorical_init(cfg, jax.random.key(0))
     z = np.asarray(s.logits) + rng.normal(size=SMALL.num_actions)
     s = s._replace(logits=jnp.asarray(z), step=jnp.asarray(17, jnp.int32))
-    m = C.metrics(cfg, s)
+    m = C.categorical_metrics(cfg, s)
     z0 = np.asarray(SMALL.initial_logits())
     p0, p = np.exp(z0) / np.exp(z0).sum(), np.exp(z) / np.exp(z).sum()
     k = SMALL.num_correct
@@ -346,7 +346,7 @@ def test_metrics_equal_direct_computation(rng):
     assert_close(m.anchor, p[0])
     assert int(m.num_above) == int((p[:k] > p0[:k]).sum())
     assert int(m.step) == 17
-    m0 = C.metrics(cfg, C.init(cfg, jax.random.key(0)))
+    m0 = C.categorical_metrics(cfg, C.categorical_init(cfg, jax.random.key(0)))
     assert_close(m0.m_ret, 1.0) and int(m0.num_above) == 0
 
 
@@ -378,7 +378,7 @@ def test_vmap_over_seeds_eta_and_gamma_equals_loop():
 
     def one(key, lr, gamma):
         cfg = eqx.tree_at(lambda c: (c.eta, c.focal_gamma), base, (lr, gamma))
-        return C.run(cfg, key, num_steps=6, stride=3)
+        return C.categorical_run(cfg, key, num_steps=6, stride=3)
 
     batched = jax.jit(jax.vmap(one))(keys, lrs, gammas)
     for i in range(3):
@@ -387,7 +387,8 @@ def test_vmap_over_seeds_eta_and_gamma_equals_loop():
                                   eta=lrs[i], focal_gamma=gammas[i])
         # eta, gamma traced and the group size static, as in `one` (a traced group size pads
         # the group: GRPO's std then rounds differently, test_padded_group_equals_unpadded)
-        single = eqx.filter_jit(lambda c, k: C.run(c, k, num_steps=6, stride=3))(cfg, keys[i])
+        single = eqx.filter_jit(
+            lambda c, k: C.categorical_run(c, k, num_steps=6, stride=3))(cfg, keys[i])
         for a, b in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(single),
                         strict=True):
             if jnp.issubdtype(b.dtype, jax.dtypes.prng_key):
@@ -401,7 +402,7 @@ def test_one_compilation_per_group_size_bound():
 
     def f(cfg, key):
         traced.append(cfg.max_group_size)
-        return C.run(cfg, key, num_steps=1, stride=1)[1].q_pos
+        return C.categorical_run(cfg, key, num_steps=1, stride=1)[1].q_pos
 
     jf = jax.jit(f)
     for bound, n in ((8, 2), (8, 5), (4, 4), (8, 8), (4, 3)):
@@ -418,7 +419,7 @@ def test_padded_group_equals_unpadded(advantage):
     statistics); to rounding with GRPO's std at N = 5; and a sweep over N (one bucket) equals
     runs one N at a time."""
     kw = dict(policy=SMALL, optimizer=optax.adam, eta=0.2, surrogate="log_likelihood",
-              advantage=C.ADVANTAGES[advantage])
+              advantage=C.CATEGORICAL_ADVANTAGES[advantage])
     n = 4 if advantage == "mean_shifted" else 5
     one = run_jit(C.CategoricalConfig(group_size=n, **kw), jax.random.key(3), 12, 4)[1]
     padded = run_jit(C.CategoricalConfig(group_size=n, max_group_size=16, **kw),
@@ -435,7 +436,7 @@ def test_padded_group_equals_unpadded(advantage):
         C.Categorical(config=C.CategoricalConfig(max_group_size=16, **kw)).check_params(
             {"group_size": 2.5})
     cfg = C.CategoricalConfig(group_size=n, max_group_size=16, **kw)
-    traced = jax.jit(lambda g: C.run(eqx.tree_at(lambda c: c.group_size, cfg, g),
+    traced = jax.jit(lambda g: C.categorical_run(eqx.tree_at(lambda c: c.group_size, cfg, g),
                                      jax.random.key(3), 2, 1)[1].q_pos)
     with pytest.raises(Exception, match="group_size must be a whole number"):
         jax.block_until_ready(traced(jnp.asarray(20)))
@@ -448,11 +449,11 @@ def test_adam_under_strict_promotion_matches_hand_coded_adam():
     lr, b1, b2, eps = 0.05, 0.9, 0.999, 1e-8
     cfg = C.CategoricalConfig(policy=SMALL, group_size=6, optimizer=optax.adam, eta=lr,
                               advantage=SH.grpo_advantages, surrogate="log_likelihood")
-    s = C.init(cfg, jax.random.key(4))
+    s = C.categorical_init(cfg, jax.random.key(4))
     z = np.asarray(s.logits)
     m = np.zeros_like(z)
     v = np.zeros_like(z)
-    step = jax.jit(C.step)
+    step = jax.jit(C.categorical_step)
     moved = False
     for t in range(1, 5):
         counts = np.asarray(C.sample_counts(jax.random.split(s.key)[1], s.logits, 6))
@@ -497,7 +498,8 @@ def test_adam_under_strict_promotion_matches_hand_coded_adam():
         (lambda: C.CategoricalConfig(surrogate="ratio"), "surrogate"),
         (lambda: C.CategoricalConfig(reduction="max"), "reduction"),
         (lambda: C.sample_counts(jax.random.key(0), jnp.zeros(5), 0), "n must be"),
-        (lambda: C.run(C.CategoricalConfig(policy=SMALL), jax.random.key(0), 10, 3), "multiple"),
+        (lambda: C.categorical_run(C.CategoricalConfig(policy=SMALL), jax.random.key(0), 10, 3),
+         "multiple"),
     ],
 )
 def test_bad_input_raises(make, match):

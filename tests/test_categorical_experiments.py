@@ -11,7 +11,7 @@ import optax
 import pytest
 from helpers import assert_close
 
-from simplexlab import categorical as C
+from simplexlab import sim as C
 from simplexlab import sweep
 
 POL = C.CategoricalPolicy(num_actions=2_000, num_correct=156)
@@ -58,7 +58,7 @@ def test_sweep_equals_run_per_configuration():
                    fixed={"num_actions": POL.num_actions, "num_correct": POL.num_correct,
                           "group_size": 16, "optimizer": "adam", "surrogate": "log_likelihood",
                           "num_steps": 6, "stride": 3}, keys=keys, progress=False)
-    run = jax.jit(C.run, static_argnames=("num_steps", "stride"))
+    run = jax.jit(C.categorical_run, static_argnames=("num_steps", "stride"))
     for i, lr in enumerate(lrs):
         for j, g in enumerate(gammas):
             for s in range(2):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from strategies import interior_simplex_points
 
 from simplexlab import lab, sweep
-from simplexlab import sampling as S
+from simplexlab import theory as S
 from simplexlab.sim import SIMULATORS, SoftmaxClassifier, trajectory
 
 # SC §2.4, typed from the paper (rows Cat, Dog, Persian, Siamese)

@@ -60,7 +60,7 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
 from simplexlab import lab  # noqa: E402
-from simplexlab.lab.plotting import (  # noqa: E402
+from simplexlab.lab import (  # noqa: E402
     METHOD_STYLES,
     figure_note,
     legend_outside,
@@ -183,7 +183,7 @@ def test_plot_training_draws_a_rule_variant_in_its_rules_colour_dotted():
     dotted, beside G²RPO itself; an unknown rule is still refused."""
     import matplotlib.pyplot as plt
 
-    from simplexlab.lab.plotting import method_style, plot_training
+    from simplexlab.lab import method_style, plot_training
 
     h = [[{"step": s, "p": 0.5, "L_y": 0.5, "K_hat": 2.0} for s in range(3)]]
     fig = plot_training({"g2rpo": h, "g2rpo-discovered": h})
@@ -198,8 +198,8 @@ def test_plot_training_draws_a_rule_variant_in_its_rules_colour_dotted():
 def test_a_figure_without_a_registered_claim_says_so(tmp_path):
     """finite-group-zoo has no paper claim: its figure says so instead of "not evaluated"; an
     experiment with claims but no report says "not evaluated"."""
+    from simplexlab.lab import NO_CLAIM, claim_lines
     from simplexlab.lab._status import NOT_EVALUATED
-    from simplexlab.lab.plotting import NO_CLAIM, claim_lines
 
     assert claim_lines("finite-group-zoo", tmp_path) == [NO_CLAIM]
     assert claim_lines("collision", tmp_path) == [NOT_EVALUATED]
@@ -215,7 +215,7 @@ def test_plot_solution_draws_the_trajectories_it_is_given(tmp_path):
     import matplotlib.colors as mcolors
     import numpy as np
 
-    from simplexlab.lab.plotting import METHOD_STYLES, plot_solution
+    from simplexlab.lab import METHOD_STYLES, plot_solution
 
     t = np.array([0.0, 1.0, 2.0, np.inf])
     y = np.array([[0.5, 0.5], [0.6, 0.4], [0.7, 0.3], [np.inf, np.inf]])
@@ -244,7 +244,7 @@ def test_plot_training_draws_predictions_alone_and_keeps_its_legend_on_a_plain_s
     plain ``savefig`` keeps the legend that sits below the panels (tight bounding box)."""
     import matplotlib
 
-    from simplexlab.lab.plotting import plot_training
+    from simplexlab.lab import plot_training
 
     steps = np.arange(5)
     fig = plot_training({}, {"grpo": {"step": steps, "p": steps * 0.1, "L_y": steps * 0.2,

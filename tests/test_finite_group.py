@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import simplexlab as sl
-from simplexlab.meanfield import FiniteGroup, GroupRule, Verifier, expected_update
 from simplexlab.shaping import METHODS, GainSchedule, group_rule, meanfield_system
 from simplexlab.sim import Bandit
+from simplexlab.theory import FiniteGroup, GroupRule, Verifier, expected_update
 
 PI = np.array([0.3, 0.2, 0.1, 0.25, 0.15])  # K = 3 good, M = 2 bad
 NOISY = Verifier(0.1, 0.05)
@@ -245,8 +245,8 @@ def test_system_solves_batches_and_fixed_points():
     ens = sl.solve_ensemble(dyn, batch, t1=5.0, n_save=3)
     np.testing.assert_allclose(ens.p[0], sol.p, rtol=1e-6)
     # GRPO at finite G keeps block-uniform advantages: the uniform y is a (source) fixed point
-    f = sl.geometry.block_field(dyn, s0, "y")
-    fps = sl.geometry.find_fixed_points(f, 3, n_starts=1)
+    f = sl.theory.block_field(dyn, s0, "y")
+    fps = sl.theory.find_fixed_points(f, 3, n_starts=1)
     full = [fp for fp in fps if len(fp.support) == 3]
     assert len(full) == 1 and full[0].kind == "source"
     np.testing.assert_allclose(full[0].point, np.full(3, 1 / 3), atol=1e-9)

@@ -9,8 +9,8 @@ import pytest
 from helpers import assert_close
 
 import simplexlab as sl
-from simplexlab import geometry as G
-from simplexlab.meanfield import collision_field, flip_threshold, inner_gain
+from simplexlab import theory as G
+from simplexlab.theory import collision_field, flip_threshold, inner_gain
 
 
 def anti_collision(x):
@@ -121,10 +121,10 @@ def test_flip_threshold_61_reproduces_sign_change_of_57():
             coefs = []
             for lt_target in (0.5 * thr, 0.95 * thr, thr, 1.05 * thr, 2.0 * thr):
                 lam = lt_target / float(inner_gain(p, 1.0, ver))  # λ with λ̃ = lt_target (59)
-                Bg = np.asarray(sl.meanfield.reciprocal_bonus(y, lam))
-                Bb = float(sl.meanfield.neutralizer_reciprocal(p, s.L_y, s.L_z, K, lam))
+                Bg = np.asarray(sl.theory.reciprocal_bonus(y, lam))
+                Bb = float(sl.theory.neutralizer_reciprocal(p, s.L_y, s.L_z, K, lam))
                 d = gen(s, np.concatenate([Bg, np.full(M, Bb)]), verifier=ver)
-                kap = float(sl.meanfield.kappa(p, 1.0, ver))
+                kap = float(sl.theory.kappa(p, 1.0, ver))
                 coefs.append(float(np.asarray(d.y) @ V / (V @ V)) / kap)
             c = np.array(coefs)
             assert c[0] > 0 and c[1] > 0 and c[3] < 0 and c[4] < 0, (Ly, Lz, c)

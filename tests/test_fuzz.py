@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 import simplexlab as sl
 from simplexlab import _checks, sim, sweep
-from simplexlab import meanfield as mf
 from simplexlab import shaping as sh
+from simplexlab import theory as mf
 
 KEY = jax.random.key(0)
 Y3, Z2 = np.array([0.5, 0.3, 0.2]), np.array([0.6, 0.4])
@@ -340,8 +340,8 @@ NAN_CALLS = [  # rules written "a < 0" / "(a < 0) | (a > 1)": false for NaN, so 
     ("q", lambda v: _checks.check_in_open_unit_interval(v, "q")),
     ("gamma", lambda v: sl.theory.focal_weight(0.5, v)),
     ("mu_hat", lambda v: sl.theory.focal_weight(v, 1.0)),
-    ("tau", lambda v: sl.sampling.tail_miss(mu=0.5, tau=v, group_size=8)),
-    ("mu", lambda v: sl.sampling.tail_miss(mu=v, tau=0.1, group_size=8)),
+    ("tau", lambda v: sl.theory.tail_miss(mu=0.5, tau=v, group_size=8)),
+    ("mu", lambda v: sl.theory.tail_miss(mu=v, tau=0.1, group_size=8)),
 ]
 
 

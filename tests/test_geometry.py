@@ -22,8 +22,8 @@ from strategies import (
 )
 
 import simplexlab as sl
-from simplexlab import geometry as G
-from simplexlab.meanfield import (
+from simplexlab import theory as G
+from simplexlab.theory import (
     attenuation,
     collision_field,
     flip_threshold,

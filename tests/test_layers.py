@@ -6,8 +6,9 @@ Each layer's ``__init__`` is its only public door: no module imports another lay
 ``_module`` path (nor a private name from it); what a layer above needs beyond the public face is
 served by the layer's one internal module, ``<layer>.internal``. ``experiments/``,
 ``benchmarks/`` and ``notebooks/`` sit outside every layer: they import only faces (and
-``<layer>.internal``), never a private module nor a base module. The top-level modules
-(``simplexlab.meanfield``, ``geometry``, ...) only re-export faces.
+``<layer>.internal``), never a private module nor a base module. Every public object has one
+address, the face of its layer (the top-level ``simplexlab`` re-exports a few names of
+``theory``: :data:`TOP_LEVEL`).
 
 ``llm`` (the torch bridge) is a layer beside ``lab``: it imports the layers below ``lab``, never
 ``lab``; ``lab`` may import llm's public package ``simplexlab.llm``, but only lazily (inside a
@@ -36,8 +37,9 @@ BASE = {"_checks", "_types", "_results", "_version", "_env", "_interrupt", "_ups
 SHIMS = {("sim/__init__.py", "verify")}
 #: folders outside the package whose imports of simplexlab are checked (outside every layer)
 OUTSIDE = ("experiments", "benchmarks", "notebooks")
-#: the top-level modules that re-export faces
-FACADES = {"meanfield", "geometry", "sampling", "metrics", "categorical", "plotting"}
+#: the names the top-level ``simplexlab`` re-exports from ``simplexlab.theory``
+TOP_LEVEL = {"GRPO", "ConstantGain", "GoodBonus", "Neutralized", "ScheduleA", "ScheduleB",
+             "Solution", "State", "Verifier", "make_state", "solve", "solve_ensemble"}
 
 
 def _nodes(tree):
@@ -92,11 +94,10 @@ def private_imports(rel: str, source: str) -> list[str]:
     """The imports of ``source`` (the file ``rel``) that go through another layer's private
     door: a ``_module`` path of another layer (or a private name imported from it) other than a
     base module; outside the package (experiments, benchmarks, notebooks), any private path,
-    base modules included; in a top-level module, anything but a layer's face."""
+    base modules included."""
     parts = Path(rel).parts
     inside = parts[0] == "simplexlab"
     here = parts[1] if inside and len(parts) > 2 else None  # None: outside every layer
-    facade = inside and len(parts) == 2 and Path(rel).stem in FACADES
     found = []
     for mod, names, _, line in _all_imports(rel, source):
         paths = [mod] + [[*mod, n] for n in names if n.startswith("_")]
@@ -112,8 +113,6 @@ def private_imports(rel: str, source: str) -> list[str]:
             if any(p.startswith("_") for p in path[2:]) or (top or "").startswith("_"):
                 found.append(f"{where} (another layer's private module: use "
                              f"simplexlab.{top} or simplexlab.{top}.internal)")
-            elif facade and (len(path) != 2 or top not in set(ORDER) | set(SIBLINGS)):
-                found.append(f"{where} (a top-level module re-exports faces only)")
     return found
 
 
@@ -135,8 +134,8 @@ def test_no_import_crosses_a_private_door():
     ("simplexlab/sweep/_x.py", "from ..shaping import _methods\n"),
     ("simplexlab/shaping/__init__.py", "from ..theory._focal import focal_weight\n"),
     ("simplexlab/lab/_x.py", "from ..sim import _private_name\n"),
-    ("simplexlab/meanfield.py", "from .theory._solve import solve\n"),
-    ("simplexlab/meanfield.py", "from .theory.internal import solve_block\n"),
+    ("simplexlab/__init__.py", "from .theory._solve import solve\n"),
+    ("simplexlab/sim/_x.py", "from ..sweep._engine import run\n"),
     ("experiments/x.py", "from simplexlab.sim._bandit import Bandit\n"),
     ("experiments/x.py", "from simplexlab._results import atomic_write_json\n"),
     ("benchmarks/x.py", "from simplexlab.llm import _bridge\n"),
@@ -152,8 +151,7 @@ def test_private_import_check_can_fail(rel, source):
     ("simplexlab/sim/_x.py", "from ..theory import solve\nfrom ..theory.internal import x\n"),
     ("simplexlab/sim/_x.py", "from .._checks import is_int\nfrom ._bandit import Bandit\n"),
     ("simplexlab/sim/__init__.py", "from ._bandit import Bandit\n"),
-    ("simplexlab/meanfield.py", "from .theory import solve\n"),
-    ("experiments/x.py", "from simplexlab.lab import Context\nimport simplexlab.lab.plotting\n"),
+    ("experiments/x.py", "from simplexlab.lab import Context\nimport simplexlab.lab\n"),
     ("benchmarks/x.py", "from simplexlab.llm.internal import schedule_key\n"
                         "from ._common import Row\n"),
 ])
@@ -197,38 +195,74 @@ def test_base_modules_import_no_layer():
             assert len(mod) < 2 or mod[1] in BASE, f"{name}.py imports {'.'.join(mod)}"
 
 
-def test_every_module_belongs_to_a_layer_or_is_a_public_facade():
+def test_every_module_belongs_to_a_layer():
     top = {p.stem for p in PKG.glob("*.py")}
-    assert top <= FACADES | BASE | {"__init__", "__main__"}, sorted(top - FACADES - BASE)
+    assert top <= BASE | {"__init__", "__main__"}, sorted(top - BASE)
     layers = {p.name for p in PKG.iterdir() if p.is_dir() and p.name != "__pycache__"}
     expected = set(ORDER) | set(SIBLINGS)
     assert layers == expected, sorted(layers ^ expected)
     for layer in layers:  # private modules, the face, and at most one internal module
         for path in (PKG / layer).iterdir():
             if path.suffix == ".py" and path.stem not in {"__init__", "internal"}:
-                assert path.stem.startswith("_") or (layer, path.stem) == ("lab", "plotting"), \
+                assert path.stem.startswith("_"), \
                     f"simplexlab/{layer}/{path.name}: a layer's modules are private"
 
 
-def test_top_level_modules_only_reexport_faces():
-    """``simplexlab.meanfield``, ``geometry``, ... hold no code: a docstring, imports from a
-    layer's face, ``__all__``."""
-    for name in sorted(FACADES):
-        tree = ast.parse((PKG / f"{name}.py").read_text())
-        for node in tree.body:
-            where = f"simplexlab/{name}.py:{node.lineno}"
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-                continue  # the docstring
-            if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["__all__"]:
+def public_addresses() -> dict[str, list[str]]:
+    """Every public object of the package (outside ``<layer>.internal``) with its addresses:
+    ``{first address: [every address]}``, an address ``module.name`` for each public module
+    (the package, each layer's face, and any other module without a private part in its path)
+    that lists the object in ``__all__``."""
+    import importlib
+    import pkgutil
+    import types
+
+    import simplexlab
+
+    modules = ["simplexlab"] + [
+        m.name for m in pkgutil.walk_packages(simplexlab.__path__, "simplexlab.")
+        if not any(p.startswith("_") for p in m.name.split(".")[1:])
+        and not m.name.endswith(".internal")]
+    by_object: dict[int, list[str]] = {}
+    for name in modules:
+        mod = importlib.import_module(name)
+        for attr in getattr(mod, "__all__", []):
+            obj = getattr(mod, attr)
+            if isinstance(obj, types.ModuleType):
                 continue
-            assert isinstance(node, ast.ImportFrom), f"{where}: only re-exports"
-            assert node.level == 1 and node.module in set(ORDER) | set(SIBLINGS), \
-                f"{where}: from {node.module}: only from a layer's face"
+            by_object.setdefault(id(obj), []).append(f"{name}.{attr}")
+    return {v[0]: v for v in by_object.values()}
+
+
+def test_every_public_object_has_one_address():
+    """One import path per public object: its layer's face; the top-level package adds only
+    :data:`TOP_LEVEL` (from ``simplexlab.theory``). The listing is printed on failure."""
+    table = public_addresses()
+    assert len(table) > 300, len(table)  # the walk found the faces
+    extra = {k: v for k, v in table.items() if len(v) > 1
+             and not (len(v) == 2 and v[0].split(".")[1] in TOP_LEVEL
+                      and v[1] == f"simplexlab.theory.{v[0].split('.')[1]}")}
+    assert not extra, "objects with several public addresses:\n" + "\n".join(
+        "  " + ", ".join(v) for v in extra.values())
+
+
+def test_one_address_check_can_fail(monkeypatch):
+    """A second public address of an object is seen (a guard against a walk that sees
+    nothing)."""
+    import simplexlab.shaping as shaping
+    import simplexlab.theory as theory
+
+    monkeypatch.setattr(shaping, "concentration", theory.concentration, raising=False)
+    monkeypatch.setattr(shaping, "__all__", [*shaping.__all__, "concentration"])
+    rows = [v for v in public_addresses().values() if "simplexlab.theory.concentration" in v]
+    assert rows and sorted(rows[0]) == ["simplexlab.shaping.concentration",
+                                        "simplexlab.theory.concentration"], rows
 
 
 def test_plotting_does_not_load_the_registry():
-    """The top-level plotting face is light: no experiment registry, no JAX, no torch."""
-    code = ("import sys, simplexlab.plotting, simplexlab.lab\n"
+    """A plotting helper of the lab's face is light: no experiment registry, no JAX, no
+    torch."""
+    code = ("import sys\nfrom simplexlab.lab import ternary_axes, plot_training\n"
             "print(sorted(m for m in sys.modules if m.startswith(('simplexlab.lab._registry', "
             "'jax', 'torch', 'experiments'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -322,7 +356,7 @@ def test_public_annotations_resolve_and_the_shape_aliases_are_used():
     from simplexlab import _types
 
     seen = set()
-    for face in ("theory", "shaping", "sim", "sweep", "verify", "metrics", "sampling", "lab"):
+    for face in ("theory", "shaping", "sim", "sweep", "verify", "lab"):
         mod = importlib.import_module(f"simplexlab.{face}")
         for name in mod.__all__:
             obj = getattr(mod, name)

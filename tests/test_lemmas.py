@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from strategies import SMALL_SHAPES, block_states, bonus_vectors, etas, simplex_points
 
 import simplexlab as sl
-from simplexlab import geometry as G
-from simplexlab.meanfield import collision_field, concentration, neutralizer, reciprocal_bonus
+from simplexlab import theory as G
+from simplexlab.theory import collision_field, concentration, neutralizer, reciprocal_bonus
 
 NS = st.sampled_from([1, 2, 3, 5, 8])
 grpo_drift = jax.jit(G.grpo_drift, static_argnames=("advantages",))

@@ -226,7 +226,7 @@ def test_fit_time_scale_recovers_a_known_scale():
     solver directly; the fit must return 0.37."""
     import jax.numpy as jnp
 
-    from simplexlab.meanfield import GRPO, make_state, solve
+    from simplexlab.theory import GRPO, make_state, solve
 
     rng = np.random.default_rng(0)
     K, M, targets = 4, 5, 3

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from strategies import gains, interior_simplex_points, verifier_noise
 
 import simplexlab as sl
-from simplexlab.meanfield import (
+from simplexlab.theory import (
     adaptive_field_j1,
     collision_field,
     good_bonus_field_j1,
@@ -108,7 +108,7 @@ def test_corollary_a10_envelopes_hold_along_trajectories():
         p0 = 0.8
         lower = 1.0 / (1.0 + (1 - p0) / p0 * np.exp(2 * tau))
         upper = 1.0 / (1.0 + (1 - p0) / p0 * np.exp((1 / K + 1 / M) * tau))
-        np.testing.assert_allclose(sl.geometry.bad_mass_envelopes(tau, p0, K, M),
+        np.testing.assert_allclose(sl.theory.bad_mass_envelopes(tau, p0, K, M),
                                    (lower, upper), rtol=1e-14)
         assert np.all(p >= lower * (1 - 1e-9)) and np.all(p <= upper * (1 + 1e-9))
         # and the envelopes are not vacuous: p is strictly inside somewhere
@@ -305,7 +305,7 @@ def test_boundary_rule_holds_state_and_never_emits_nan():
 
 def test_state_from_policy_round_trip(rng):
     P = rng.dirichlet(np.ones(7))
-    s = sl.meanfield.state_from_policy(P, 4)
+    s = sl.theory.state_from_policy(P, 4)
     assert_close(s.policy(), P, atol=1e-15)
     assert_close(collision_field(s.y).sum(), 0.0, atol=1e-15)
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from helpers import assert_close
 
-from simplexlab import metrics as mt
+from simplexlab import shaping as mt
+from simplexlab import theory
 
 
 def test_pass_at_k_brute_force():
@@ -55,7 +56,7 @@ def test_mode_metrics():
     assert_close(mt.num_modes(y), [3, 1])
     assert_close(mt.avg_num_modes(y), 2.0)
     L = np.array([0.36 + 0.04 + 0.04, 1.0])
-    assert_close(mt.concentration(y), L)
+    assert_close(theory.concentration(y), L)
     assert_close(mt.effective_num_modes(y), 1 / L)
     H = -(0.6 * np.log(0.6) + 2 * 0.2 * np.log(0.2))
     assert_close(mt.entropy(y), [H, 0.0])

@@ -357,11 +357,11 @@ def test_mode_stats_by_hand():
     np.testing.assert_allclose(fl.y, [[2 / 3, 1 / 3], [1 / 3, 2 / 3]])
     np.testing.assert_array_equal(fl.n_good, [3, 3])
     # the metrics take the rows of the groups that have correct completions
-    from simplexlab import metrics
+    from simplexlab import shaping
 
     good = st.y[st.n_good > 0]
-    np.testing.assert_allclose(metrics.effective_num_modes(good), 1 / st.L_y[:2])
-    np.testing.assert_allclose(metrics.entropy(good), [1.5 * np.log(2), np.log(2)])
+    np.testing.assert_allclose(shaping.effective_num_modes(good), 1 / st.L_y[:2])
+    np.testing.assert_allclose(shaping.entropy(good), [1.5 * np.log(2), np.log(2)])
 
 
 def _shared(rng, sizes, shared=4.0, spread=0.35, d=64):

@@ -1,11 +1,11 @@
 """The figure maths moved out of ``experiments/`` (phase portraits, regime map) into
-``simplexlab.geometry``, checked against independent computations."""
+``simplexlab.theory``, checked against independent computations."""
 
 import numpy as np
 import pytest
 
 import simplexlab as sl
-from simplexlab import geometry as G
+from simplexlab import theory as G
 
 
 def test_point_with_concentration_has_that_concentration():

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from simplexlab import lab, sweep
-from simplexlab import sampling as S
+from simplexlab import theory as S
 from simplexlab.sim import SIMULATORS, Product
 
 P = (0.8, 0.1, 0.05, 0.03, 0.02)

@@ -52,7 +52,7 @@ def test_a_registered_rule_runs_everywhere_a_method_runs(registered):
     drop = (ds["p"].isel(step=0) - ds["p"].isel(step=-1)).mean(("seed", "prompt")).values
     assert drop[1] > drop[0] + 1e-3, drop
     # the finite-group theory: its exact "counts" path, which equals the enumeration
-    from simplexlab.meanfield import expected_update
+    from simplexlab.theory import expected_update
     rule = shaping.group_rule(NAME, params={"test_tau": 2.0})
     pi = np.array([0.3, 0.2, 0.5])
     exact = expected_update(rule, pi, 2, 4, path="counts").theta

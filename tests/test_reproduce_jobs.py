@@ -18,7 +18,7 @@ EXPERIMENTS = '''
 import jax.numpy as jnp
 
 from simplexlab.lab import experiment
-from simplexlab.lab.plotting import claim_lines
+from simplexlab.lab import claim_lines
 
 
 def _run(ctx, scale):

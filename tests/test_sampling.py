@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from simplexlab import sampling as S
+from simplexlab import theory as S
 
 # ------------------------------------------------------------------------------------------
 # exact arithmetic

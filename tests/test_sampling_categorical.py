@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import simplex_points
 
-from simplexlab import sampling as S
+from simplexlab import theory as S
 
 
 def _random_instance(rng, a):

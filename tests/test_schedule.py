@@ -1,7 +1,7 @@
 """Verified gain schedules: GainSchedule, verify_schedule, save / load, the CLI.
 
 Expectations come from outside the code under test: the closed forms of G²RPO (eq. 55, 61, 62,
-67: :mod:`simplexlab.meanfield`), ODEs built here by hand (not through ``Bandit.meanfield``), and
+67: :mod:`simplexlab.theory`), ODEs built here by hand (not through ``Bandit.meanfield``), and
 plain NumPy arithmetic. The verifications share one small setting (100 steps, 16 seeds) so their
 compiled programs are reused.
 """
@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from simplexlab import meanfield as mf
+from simplexlab import theory as mf
 from simplexlab.lab._cli import main
 from simplexlab.shaping import GainSchedule, RampedGain, g2rpo_bonus
 from simplexlab.verify import (

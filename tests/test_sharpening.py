@@ -21,7 +21,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 from strategies import interior_simplex_points
 
-from simplexlab import sampling as S
+from simplexlab import theory as S
 
 
 def _linear_objective(logits, pi_ref, counts, adv, beta):

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from simplexlab import categorical as C
+from simplexlab import sim as C
 from simplexlab import sweep
 
 WORKER = Path(__file__).with_name("sweep_worker.py")

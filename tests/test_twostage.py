@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from simplexlab import lab, sweep
-from simplexlab import sampling as S
+from simplexlab import theory as S
 from simplexlab.sim import SIMULATORS, TwoStage, trajectory
 
 R3 = np.array([0.5, 1.0, 0.0])

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import simplexlab as sl  # noqa: E402
-from simplexlab.plotting import stream_on_simplex, ternary_axes, to_cartesian  # noqa: E402
+from simplexlab.lab import stream_on_simplex, ternary_axes, to_cartesian  # noqa: E402
 
 s0 = sl.make_state(p=0.8, y=np.array([0.5, 0.3, 0.2]), z=np.array([0.7, 0.3]))
 grpo = sl.GRPO(eta=1.0)                                    # G²RPO eq. (22)
@@ -30,7 +30,7 @@ print("G²RPO final y:", np.round(np.asarray(sol_g2.y[-1]), 3), " L_y:", float(s
 # %%
 fig, ax = plt.subplots(figsize=(4.5, 4))
 ternary_axes(ax, title="collision flow of y")
-stream_on_simplex(ax, lambda y: np.asarray(sl.meanfield.collision_field(y)), n=20)
+stream_on_simplex(ax, lambda y: np.asarray(sl.theory.collision_field(y)), n=20)
 for s, label in ((sol, "GRPO"), (sol_g2, "G²RPO")):
     xy = to_cartesian(np.asarray(s.y))
     ax.plot(xy[:, 0], xy[:, 1], lw=2, label=label)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from simplexlab import categorical as C
-from simplexlab import sampling, shaping, sweep
+from simplexlab import shaping, sweep, theory
+from simplexlab import sim as C
 from simplexlab.lab import (
     Fault,
     Verdict,
@@ -44,7 +44,7 @@ def _mc(mu, tau, n, groups, rng):
        paper_setting={"mu_pos": list(MUS), "rho": "not listed (ours: 0.1, 0.01, 0.001)"},
        grid={"mu_pos": list(MUS), "rho": list(RHOS)},
        faults=[Fault("the peak N* of Lemma 3.1 read 8x too large",
-                     "simplexlab.sampling.tail_miss_peak",
+                     "simplexlab.theory.tail_miss_peak",
                      lambda f: lambda mu, tau, *a, **k: f(mu, tau, *a, **k)._replace(
                          n_star=8 * f(mu, tau, *a, **k).n_star,
                          n_star_int=8 * f(mu, tau, *a, **k).n_star_int))])
@@ -58,7 +58,7 @@ def tail_miss_peak(ctx):
     for a, mu in enumerate(MUS):
         for b, rho in enumerate(RHOS):
             tau = rho * mu
-            n_star = int(np.asarray(sampling.tail_miss_peak(mu, tau).n_star_int))
+            n_star = int(np.asarray(theory.tail_miss_peak(mu, tau).n_star_int))
             at = _mc(mu, tau, n_star, groups, rng)
             lo_n = _mc(mu, tau, 2, groups, rng)
             hi_n = _mc(mu, tau, 16 * n_star, groups, rng)
@@ -66,7 +66,7 @@ def tail_miss_peak(ctx):
             s2, (m2, _, _) = _side(at, hi_n)
             h[a, b] = combine([s1, s2]) == "yes"
             eff[a, b] = min(m1, m2)
-            exact = float(np.asarray(sampling.tail_miss(mu, tau, n_star)))
+            exact = float(np.asarray(theory.tail_miss(mu, tau, n_star)))
             m, lo, hi = mean_ci(at)
             agree.append(bool(lo <= exact <= hi))
             if first is None:
@@ -92,13 +92,13 @@ def _side(a, b):
        experiment="tail-miss", paper_setting={"mu_pos": 0.64, "tau": 6.3e-5},
        grid={"mu_pos": [0.5, 0.64, 0.8], "tau": [3e-5, 6.3e-5, 1.3e-4]},
        faults=[Fault("Lemma 3.1's tail-miss probability with τ/2 for τ",
-                     "simplexlab.sampling.tail_miss",
+                     "simplexlab.theory.tail_miss",
                      lambda f: lambda mu, tau, n: f(mu, 0.5 * tau, n))])
 def fig5_threshold(ctx):
     def threshold(mu, tau):
         ks = np.arange(1, 26)
-        p = np.asarray(sampling.tail_miss(mu, tau, 2.0 ** ks))
-        n_star = float(np.asarray(sampling.tail_miss_peak(mu, tau).n_star))
+        p = np.asarray(theory.tail_miss(mu, tau, 2.0 ** ks))
+        n_star = float(np.asarray(theory.tail_miss_peak(mu, tau).n_star))
         ok = (p < 1e-3) & (2.0 ** ks > n_star)
         return int(ks[np.argmax(ok)]) if ok.any() else None
 
@@ -345,11 +345,11 @@ RHO_PAIRS = ((0.1, 0.01), (0.01, 0.001))
        grid={"mu_pos": list(MUS), "rho_pair": [f"{a:g}→{b:g}" for a, b in RHO_PAIRS]},
        faults=[Fault("the peak N* of Lemma 3.1 computed with the common-correct mass μ − τ "
                      "in place of the rare mass τ",
-                     "simplexlab.sampling.tail_miss_peak",
+                     "simplexlab.theory.tail_miss_peak",
                      lambda f: lambda mu, tau, *a, **k: f(mu, mu - tau, *a, **k))])
 def fig2_peak_shift(ctx):
     """Per μ and pair of ρ (a decade apart), four parts: the closed-form maximiser and peak of
-    Lemma 3.1 (:func:`simplexlab.sampling.tail_miss_peak`) both grow as ρ shrinks (exact), and
+    Lemma 3.1 (:func:`simplexlab.theory.tail_miss_peak`) both grow as ρ shrinks (exact), and
     Monte Carlo over simulated groups sees both: at the smaller ρ, Pr(B_τ) at its own N* exceeds
     Pr(B_τ) at the larger ρ's N* (the peak moved right), and exceeds the larger ρ's peak (it moved
     up); intervals over simulated groups (paired_ci of independent groups)."""
@@ -361,7 +361,7 @@ def fig2_peak_shift(ctx):
     parts, first, table = [], None, {}
     for a, mu in enumerate(MUS):
         for b, (big, small) in enumerate(RHO_PAIRS):
-            pb, ps = (sampling.tail_miss_peak(mu, r * mu) for r in (big, small))
+            pb, ps = (theory.tail_miss_peak(mu, r * mu) for r in (big, small))
             nb, ns_ = int(np.asarray(pb.n_star_int)), int(np.asarray(ps.n_star_int))
             exact = ["yes" if ns_ > nb else "no",
                      "yes" if float(np.asarray(ps.peak_int)) > float(np.asarray(pb.peak_int))
@@ -417,16 +417,16 @@ def _eq8_policy(kind, seeds, rng):
        grid={"policy": ["app-j", "dirichlet-20"], "group_size": [2, 8, 64],
              "rewards": ["1/-1", "1/0"]},
        faults=[Fault("eq. (7) without the batch baseline S_R (Δz_i = η/N p_i R_i)",
-                     "simplexlab.sampling.logit_update",
+                     "simplexlab.theory.logit_update",
                      lambda f: lambda pi, correct, sampled, n, eta=1.0, rc=1.0, rw=-1.0: (
                          f(pi, correct, sampled, n, eta, rc, rw) + eta / n * np.asarray(pi)
-                         * np.asarray(sampling.batch_statistics(pi, correct, sampled, rc,
+                         * np.asarray(theory.batch_statistics(pi, correct, sampled, rc,
                                                                 rw).s_r)[..., None]))])
 def eq8_mass_balance(ctx):
     """Per seed one sampled batch (N i.i.d. draws, the distinct sampled set) from the policy:
     the exact change of Q_pos when the logits move by eq. (7)
-    (:func:`simplexlab.sampling.logit_update`, then the softmax in float64) against eq. (8)
-    (:func:`simplexlab.sampling.mass_balance`); per seed the relative error
+    (:func:`simplexlab.theory.logit_update`, then the softmax in float64) against eq. (8)
+    (:func:`simplexlab.theory.mass_balance`); per seed the relative error
     ``|ΔQ_exact − eq. (8)| / |eq. (8)|`` (batches with no update, every reward 0, left out);
     holds when its interval over seeds lies below the tolerance."""
     import jax.numpy as jnp
@@ -439,9 +439,9 @@ def eq8_mass_balance(ctx):
         p, corr = _eq8_policy(kind, seeds, rng)
         sampled = np.stack([rng.multinomial(n, q) > 0 for q in p])
         z = np.log(p)
-        dz = np.asarray(sampling.logit_update(p, jnp.asarray(corr), jnp.asarray(sampled), n,
+        dz = np.asarray(theory.logit_update(p, jnp.asarray(corr), jnp.asarray(sampled), n,
                                               EQ8_ETA, rc, rw))
-        first = np.asarray(sampling.mass_balance(p, jnp.asarray(corr), jnp.asarray(sampled), n,
+        first = np.asarray(theory.mass_balance(p, jnp.asarray(corr), jnp.asarray(sampled), n,
                                                  EQ8_ETA, rc, rw))
         new = np.exp(z + dz - (z + dz).max(-1, keepdims=True))  # the softmax, in float64
         new /= new.sum(-1, keepdims=True)
@@ -499,8 +499,8 @@ def _b2_policies(rng):
                                                           f(pi, correct, n, n - k)[1]))])
 def cor_b2(ctx):
     """Per reward pair, policy and N: E[S_R | X = k] over k = 0..N in closed form
-    (:func:`simplexlab.sampling.conditional_baseline`, eq. 17 with Lemma B.1), checked against
-    Monte Carlo over simulated groups (:func:`simplexlab.sampling.mc_conditional_sampled_masses`:
+    (:func:`simplexlab.theory.conditional_baseline`, eq. 17 with Lemma B.1), checked against
+    Monte Carlo over simulated groups (:func:`simplexlab.theory.mc_conditional_sampled_masses`:
     the closed form inside its 4-standard-error interval wherever 200 groups or more have that
     k); a point holds when the closed form is non-decreasing and the Monte Carlo agrees. Two
     parts of the stated assumptions: R_c ≥ 0, and R_c < 0. The effect: per seed, the Monte Carlo
@@ -518,9 +518,9 @@ def cor_b2(ctx):
     for a, (rc, rw) in enumerate(B2_REWARDS):
         for b, (pi, corr) in enumerate(pols.values()):
             for c, n in enumerate(Ns):
-                e = np.asarray(sampling.conditional_baseline(pi, jnp.asarray(corr), n,
+                e = np.asarray(theory.conditional_baseline(pi, jnp.asarray(corr), n,
                                                              jnp.arange(n + 1.0), rc, rw))
-                mc = sampling.mc_conditional_sampled_masses(pi, corr, n, groups, rng,
+                mc = theory.mc_conditional_sampled_masses(pi, corr, n, groups, rng,
                                                             r_correct=rc, r_wrong=rw)
                 ok = mc["count"] >= 200
                 agree[a, b, c] = bool(np.all(mc["s_r"].contains(e)[ok]))
@@ -532,11 +532,11 @@ def cor_b2(ctx):
     pi, corr = pols["counterexample"]
     per_seed = []
     for _ in range(ctx.pick(8, 16, tiny=6)):
-        mc = sampling.mc_conditional_sampled_masses(pi, corr, B2_N, groups // 4, rng,
+        mc = theory.mc_conditional_sampled_masses(pi, corr, B2_N, groups // 4, rng,
                                                     r_correct=-1.0, r_wrong=-2.0)
         per_seed.append(float(mc["s_r"].mean[1] - mc["s_r"].mean[0]))
     m, lo, hi = mean_ci(per_seed)
-    exact = np.asarray(sampling.conditional_baseline(pi, jnp.asarray(corr), B2_N,
+    exact = np.asarray(theory.conditional_baseline(pi, jnp.asarray(corr), B2_N,
                                                      jnp.arange(B2_N + 1.0), -1.0, -2.0))
     return Verdict(combine(parts), m, (lo, hi),
                    "Monte Carlo E[S_R | X = 1] − E[S_R | X = 0] at the lab's counterexample "

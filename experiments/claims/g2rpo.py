@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simplexlab import geometry, sampling, sweep
-from simplexlab import meanfield as mf
+from simplexlab import sweep, theory
+from simplexlab import theory as mf
 from simplexlab.lab import (
     Fault,
     Verdict,
@@ -122,7 +122,7 @@ def _sampled_modes_reason(y0, p0, Gs) -> tuple[str, dict]:
     mass = (1.0 - p0) * np.asarray(y0)  # (P, K)
     e_k = np.sum(1.0 - (1.0 - mass[:, None, :]) ** gs[None, :, None], -1).mean(0)
     mu = np.full(mass.shape[0], 1.0 - p0)
-    pb = np.asarray(sampling.tail_miss(mu[:, None], mass.min(-1)[:, None], gs[None, :])).mean(0)
+    pb = np.asarray(theory.tail_miss(mu[:, None], mass.min(-1)[:, None], gs[None, :])).mean(0)
     txt = ("finite G: a group samples on average " + ", ".join(
         f"{e:.1f} of K = {mass.shape[1]} good modes at G = {g:g}" for e, g in zip(e_k, gs,
                                                                                    strict=True))
@@ -632,9 +632,9 @@ def portraits_sim(ctx):
 
 def _grpo_y_field(K: int):
     """``y ↦ dy/dτ`` of the mean-field GRPO system on ``Δ^{K−1}`` (eq. 25/28: ``V(y)``), the other
-    coordinates frozen (:func:`simplexlab.geometry.block_field`): the field the ODE integrates."""
+    coordinates frozen (:func:`simplexlab.theory.block_field`): the field the ODE integrates."""
     s = mf.make_state(np.asarray(0.5), np.full(K, 1.0 / K), np.asarray([1.0]))
-    return geometry.block_field(mf.GRPO(), s, "y")
+    return theory.block_field(mf.GRPO(), s, "y")
 
 
 @claim("g2-collision-equilibria", paper="G2", source="Prop. A.5, Thm A.7",
@@ -653,14 +653,14 @@ def _grpo_y_field(K: int):
                                                           "m = 5", "m = 6"]}},
        faults=[V_SIGN])
 def collision_equilibria(ctx):
-    """Per K: the library's fixed points of the GRPO y-field (:func:`simplexlab.geometry.
+    """Per K: the library's fixed points of the GRPO y-field (:func:`simplexlab.theory.
     find_fixed_points`: uniform-on-support candidates and a Gauss–Newton search on every face)
     with their tangent-Jacobian eigenvalues, against Prop. A.5 (exactly the ``2^K − 1`` points
     uniform on a support) and Thm A.7 (each with ``m ≥ 2`` a saddle, its stable eigenvectors in
     the ties of its support: the tangent space of a stable manifold in the tie hyperplanes);
     and the limit: random Dirichlet(1) starts on the face of the first K modes of one simplex
     (faces are invariant, Lemma A.3: one integration serves every K), integrated in internal
-    time by :func:`simplexlab.meanfield.solve_ensemble` to τ = 23 (``p0`` near 1, so that the
+    time by :func:`simplexlab.theory.solve_ensemble` to τ = 23 (``p0`` near 1, so that the
     bad mass stays above the solver's floor), must end within 1e-3 of the vertex of their
     initial largest coordinate. The grid's column "vertex" is the limit (and the vertices being
     sinks); a column ``m = j`` is every ``E_j`` of that K (``j > K``: no such point)."""
@@ -681,7 +681,7 @@ def collision_equilibria(ctx):
     limits, bary, found, tie_spread = [], {}, {}, 0.0
     for a, K in enumerate(Ks):
         field = jax.jit(_grpo_y_field(K))
-        fps = geometry.find_fixed_points(field, K)
+        fps = theory.find_fixed_points(field, K)
         uniform = all(np.allclose(fp.point[list(fp.support)], 1.0 / len(fp.support), atol=1e-9)
                       for fp in fps)
         found[K] = {"found": len(fps), "expected": 2**K - 1, "all_uniform_on_support": uniform}
@@ -695,8 +695,8 @@ def collision_equilibria(ctx):
             pts = [fp for fp in fps if len(fp.support) == m]
             ok = a5 and bool(pts) and all(fp.kind == "saddle" for fp in pts)
             for fp in pts:  # the stable eigenvectors: equal entries on the support (its ties)
-                w, v = np.linalg.eig(geometry.tangent_jacobian(field, fp.point))
-                vec = geometry.tangent_basis(K) @ v[:, w.real < 0]
+                w, v = np.linalg.eig(theory.tangent_jacobian(field, fp.point))
+                vec = theory.tangent_basis(K) @ v[:, w.real < 0]
                 if vec.size:
                     spread = float(np.max(np.ptp(vec[list(fp.support)].real, axis=0)))
                     tie_spread = max(tie_spread, spread)
@@ -747,9 +747,9 @@ def collision_equilibria(ctx):
        grid={"gain": [1.25, 1.5, 2.0, 3.0, 5.0], "K": [3, 6]},
        faults=[V_SIGN])
 def adaptive_gain_clears_bad_mass(ctx):
-    """The mean-field system (51) (:class:`simplexlab.meanfield.GoodBonus` with
-    :class:`~simplexlab.meanfield.ScheduleA`) from random starts, integrated in internal time
-    (the proof's clock; τ → ∞ as t → ∞) by :func:`simplexlab.meanfield.solve_ensemble` to
+    """The mean-field system (51) (:class:`simplexlab.theory.GoodBonus` with
+    :class:`~simplexlab.theory.ScheduleA`) from random starts, integrated in internal time
+    (the proof's clock; τ → ∞ as t → ∞) by :func:`simplexlab.theory.solve_ensemble` to
     τ = 120: a start holds where its bad mass ends below 1e-8 (the solver stops a trajectory at
     the floor p = 1e-9, and one that reaches 1 − 1e-9 fails). The transient rise of p (eq. 51
     allows ṗ > 0 while y is non-uniform) is in the details."""
@@ -846,10 +846,10 @@ VERIFIERS = {"perfect": (0.0, 0.0), "δ = (0.1, 0.05)": (0.1, 0.05)}
                      lambda f: lambda p, gain, verifier: f(p, gain, verifier)
                      * verifier.reward_std(p))])
 def schedule_flip_conditions(ctx):
-    """At random states, from the library's mean-field field (:class:`simplexlab.meanfield.
-    Neutralized` with :class:`~simplexlab.meanfield.ScheduleA` / ``ScheduleB``, its
+    """At random states, from the library's mean-field field (:class:`simplexlab.theory.
+    Neutralized` with :class:`~simplexlab.theory.ScheduleA` / ``ScheduleB``, its
     internal-time rates): the gain λ0 where the y-coefficient vanishes (affine in λ0: read from
-    λ0 = 0 and 1) against :func:`simplexlab.meanfield.flip_threshold` (eq. 61; schedule B: 1),
+    λ0 = 0 and 1) against :func:`simplexlab.theory.flip_threshold` (eq. 61; schedule B: 1),
     relative error ≤ 1e-9; and the ODE's dL_y/dτ at λ0 = 0.98 and 1.02 times the threshold:
     > 0 (collision) below, < 0 (anti-collision) above, at every state."""
     Ks = ctx.pick([2, 3, 6], [2, 3, 6, 10], tiny=[3, 6])
@@ -911,10 +911,10 @@ def schedule_flip_conditions(ctx):
                      "simplexlab.theory._fields._neutralizer_reciprocal",
                      lambda f: lambda p, L_y, L_z, K, gain: f(p, L_y, L_z ** 0.0, K, gain))])
 def schedule_a_global_flip_gain(ctx):
-    """Per (K, M), from the library's field (:class:`simplexlab.meanfield.Neutralized` with
-    :class:`~simplexlab.meanfield.ScheduleA`, internal-time y-coefficient) at random states and
+    """Per (K, M), from the library's field (:class:`simplexlab.theory.Neutralized` with
+    :class:`~simplexlab.theory.ScheduleA`, internal-time y-coefficient) at random states and
     the worst case (y a vertex, z uniform): (a) sufficiency: at λ0 = 1.001 ×
-    :func:`simplexlab.meanfield.global_flip_gain` the coefficient is < 0 at every state; (b) the
+    :func:`simplexlab.theory.global_flip_gain` the coefficient is < 0 at every state; (b) the
     value: the field's flip gain at the worst case equals it (relative error ≤ 1e-9), so (66)
     is the supremum of the state-dependent threshold, not only a bound."""
     Ks = ctx.pick([2, 3, 6, 10], [2, 3, 6, 10, 20], tiny=[3, 6])
@@ -1066,13 +1066,13 @@ def large_gain_flattens_bad_block(ctx):
                       "sequences": 20_000, "batches": 500},
        grid={"length": [20, 40, 80, 160]},
        faults=[Fault("the standard deviation 5 % off (a wrong variance formula)",
-                     "simplexlab.sampling.product_log10_moments",
+                     "simplexlab.theory.product_log10_moments",
                      lambda f: lambda probs, length: f(probs, length)._replace(
                          sd=1.05 * f(probs, length).sd))])
 def app_e_tables(ctx):
     """Two parts, each able to fail. (1) The lab against itself: the product sampler's mean and
     variance of log10 π(h) (batch means and unbiased within-batch variances, intervals over
-    batches) contain the exact moments of :func:`simplexlab.sampling.product_log10_moments`
+    batches) contain the exact moments of :func:`simplexlab.theory.product_log10_moments`
     (T E[log10 P], T Var[log10 P]), at the paper's T and along the grid of lengths (both
     moments scale with T, so each length is a separate check of the formula and the sampler).
     (2) The paper's tables against the lab: Table 2's mean and sd lie within the 95 % sampling
@@ -1091,7 +1091,7 @@ def app_e_tables(ctx):
 
     def moments_hold(i, T):
         x = lp[i, :, -1, :G]
-        mom = sampling.product_log10_moments(probs, T)
+        mom = theory.product_log10_moments(probs, T)
         m = mean_ci(x.mean(-1) - float(mom.mean))
         v = mean_ci(x.var(-1, ddof=1) - float(mom.sd) ** 2)
         return (m[1] <= 0 <= m[2]) and (v[1] <= 0 <= v[2]), m, v, x
@@ -1101,7 +1101,7 @@ def app_e_tables(ctx):
         holds.append(bool(moments_hold(i, T)[0]))
     i80 = lengths.index(80)
     own, m, v, x = moments_hold(i80, 80)
-    mom = sampling.product_log10_moments(probs, 80)
+    mom = theory.product_log10_moments(probs, 80)
     n_seq, n_batch = 20_000, 500
     z_mean = (-25.81 - mom.mean) / (mom.sd / np.sqrt(n_seq))
     z_sd = (4.16 - mom.sd) / (mom.sd / np.sqrt(2 * n_seq))
@@ -1215,7 +1215,7 @@ def _polarization_starts(rng, kind, n, K, Kmax):
                       "starts": ["Dirichlet(1)", "Dirichlet(0.3)", "close race"]}},
        faults=[V_SIGN, V_DOUBLED])
 def exponential_polarization(ctx):
-    """The library's GRPO mean field (:func:`simplexlab.meanfield.solve_ensemble` in internal
+    """The library's GRPO mean field (:func:`simplexlab.theory.solve_ensemble` in internal
     time; the y-flow in τ does not depend on p or z) from random interior starts. Per start,
     the asymptotic window is the first save where ``s = 1 − y_m ≤ 1e-3`` and 4 units of τ after
     it; over the window each loser's average decay rate ``r_i = Δ log ε_i / Δτ`` must lie in
@@ -1303,23 +1303,23 @@ def _logit(p):
        grid={"quick": {"K": [2, 6], "M": [1, 8], "verifier": list(VERIFIERS)},
              "full": {"K": [2, 3, 6, 10], "M": [1, 2, 8, 16], "verifier": list(VERIFIERS)}},
        faults=[Fault("the envelopes' rates swapped (the lower envelope with 1/K + 1/M, the upper "
-                     "with 2)", "simplexlab.geometry.bad_mass_envelopes",
+                     "with 2)", "simplexlab.theory.bad_mass_envelopes",
                      lambda f: lambda tau, p0, K, M: f(tau, p0, K, M)[::-1]),
                Fault("the hitting-time bracket's lower end without the ½ (the logit's largest "
-                     "rate read as 1)", "simplexlab.geometry.hitting_time_bracket",
+                     "rate read as 1)", "simplexlab.theory.hitting_time_bracket",
                      lambda f: lambda *a: (2.0 * f(*a)[0], f(*a)[1]))])
 def bad_mass_envelopes(ctx):
-    """The library's GRPO mean field in internal time (:func:`simplexlab.meanfield.
+    """The library's GRPO mean field in internal time (:func:`simplexlab.theory.
     solve_ensemble`; every (K, M) of the grid in one integration, y and z on the faces of the
     first K and M modes, which are invariant, Lemma A.3) from random starts and two extreme ones
     per cell (y and z vertices: L_y + L_z = 2, the fastest decay; y and z uniform: 1/K + 1/M,
     the slowest; both rest points of their flows). Per cell: (a) p(τ) within
-    :func:`simplexlab.geometry.bad_mass_envelopes` at every save before the solver's floor
+    :func:`simplexlab.theory.bad_mass_envelopes` at every save before the solver's floor
     (relative 1e-7; the floor p = 1e-6 lies below every target, and the steps shrink as p nears
     a lower floor); (b) the hitting times of p⋆ = p0/2, p0/10, p0/100 (the logit interpolated
     linearly between saves 0.02 apart, 0.05 in full mode; tolerance: that interpolation's error
     bound, max |Δ²L|/8 over the rate 1/K + 1/M) within
-    :func:`simplexlab.geometry.hitting_time_bracket`. The extreme starts show that both ends are
+    :func:`simplexlab.theory.hitting_time_bracket`. The extreme starts show that both ends are
     attained (details)."""
     Ks = ctx.pick([2, 3, 6], [2, 3, 6, 10], tiny=[3])
     Ms = ctx.pick([1, 2, 8], [1, 2, 8, 16], tiny=[2])
@@ -1339,7 +1339,7 @@ def bad_mass_envelopes(ctx):
         y0[sl_, :K] = np.r_[rng.dirichlet(np.ones(K), n), np.eye(K)[:1], np.full((1, K), 1 / K)]
         z0[sl_, :M] = np.r_[rng.dirichlet(np.ones(M), n), np.eye(M)[:1], np.full((1, M), 1 / M)]
         fn[sl_], fp[sl_] = VERIFIERS[v]
-    T = max(float(geometry.hitting_time_bracket(p0[c * m:(c + 1) * m],
+    T = max(float(theory.hitting_time_bracket(p0[c * m:(c + 1) * m],
                                                  fracs[-1] * p0[c * m:(c + 1) * m], K, M)[1].max())
             for c, (K, M, _) in enumerate(cells)) + 0.5
     ts = np.arange(0.0, T + 1e-9, ctx.pick(0.02, 0.05))
@@ -1354,13 +1354,13 @@ def bad_mass_envelopes(ctx):
         ok = True
         for j in range(c * m, (c + 1) * m):
             live = ts <= t_end[j]
-            lo, up = geometry.bad_mass_envelopes(ts[live], p0[j], K, M)
+            lo, up = theory.bad_mass_envelopes(ts[live], p0[j], K, M)
             viol = max(float(np.max(lo / p[j, live] - 1.0)), float(np.max(p[j, live] / up - 1.0)))
             worst_env = max(worst_env, viol)
             ok &= viol <= 1e-7
             L = _logit(p[j, live])
             tol = float(np.max(np.abs(np.diff(L, 2)), initial=0.0)) / 8.0 / (1 / K + 1 / M)
-            b_lo, b_hi = geometry.hitting_time_bracket(p0[j], fracs * p0[j], K, M)
+            b_lo, b_hi = theory.hitting_time_bracket(p0[j], fracs * p0[j], K, M)
             for k, L_star in enumerate(_logit(fracs * p0[j])):
                 i = int(np.argmax(L <= L_star))
                 if L[i] > L_star:  # not reached before the horizon or the floor
@@ -1417,16 +1417,16 @@ SCALAR_BONUSES = {
 def _bonus_defects(f, X, rng):
     """Relative distance from the line of V(x), at each point of ``X`` (points, n), of the
     within-block drift of the bonus ``B_i = f(x_i)``: (i) the collision operator (38) through
-    :func:`simplexlab.geometry.alignment_defect`; (ii) the bonus-to-drift map itself, the
+    :func:`simplexlab.theory.alignment_defect`; (ii) the bonus-to-drift map itself, the
     first-order GRPO drift η J(P)² B (eq. 31) of the good-only bonus ``(f(y), 0)`` pushed to y
-    (eq. 15) by :func:`simplexlab.geometry.grpo_drift`, at p = 0.3 and a random z (M = 3), its
+    (eq. 15) by :func:`simplexlab.theory.grpo_drift`, at p = 0.3 and a random z (M = 3), its
     distance from the line of V(y) by least squares."""
     X = jnp.asarray(X)
     B = f(X)
-    d1 = np.asarray(geometry.alignment_defect(X, B))
+    d1 = np.asarray(theory.alignment_defect(X, B))
     z = rng.dirichlet(np.ones(3), X.shape[0])
     st = mf.make_state(np.full(X.shape[0], 0.3), np.asarray(X), z)
-    dy = np.asarray(geometry.grpo_drift(st, jnp.concatenate([B, jnp.zeros_like(z)], -1),
+    dy = np.asarray(theory.grpo_drift(st, jnp.concatenate([B, jnp.zeros_like(z)], -1),
                                         advantages=False).y)
     V = np.asarray(mf.collision_field(X))
     coef = np.sum(dy * V, -1) / np.sum(V * V, -1)
@@ -1460,7 +1460,7 @@ def reciprocal_bonus_unique(ctx):
     A point of the grid holds where both routes agree and f is a rescaling exactly when it is
     c/s + d. The effect: the smallest of the largest defects of the non-reciprocal bonuses at
     n = 3 (how far from collinear the nearest competitor gets), per seed of
-    :func:`simplexlab.geometry.noncollinearity_witness`'s search, with an interval over seeds.
+    :func:`simplexlab.theory.noncollinearity_witness`'s search, with an interval over seeds.
     At n = 2 every f passes (the tangent space is a line): the theorem needs n ≥ 3 (details)."""
     names = ctx.pick(list(SCALAR_BONUSES), list(SCALAR_BONUSES),
                      tiny=["1/s", "(40) λ(1/(n s) − 1), λ = 1.5", "s^2", "log s"])
@@ -1484,7 +1484,7 @@ def reciprocal_bonus_unique(ctx):
     rec = np.array([SCALAR_BONUSES[nm][1] for nm in names])
     parts = ["yes" if holds[~rec].all() else "no", "yes" if holds[rec].all() else "no"]
     seeds = ctx.pick(5, 10, tiny=3)
-    sep = [min(geometry.noncollinearity_witness(SCALAR_BONUSES[nm][0], 3, seed=ctx.seed + s,
+    sep = [min(theory.noncollinearity_witness(SCALAR_BONUSES[nm][0], 3, seed=ctx.seed + s,
                                                 n_points=N)[1]
                for nm in names if not SCALAR_BONUSES[nm][1]) for s in range(seeds)]
     m, lo, hi = mean_ci(np.asarray(sep))
@@ -1535,12 +1535,12 @@ def _coefficient(drift, x):
        faults=[GAIN_B_LARGE, NEUTRALIZER_SIGN])
 def schedule_b_constant_strength(ctx):
     """At random states and along trajectories of the library's field
-    (:class:`simplexlab.meanfield.Neutralized` with :class:`~simplexlab.meanfield.ScheduleB`),
+    (:class:`simplexlab.theory.Neutralized` with :class:`~simplexlab.theory.ScheduleB`),
     against an independent route: the first-order GRPO drift η J(P)² (A + B) (eq. 31, pushed to
-    (p, y, z) by eq. 15: :func:`simplexlab.geometry.grpo_drift`) of the bonus built from the
-    closed forms, ``B_j = λ(1/(K y_j) − 1)`` (:func:`~simplexlab.meanfield.reciprocal_bonus`)
-    with λ of (67) (:func:`~simplexlab.meanfield.gain_schedule_b`) and the neutralizer (70)
-    (:func:`~simplexlab.meanfield.neutralizer_schedule_b`) on every bad mode. Three parts, each
+    (p, y, z) by eq. 15: :func:`simplexlab.theory.grpo_drift`) of the bonus built from the
+    closed forms, ``B_j = λ(1/(K y_j) − 1)`` (:func:`~simplexlab.theory.reciprocal_bonus`)
+    with λ of (67) (:func:`~simplexlab.theory.gain_schedule_b`) and the neutralizer (70)
+    (:func:`~simplexlab.theory.neutralizer_schedule_b`) on every bad mode. Three parts, each
     able to fail: (1) the field's ṗ equals the GRPO field's (baseline) and the drift's, relative
     1e-9, and is < 0; along the trajectories p falls. (2) The field's inner-time y-coefficient
     is 1 − λ0 at every state and at every save of the trajectories (absolute 1e-9 × max(1, λ0):
@@ -1577,7 +1577,7 @@ def schedule_b_constant_strength(ctx):
             bb = mf.neutralizer_schedule_b(st.p, st.L_y, st.L_z, K, jnp.asarray(lam0), ver)
             bonus = jnp.concatenate([mf.reciprocal_bonus(st.y, lam),
                                      jnp.broadcast_to(bb[:, None], st.z.shape)], -1)
-            drift = geometry.grpo_drift(st, bonus, verifier=ver)
+            drift = theory.grpo_drift(st, bonus, verifier=ver)
             k = np.asarray(mf.kappa(st.p, 1.0, ver))
             ay_ref = _coefficient(drift.y, st.y) / k
             az_ref = _coefficient(drift.z, st.z) / k

@@ -1,7 +1,7 @@
 """Sharpening-collapse (SC) claims on the Cat/Dog/Persian/Siamese softmax classifier (§2.4,
 App. G–H): Figs. 1–5, the coupling ratio λ/ρ and Cor. 2.2's R against the toy; §2.2's theory
 (eq. 3, Theorems 2.1, 2.2, 2.3, Cor. 2.1 and App. B's Theorem B.1) on random batches, and §2.3's
-Theorem 2.4 on random kernels (:mod:`simplexlab.sampling`).
+Theorem 2.4 on random kernels (:mod:`simplexlab.theory`).
 
 Collapse is a time-to-event: the first recorded step at which π(leading correct label |
 Persian) ≥ 0.95; a run that has not collapsed by the horizon is censored there, and arms are
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import logsumexp
 
-from simplexlab import sampling, sweep
+from simplexlab import sweep, theory
 from simplexlab.lab import (
     Fault,
     Verdict,
@@ -35,7 +35,7 @@ OPTIMIZERS = ("sgd", "momentum", "adamw")
 GS = (4, 8, 16, 64)
 ETAS = (0.1, 1.0)
 COLLAPSED = 0.95
-CAT, PERSIAN = sampling.TOY_LABELS.index("Cat"), sampling.TOY_LABELS.index("Persian")
+CAT, PERSIAN = theory.TOY_LABELS.index("Cat"), theory.TOY_LABELS.index("Persian")
 PAPER = {"optimizer": "sgd", "eta": 1.0, "group_size": 16, "init": "W = 0 (uniform)",
          "note": "the paper gives no learning rate, initialisation or G"}
 
@@ -103,15 +103,15 @@ def _realized_lam_over_rho(pi_p, pi_h):
 
 
 def _median_r(counts, adv):
-    """Cor. 2.2's R (:func:`simplexlab.sampling.batch_ratio_r`, App. F's form) on every
-    recorded Persian batch, with λ/ρ of App. G (:func:`simplexlab.sampling.toy_kernel_values`)
+    """Cor. 2.2's R (:func:`simplexlab.theory.batch_ratio_r`, App. F's form) on every
+    recorded Persian batch, with λ/ρ of App. G (:func:`simplexlab.theory.toy_kernel_values`)
     for each Siamese variant; o' = the more sampled correct label. The median over a run's
     batches that carry an update, ``(..., H)`` (NaN where none does)."""
-    kv = sampling.toy_kernel_values()
+    kv = theory.toy_kernel_values()
     seen = np.where(counts[..., CAT] >= counts[..., PERSIAN], CAT, PERSIAN)
     out = []
-    for s in sampling.TOY_SIMILARITIES:
-        r = np.asarray(sampling.batch_ratio_r(counts, adv, seen, float(kv["lam_over_rho"][s])))
+    for s in theory.TOY_SIMILARITIES:
+        r = np.asarray(theory.batch_ratio_r(counts, adv, seen, float(kv["lam_over_rho"][s])))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a run without any update: NaN
             out.append(np.nanmedian(r, axis=-1))
@@ -646,7 +646,7 @@ _CORRECT = np.arange(MODES) < CORRECT_MODES
 def _batches(ctx, G: int, n: int):
     """``n`` random instances (one per seed of the interval): π_ref ~ Dirichlet(1), a batch of
     ``G`` draws from it with both a correct and an incorrect mode, its counts ``N`` and the
-    normalized binary advantages of Thm 2.3 (:func:`simplexlab.sampling.
+    normalized binary advantages of Thm 2.3 (:func:`simplexlab.theory.
     normalized_binary_advantages`) per mode."""
     rng = np.random.default_rng([ctx.seed, G])
     pi, N = [], []
@@ -658,7 +658,7 @@ def _batches(ctx, G: int, n: int):
             N.append(c)
     pi, N = np.asarray(pi), np.asarray(N, float)
     p_plus = N[:, _CORRECT].sum(-1) / G
-    a_pos, a_neg = (np.asarray(a) for a in sampling.normalized_binary_advantages(p_plus))
+    a_pos, a_neg = (np.asarray(a) for a in theory.normalized_binary_advantages(p_plus))
     A = np.where(_CORRECT, a_pos[:, None], a_neg[:, None])
     return pi, N, A
 
@@ -732,7 +732,7 @@ EMPTY = (-1e3, -1e6)
        grid=BETA_G,
        faults=[Fault("normalized binary advantages with |A−| returned for A− (no negative "
                      "advantage)",
-                     "simplexlab.sampling.normalized_binary_advantages",
+                     "simplexlab.theory.normalized_binary_advantages",
                      _sign_of_a_neg_dropped)])
 def eq3_objective(ctx):
     n = _n_instances(ctx)
@@ -742,7 +742,7 @@ def eq3_objective(ctx):
         o_j is emptied (its mass moved to the others in proportion): the growth per unit of
         −log π(o_j) between log π(o_j) = −10³ and −10⁶; and the gain over π̂ at −10⁶."""
         pi, N, A = _batches(ctx, G, n)
-        logp = np.log(np.asarray(sampling.batch_optimal_policy(pi, N, A, beta)))
+        logp = np.log(np.asarray(theory.batch_optimal_policy(pi, N, A, beta)))
         j = np.argmin(np.where(N > 0, N * A, np.inf), -1)[:, None]
         rest = logp - np.log1p(-np.take_along_axis(np.exp(logp), j, -1))
 
@@ -786,7 +786,7 @@ def eq3_objective(ctx):
                       "maximizer: sc-eq3-batch-objective)"},
        grid=BETA_G,
        faults=[Fault("the batch-optimal exponent without the count N_i (Thm 2.1's form)",
-                     "simplexlab.sampling.batch_optimal_policy",
+                     "simplexlab.theory.batch_optimal_policy",
                      _batch_optimal_without_counts)])
 def thm22(ctx):
     n = _n_instances(ctx)
@@ -797,14 +797,14 @@ def thm22(ctx):
         ``|objective(π̂) − β log Z'|`` (Gibbs: the maximum is β log Z')."""
         pi, N, A = _batches(ctx, G, n)
         rng = np.random.default_rng([ctx.seed, G, 1])
-        logp = np.log(np.asarray(sampling.batch_optimal_policy(pi, N, A, beta)))
+        logp = np.log(np.asarray(theory.batch_optimal_policy(pi, N, A, beta)))
         best = _linear(logp, pi, N, A, beta)
         near = logp[:, None] + 0.05 * rng.standard_normal((n, 16, MODES))
         near -= np.log(np.exp(near).sum(-1, keepdims=True))
         far = np.log(rng.dirichlet(np.ones(MODES), (n, 8)))
         others = np.concatenate([near, far], 1)
         top = _linear(others, pi[:, None], N[:, None], A[:, None], beta).max(-1)
-        log_z = np.asarray(sampling.log_batch_partition_function(pi, N, A, beta))
+        log_z = np.asarray(theory.log_batch_partition_function(pi, N, A, beta))
         return top > best, np.abs(best - beta * log_z)
 
     def f(beta, G):
@@ -833,7 +833,7 @@ def thm22(ctx):
        paper_setting={**THEORY, "first_bound": "the lab's choice: A+ ~ U(0, 3), A− ~ −U(0.01, 3)"},
        grid=BETA_G,
        faults=[Fault("Thm 2.3's first bound with 1/β for 1/(βG)",
-                     "simplexlab.sampling.z_prime_lower_bound", _bound_without_g)])
+                     "simplexlab.theory.z_prime_lower_bound", _bound_without_g)])
 def thm23(ctx):
     n = _n_instances(ctx)
 
@@ -844,18 +844,18 @@ def thm23(ctx):
         pi, N, A = _batches(ctx, G, n)
         rng = np.random.default_rng([ctx.seed, G, 2])
         a_pos, a_neg = rng.uniform(0, 3, n), -rng.uniform(0.01, 3, n)
-        z1 = np.exp(np.asarray(sampling.log_batch_partition_function(
+        z1 = np.exp(np.asarray(theory.log_batch_partition_function(
             pi, N, np.where(_CORRECT, a_pos[:, None], a_neg[:, None]), beta)))
-        b1 = np.asarray(sampling.z_prime_lower_bound(pi, N, _CORRECT, a_pos, a_neg, beta))
-        z2 = np.exp(np.asarray(sampling.log_batch_partition_function(pi, N, A, beta)))
-        b2 = np.asarray(sampling.z_prime_lower_bound_normalized(pi, N, _CORRECT, beta))
+        b1 = np.asarray(theory.z_prime_lower_bound(pi, N, _CORRECT, a_pos, a_neg, beta))
+        z2 = np.exp(np.asarray(theory.log_batch_partition_function(pi, N, A, beta)))
+        b2 = np.asarray(theory.z_prime_lower_bound_normalized(pi, N, _CORRECT, beta))
         tol = 1e-12
         v1 = z1 < b1 - tol * np.maximum(1.0, z1)
         v2 = z2 < b2 - tol * np.maximum(1.0, z2)
         sampled = N > 0
         gap = (np.where(sampled & _CORRECT, pi, np.inf).min(-1)
                - np.where(sampled & ~_CORRECT, pi, -np.inf).max(-1))
-        hat = np.asarray(sampling.batch_optimal_policy(pi, N, A, beta))
+        hat = np.asarray(theory.batch_optimal_policy(pi, N, A, beta))
         kept = np.any(~sampled & (hat >= pi), -1)
         v3 = np.where(gap > 0, (z2 <= 1.0) | kept, np.nan)
         return v1, v2, v3, (z2 - b2) / z2
@@ -916,19 +916,19 @@ def _kl_sign_flipped(f):
                                     "advantages)"},
        grid=THM21_GRID,
        faults=[Fault("Thm 2.1's closed form without the reference policy (softmax(A/β))",
-                     "simplexlab.sampling.kl_optimal_policy", _kl_pi_ref_dropped)])
+                     "simplexlab.theory.kl_optimal_policy", _kl_pi_ref_dropped)])
 def thm21(ctx):
     n = _n_instances(ctx)
 
     def trial(beta, m):
-        """Per instance: whether π* (:func:`simplexlab.sampling.kl_optimal_policy`) fails the
+        """Per instance: whether π* (:func:`simplexlab.theory.kl_optimal_policy`) fails the
         stationarity condition of eq. (1) on the simplex (A_i − β log(π*_i/π_ref,i) the same on
         every mode, the Lagrange condition, sufficient as eq. 1 is strictly concave), or one of
         16 nearby policies (logits of π* moved by 0.05 N(0, 1)) or 8 Dirichlet(1) policies
         reaches a higher eq. (1); the stationarity spread; |eq. (1) at π* − β log Z|."""
         rng = np.random.default_rng([ctx.seed, m, 21])
         pi, A = rng.dirichlet(np.ones(m), n), rng.uniform(-3, 3, (n, m))
-        logp = np.log(np.asarray(sampling.kl_optimal_policy(pi, A, beta)))
+        logp = np.log(np.asarray(theory.kl_optimal_policy(pi, A, beta)))
         u = A - beta * (logp - np.log(pi))
         spread = (u.max(-1) - u.min(-1)) / np.maximum(1.0, np.abs(u).max(-1))
         best = _eq1(logp, pi, A, beta)
@@ -977,7 +977,7 @@ COR21_GRID = {"beta": list(BETAS), "advantages": list(COR21_ADVANTAGES)}
                       "pi_ref": "the lab's choice: Dirichlet(1) draws"},
        grid=COR21_GRID,
        faults=[Fault("Thm 2.1's exponent with the advantage's sign flipped (π_ref exp(−A/β))",
-                     "simplexlab.sampling.kl_optimal_policy", _kl_sign_flipped)])
+                     "simplexlab.theory.kl_optimal_policy", _kl_sign_flipped)])
 def cor21(ctx):
     n = _n_instances(ctx)
 
@@ -992,7 +992,7 @@ def cor21(ctx):
         a_pos = np.where(which in ("A+ = 0 > A-", "A+ = A- = 0"), 0.0, a_pos)
         a_neg = np.where(which in ("A+ > 0 = A-", "A+ = A- = 0"), 0.0, a_neg)
         A = np.where(correct, a_pos[:, None], a_neg[:, None])
-        star = np.asarray(sampling.kl_optimal_policy(pi, A, beta))
+        star = np.asarray(theory.kl_optimal_policy(pi, A, beta))
         return np.where(correct, star / pi - 1, np.inf).min(-1)
 
     def f(b, a):
@@ -1030,16 +1030,16 @@ def _b1_mismatch(ctx, beta, natural, surrogate, G=8):
     """Per instance (π_t a Dirichlet(1) draw, the batch of ``G`` drawn from it as in
     :func:`_batches`, π_ref another Dirichlet(1) draw): the relative distance between the
     centred log-policy change of one step of rate :data:`B1_ETA`
-    (:func:`simplexlab.sampling.batch_objective_step`) and of eq. (6)'s interpolation
-    (:func:`simplexlab.sampling.geometric_interpolation` towards
-    :func:`simplexlab.sampling.batch_optimal_policy`, c = ηβ), both divided by η."""
+    (:func:`simplexlab.theory.batch_objective_step`) and of eq. (6)'s interpolation
+    (:func:`simplexlab.theory.geometric_interpolation` towards
+    :func:`simplexlab.theory.batch_optimal_policy`, c = ηβ), both divided by η."""
     n = _n_instances(ctx)
     pi, N, A = _batches(ctx, G, n)
     pi_ref = np.random.default_rng([ctx.seed, G, 3]).dirichlet(np.ones(MODES), n)
-    hat = sampling.batch_optimal_policy(pi_ref, N, A, beta)
-    ends = [sampling.batch_objective_step(pi, pi_ref, N, A, beta, B1_ETA, surrogate=surrogate,
+    hat = theory.batch_optimal_policy(pi_ref, N, A, beta)
+    ends = [theory.batch_objective_step(pi, pi_ref, N, A, beta, B1_ETA, surrogate=surrogate,
                                           natural=natural),
-            sampling.geometric_interpolation(pi, hat, B1_ETA * beta)]
+            theory.geometric_interpolation(pi, hat, B1_ETA * beta)]
     d = [np.log(np.asarray(e)) - np.log(pi) for e in ends]
     d = [(x - x.mean(-1, keepdims=True)) / B1_ETA for x in d]
     return np.linalg.norm(d[0] - d[1], axis=-1) / np.linalg.norm(d[1], axis=-1)
@@ -1058,7 +1058,7 @@ def _b1_mismatch(ctx, beta, natural, surrogate, G=8):
                               "π_t = π_ref the KL term has no gradient)"},
        grid=B1_GRID,
        faults=[Fault("the batch-optimal exponent without the count N_i (Thm 2.1's form)",
-                     "simplexlab.sampling.batch_optimal_policy",
+                     "simplexlab.theory.batch_optimal_policy",
                      _batch_optimal_without_counts)])
 def thmb1(ctx):
     def f(t, u, b):
@@ -1126,11 +1126,11 @@ def _kernel_instances(ctx, G, margin, n):
 
 def _thm24_violations(ctx, G, margin):
     """Per instance: whether a batch-unseen mode's induced shift
-    (:func:`simplexlab.sampling.induced_logit_shift`, q' = q with gradients scaled by η ~
+    (:func:`simplexlab.theory.induced_logit_shift`, q' = q with gradients scaled by η ~
     U(0.1, 1), Assumption 2.2 exactly) exceeds Case 1's upper bound, and whether a batch mode's
-    falls below Case 2's lower bound (:func:`simplexlab.sampling.theorem24_bounds`, λ and ρ read
+    falls below Case 2's lower bound (:func:`simplexlab.theory.theorem24_bounds`, λ and ρ read
     off K_qq), for normalized binary advantages on a batch with a correct and an incorrect
-    entry and y from :func:`simplexlab.sampling.target_logit_shifts` (β = 1: both sides scale
+    entry and y from :func:`simplexlab.theory.target_logit_shifts` (β = 1: both sides scale
     with 1/β)."""
     n = _n_instances(ctx)
     Jb, Ju = _kernel_instances(ctx, G, margin, n)
@@ -1138,12 +1138,12 @@ def _thm24_violations(ctx, G, margin):
     correct = rng.random((n, G)) < 0.5
     correct[:, 0], correct[:, 1] = True, False
     p_plus = correct.mean(-1)
-    a_pos, a_neg = (np.asarray(a) for a in sampling.normalized_binary_advantages(p_plus))
-    y = np.asarray(sampling.target_logit_shifts(np.ones((n, G)),
+    a_pos, a_neg = (np.asarray(a) for a in theory.normalized_binary_advantages(p_plus))
+    y = np.asarray(theory.target_logit_shifts(np.ones((n, G)),
                                                 np.where(correct, a_pos[:, None],
                                                          a_neg[:, None]), 1.0))
     eta = rng.uniform(0.1, 1.0, (n, 1))
-    shift = np.asarray(sampling.induced_logit_shift(
+    shift = np.asarray(theory.induced_logit_shift(
         Jb, eta[..., None] * np.concatenate([Jb, Ju], 1), y))
     K = Jb @ np.swapaxes(Jb, -1, -2)
     off = np.eye(G, dtype=bool)
@@ -1151,7 +1151,7 @@ def _thm24_violations(ctx, G, margin):
     rho_min = np.where(off, np.inf, K).min((-1, -2))[:, None]
     rho_max = np.where(off, -np.inf, K).max((-1, -2))[:, None]
     a_sum = y.sum(-1, keepdims=True)
-    upper, lower = (np.asarray(b) for b in sampling.theorem24_bounds(
+    upper, lower = (np.asarray(b) for b in theory.theorem24_bounds(
         y, a_sum, 1, G, lam.min(-1, keepdims=True), lam.max(-1, keepdims=True), rho_min,
         rho_max, eta))
     v1 = np.any(shift[:, G:] > upper * (1 + 1e-9), -1)
@@ -1181,7 +1181,7 @@ def _plain_gradient_update(f):
                       "eta": "Assumption 2.2 exactly, η ~ U(0.1, 1)"},
        grid=THM24_GRID,
        faults=[Fault("App. D's update a plain gradient step J_qᵀ y (no K_qq⁻¹)",
-                     "simplexlab.sampling.induced_logit_shift", _plain_gradient_update)])
+                     "simplexlab.theory.induced_logit_shift", _plain_gradient_update)])
 def thm24(ctx):
     def f(g, k):
         v1, v2 = _thm24_violations(ctx, THEORY_GS[g], list(MARGINS)[k])
@@ -1222,12 +1222,12 @@ def thm24(ctx):
        grid={"optimizer": ["sgd", "momentum"], "estimator": list(ESTIMATORS[:3]),
              "eta": list(ETAS)},
        faults=[Fault("App. G's kernel table with the High and Low variants' labels swapped",
-                     "simplexlab.sampling.toy_kernel_values", _similarity_labels_swapped),
+                     "simplexlab.theory.toy_kernel_values", _similarity_labels_swapped),
                SIAMESE_SWAP])
 def fig2_lam_rho(ctx):
     st, r = _main(ctx)
-    kv = sampling.toy_kernel_values()
-    lor = [kv["lam_over_rho"][s] for s in sampling.TOY_SIMILARITIES]  # High, Mid, Low
+    kv = theory.toy_kernel_values()
+    lor = [kv["lam_over_rho"][s] for s in theory.TOY_SIMILARITIES]  # High, Mid, Low
     closed = combine(["yes" if lor[0] > lor[1] else "no", "yes" if lor[1] > lor[2] else "no"])
 
     def realized(o, e, k):
@@ -1250,17 +1250,17 @@ def fig2_lam_rho(ctx):
                    "the Siamese variant), High minus Mid (> 0), Mid minus Low (> 0); and App. "
                    "G's λ/ρ from the embeddings", axes, h, grid_effect=eff, grid_informative=inf,
                    reason=f"App. G's own numbers: λ = {kv['lambda']:g}, ρ = "
-                          + " / ".join(f"{kv['rho'][s]:g}" for s in sampling.TOY_SIMILARITIES)
+                          + " / ".join(f"{kv['rho'][s]:g}" for s in theory.TOY_SIMILARITIES)
                           + " and λ/ρ = " + " / ".join(f"{v:.3f}" for v in lor)
                           + " for High / Mid / Low: more overlap means a larger ρ and a smaller "
                           "λ/ρ (App. G says so itself), and training realizes exactly these "
                           "ratios under SGD and momentum (the grid); under Adam the realized "
                           "ratio is 1 for every variant up to Adam's ε (each row moves along "
                           "1ᵀ and every embedding sums to 1.6), which says nothing of the kernel",
-                   details={"lam_over_rho_app_g": dict(zip(sampling.TOY_SIMILARITIES, lor,
+                   details={"lam_over_rho_app_g": dict(zip(theory.TOY_SIMILARITIES, lor,
                                                            strict=True)),
                             "lam_over_rho_printed": kv["paper"]["lam_over_rho"],
-                            "realized_mean": dict(zip(sampling.TOY_SIMILARITIES,
+                            "realized_mean": dict(zip(theory.TOY_SIMILARITIES,
                                                       _nanmean(x, 0).tolist(), strict=True))})
 
 
@@ -1270,7 +1270,7 @@ def fig2_lam_rho(ctx):
                 "held-out Siamese accuracy faster.",
        experiment="sharpening-coupling",
        paper_setting={**PAPER, "estimator": "grpo", "R": "App. F's form on every recorded "
-                      "Persian batch (sampling.batch_ratio_r), o' = the more sampled correct "
+                      "Persian batch (theory.batch_ratio_r), o' = the more sampled correct "
                       "label, the run's median; λ/ρ of App. G",
                       "G_part": "G = 64 against G = 4 (High)", "similarity_part": "G = 16"},
        grid={"estimator": list(ESTIMATORS[:3]), "optimizer": list(OPTIMIZERS),
@@ -1318,7 +1318,7 @@ def cor22(ctx):
                           "Thm 2.4's bounds gives it on both, as App. F's simplified form has.)",
                    details={"G_part": g_eff,
                             "median_R_mean_over_seeds": {
-                                f"G={G}": dict(zip(sampling.TOY_SIMILARITIES,
+                                f"G={G}": dict(zip(theory.TOY_SIMILARITIES,
                                                    _nanmean(R[j], 0).tolist(), strict=True))
                                 for j, G in enumerate(GS)}})
 

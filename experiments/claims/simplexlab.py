@@ -1,6 +1,6 @@
 """The lab's own predictions as claims: the finite-group theory against the bandit.
 
-Not a paper's statements: predictions of :class:`simplexlab.meanfield.FiniteGroup` (the exact
+Not a paper's statements: predictions of :class:`simplexlab.theory.FiniteGroup` (the exact
 expected SGD step of the bandit at group size G) checked on the bandit, at the collision setting
 of the claims ``g2-anti-collision`` / ``g2-flip-at-one`` (G²RPO eq. 68 puts the flip at λ0 = 1 for
 every G; the bandit's flip moves up as G falls). The numbers come from the experiment

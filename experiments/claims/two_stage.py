@@ -5,7 +5,7 @@ checkable.
 
 The dynamics are computed from :class:`simplexlab.sim.TwoStage` (TS Algorithm 1) runs through
 :func:`simplexlab.sweep.run`, with intervals over seeds; Theorem 1 from
-:mod:`simplexlab.sampling`; GRPO-TN from :func:`simplexlab.shaping.grpo_tn_advantages` (exact).
+:mod:`simplexlab.theory`; GRPO-TN from :func:`simplexlab.shaping.grpo_tn_advantages` (exact).
 Each claim declares a fault of the library it rests on (``faults=``).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from simplexlab import sampling, shaping, sweep
+from simplexlab import shaping, sweep, theory
 from simplexlab.lab import (
     Fault,
     Verdict,
@@ -219,7 +219,7 @@ def fig6_temperature(ctx):
        paper_setting={**BASE, "advantage": "r − π·r (population)", "group_size": 2},
        grid={"group_size": [2, 3, 5, 10, 50]},
        faults=[Fault("the expected update (Thm 1) twice too large",
-                     "simplexlab.sampling.expected_logit_update",
+                     "simplexlab.theory.expected_logit_update",
                      lambda f: lambda *a, **k: 2.0 * f(*a, **k))])
 def thm1(ctx):
     Gs = [2, 3, 5, 10, 50]
@@ -239,10 +239,10 @@ def thm1(ctx):
 
     dz = ctx.cached(("ts-thm1", tuple(sorted(ctx.overrides.items()))), compute)
     pi = np.asarray(probs0)
-    theory = np.asarray(sampling.expected_logit_update(z0, np.asarray(rewards) - pi @ rewards,
+    predicted = np.asarray(theory.expected_logit_update(z0, np.asarray(rewards) - pi @ rewards,
                                                        eta=BASE["eta"]))
     v = 1  # a2, the action with the largest expected change
-    ratio = dz[..., v] / theory[v] - 1.0  # (G, seed)
+    ratio = dz[..., v] / predicted[v] - 1.0  # (G, seed)
     tol = 0.05
 
     def ok(x):
@@ -300,7 +300,7 @@ def fig5_group_size(ctx):
     """Two parts at each (r(a1), π0(a1)), on the same runs for G ∈ {2, 3, 5, 10}:
 
     - the two stages at every G: every seed's relatively negative action switches from a3 to a1
-      (:func:`simplexlab.sampling.stage_switch` on its own logits) and π(a1) rises then falls
+      (:func:`simplexlab.theory.stage_switch` on its own logits) and π(a1) rises then falls
       (per seed min(peak − start, peak − end), interval above :data:`RISE_FALL`);
     - more stable at larger G: per seed the mean of |π(a1) − its seed mean| over the steps up
       to twice the seed-mean switch step of that G (each G on its own time scale: a larger G
@@ -312,7 +312,7 @@ def fig5_group_size(ctx):
     that never switches in a finished run fails the two-stage part."""
     st, r = _fig5_runs(ctx)
     rewards = np.stack([np.asarray(R1), np.ones(len(R1)), np.zeros(len(R1))], -1)
-    sw = np.asarray(sampling.stage_switch(r["logits"], rewards[:, None, None, None, :],
+    sw = np.asarray(theory.stage_switch(r["logits"], rewards[:, None, None, None, :],
                                           early_action=2, late_action=0))
     steps = r["steps"]
     t = np.where(sw >= 0, steps[np.maximum(sw, 0)], np.nan)  # (r1, w, G, seed)
@@ -379,14 +379,14 @@ def _four_fixed():
        experiment="two-stage", paper_setting={**FOUR},
        grid={"num_actions": [3, 4, 6], "group_size": [2, 5, 10], "temperature": [1.0, 5.0]},
        faults=[SIGN, Fault("the expected group advantage with the factor (1 − G)/G for "
-                           "(G − 1)/G", "simplexlab.sampling.expected_group_advantages",
+                           "(G − 1)/G", "simplexlab.theory.expected_group_advantages",
                            _flip)])
 def c4_signs(ctx):
     """At the paper's setting (Fig. 7's four actions, G = 2): one step of TS Algorithm 1
     (:class:`simplexlab.sim.TwoStage`) from π0 over many seeds, the mean Δz of the best action
     a2 (interval above 0) and of the worst a3 (interval below 0), and Theorem 1 with the exact
-    expected group advantage (:func:`simplexlab.sampling.expected_logit_update`,
-    :func:`~simplexlab.sampling.expected_group_advantages`) with the same signs there. Grid:
+    expected group advantage (:func:`simplexlab.theory.expected_logit_update`,
+    :func:`~simplexlab.theory.expected_group_advantages`) with the same signs there. Grid:
     Theorem 1 on random states (Dirichlet(1) policies, uniform rewards, 256 per point) for
     A actions, group size G and temperature τ: holds where every state has
     E[Δz(a_max)] ≥ 0 and E[Δz(a_min)] < 0."""
@@ -404,10 +404,10 @@ def c4_signs(ctx):
     mb, lob, hib = mean_ci(dz[:, best])
     mw, low, hiw = mean_ci(dz[:, worst])
     z0 = np.log(np.asarray(FOUR_P0))
-    theory = np.asarray(sampling.expected_logit_update(
-        z0, sampling.expected_group_advantages(z0, np.asarray(FOUR_R), 2), eta=FOUR["eta"]))
+    predicted = np.asarray(theory.expected_logit_update(
+        z0, theory.expected_group_advantages(z0, np.asarray(FOUR_R), 2), eta=FOUR["eta"]))
     parts = [side(lob, mb, hib, 1), side(low, mw, hiw, -1),
-             "yes" if theory[best] >= 0 and theory[worst] < 0 else "no"]
+             "yes" if predicted[best] >= 0 and predicted[worst] < 0 else "no"]
 
     rng = np.random.default_rng(ctx.seed)
     As, Gs, taus = [3, 4, 6], [2, 5, 10], [1.0, 5.0]
@@ -419,8 +419,8 @@ def c4_signs(ctx):
         for b, G in enumerate(Gs):
             for c, tau in enumerate(taus):
                 z = tau * np.log(pi)  # π = softmax(z/τ)
-                e = np.asarray(sampling.expected_logit_update(
-                    z, sampling.expected_group_advantages(z, r, G, temperature=tau),
+                e = np.asarray(theory.expected_logit_update(
+                    z, theory.expected_group_advantages(z, r, G, temperature=tau),
                     eta=0.1, temperature=tau))
                 hi_r = np.take_along_axis(e, r.argmax(-1)[:, None], -1)[:, 0]
                 lo_r = np.take_along_axis(e, r.argmin(-1)[:, None], -1)[:, 0]
@@ -437,7 +437,7 @@ def c4_signs(ctx):
                           "sampled logits move: z(a_max) never falls and z(a_min) never rises on "
                           "every path, not only in expectation; E[Δz(a_min)] = 0 only where π "
                           "puts no mass above r_min",
-                   details={"mean_dz_best": [mb, lob, hib], "theorem1": theory.tolist(),
+                   details={"mean_dz_best": [mb, lob, hib], "theorem1": predicted.tolist(),
                             "seeds": n, "states_per_point": 256})
 
 

@@ -6,10 +6,10 @@
 the report's readers :func:`claim_status`, :func:`experiment_status`); the bibliography of the
 papers the lab implements, by key (:data:`BIBLIOGRAPHY`, :class:`Paper`, :func:`cite`); plotting
 helpers for simplex figures (:func:`ternary_axes`, :func:`stream_on_simplex`,
-:func:`plot_training`, ...; re-exported by :mod:`simplexlab.plotting`).
+:func:`plot_training`, ...; re-exported by :mod:`simplexlab.lab`).
 
 The registry and the plotting helpers load on first access, so that importing this package (or
-:mod:`simplexlab.plotting`) loads neither the experiment registry nor the experiments.
+:mod:`simplexlab.lab`) loads neither the experiment registry nor the experiments.
 """
 
 import importlib as _importlib
@@ -53,24 +53,24 @@ _LAZY = {
     "write_report": "_report",
     "claim_status": "_status",
     "experiment_status": "_status",
-    "FIXED_POINT_STYLE": "plotting",
-    "METHOD_STYLES": "plotting",
-    "MethodStyle": "plotting",
-    "claim_lines": "plotting",
-    "figure_note": "plotting",
-    "legend_outside": "plotting",
-    "method_style": "plotting",
-    "shades": "plotting",
-    "use_style": "plotting",
-    "mark_fixed_points": "plotting",
-    "plot_plan": "plotting",
-    "plot_solution": "plotting",
-    "plot_training": "plotting",
-    "simplex_grid": "plotting",
-    "stream_on_simplex": "plotting",
-    "ternary_axes": "plotting",
-    "to_barycentric": "plotting",
-    "to_cartesian": "plotting",
+    "FIXED_POINT_STYLE": "_plotting",
+    "METHOD_STYLES": "_plotting",
+    "MethodStyle": "_plotting",
+    "claim_lines": "_plotting",
+    "figure_note": "_plotting",
+    "legend_outside": "_plotting",
+    "method_style": "_plotting",
+    "shades": "_plotting",
+    "use_style": "_plotting",
+    "mark_fixed_points": "_plotting",
+    "plot_plan": "_plotting",
+    "plot_solution": "_plotting",
+    "plot_training": "_plotting",
+    "simplex_grid": "_plotting",
+    "stream_on_simplex": "_plotting",
+    "ternary_axes": "_plotting",
+    "to_barycentric": "_plotting",
+    "to_cartesian": "_plotting",
 }
 
 __all__ = [
@@ -138,8 +138,6 @@ __all__ = [
 def __getattr__(name):
     if name in _LAZY:
         return getattr(_importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    if name == "plotting":  # the public submodule simplexlab.lab.plotting
-        return _importlib.import_module(".plotting", __name__)
     raise AttributeError(f"module 'simplexlab.lab' has no attribute {name!r}")
 
 
@@ -160,6 +158,26 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above loa
         not_checkable,
     )
     from ._cli import main
+    from ._plotting import (
+        FIXED_POINT_STYLE,
+        METHOD_STYLES,
+        MethodStyle,
+        claim_lines,
+        figure_note,
+        legend_outside,
+        mark_fixed_points,
+        method_style,
+        plot_plan,
+        plot_solution,
+        plot_training,
+        shades,
+        simplex_grid,
+        stream_on_simplex,
+        ternary_axes,
+        to_barycentric,
+        to_cartesian,
+        use_style,
+    )
     from ._registry import (
         Context,
         Experiment,
@@ -185,23 +203,3 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above loa
         side,
     )
     from ._status import claim_status, experiment_status
-    from .plotting import (
-        FIXED_POINT_STYLE,
-        METHOD_STYLES,
-        MethodStyle,
-        claim_lines,
-        figure_note,
-        legend_outside,
-        mark_fixed_points,
-        method_style,
-        plot_plan,
-        plot_solution,
-        plot_training,
-        shades,
-        simplex_grid,
-        stream_on_simplex,
-        ternary_axes,
-        to_barycentric,
-        to_cartesian,
-        use_style,
-    )

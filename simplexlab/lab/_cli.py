@@ -492,7 +492,7 @@ def _cmd_plan(args) -> int:
 
         import matplotlib.pyplot as plt
 
-        from .plotting import plot_plan
+        from ._plotting import plot_plan
 
         path = atomic_write_json(out / "plan.json", {**report.to_dict(),
                                                      "provenance": provenance()})

@@ -140,8 +140,8 @@ def _plan(path: Path, args) -> dict:
 def _run(plan: dict, args) -> int:
     from .._results import atomic_write_bytes
     from ..llm import fit_time_scale, load_model, predict, tiny_model, train, warm_start
+    from ._plotting import plot_training
     from ._progress import progress
-    from .plotting import plot_training
 
     task, cfg, name, out = plan["task"], plan["cfg"], plan["name"], plan["out"]
     ckpt = out / f"{name}.ckpt"

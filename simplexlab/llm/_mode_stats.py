@@ -1,7 +1,7 @@
 """Per-prompt statistics of discovered modes (G2 §5): ŷ, K̂ and L_y over the correct completions
 (:func:`mode_stats`), computed by the package's diversity metrics
-(:func:`simplexlab.metrics.cluster_distribution`, :func:`~simplexlab.metrics.num_modes`,
-:func:`~simplexlab.metrics.concentration`) from the mode ids of
+(:func:`simplexlab.shaping.cluster_distribution`, :func:`~simplexlab.shaping.num_modes`,
+:func:`~simplexlab.theory.concentration`) from the mode ids of
 :func:`simplexlab.llm.discover_modes` (or any integer ids)."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ class ModeStats(NamedTuple):
 
 def mode_stats(modes, rewards=None, *, groups=None, num_clusters: int | None = None) -> ModeStats:
     """Per group ŷ, K̂ and L_y of the correct completions (G2 §4 Alg. 1 line 3, App. G.2), by
-    :func:`simplexlab.metrics.cluster_distribution`, :func:`~simplexlab.metrics.num_modes` and
-    :func:`~simplexlab.metrics.concentration` -- the quantities the paper logs (``rarity/avg_K``,
+    :func:`simplexlab.shaping.cluster_distribution`, :func:`~simplexlab.shaping.num_modes` and
+    :func:`~simplexlab.theory.concentration` -- the quantities the paper logs (``rarity/avg_K``,
     ``rarity/avg_L2y``), without Listing 1's clip ρ (that belongs to the bonus:
     :func:`simplexlab.llm.group_stats`).
 
@@ -41,7 +41,8 @@ def mode_stats(modes, rewards=None, *, groups=None, num_clusters: int | None = N
     first appear), none for a single group; feed ``y[n_good > 0]`` to the other metrics
     (``entropy``, ``normalized_entropy``, ``effective_num_modes``).
     """
-    from ..shaping import cluster_distribution, concentration, num_modes
+    from ..shaping import cluster_distribution, num_modes
+    from ..theory import concentration
 
     if isinstance(modes, Modes):
         num_clusters = modes.num_clusters if num_clusters is None else num_clusters

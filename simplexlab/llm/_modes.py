@@ -9,8 +9,8 @@ and (optionally, separately) the incorrect ones.
   algorithm), returning integer mode ids that the bridge takes as ``modes``
   (:func:`simplexlab.llm.advantages`) together with the ``num_clusters`` it needs.
 - :func:`mode_stats` -- per prompt ŷ, K̂ and L_y over the correct completions, computed by the
-  package's diversity metrics (:func:`simplexlab.metrics.cluster_distribution`,
-  :func:`~simplexlab.metrics.num_modes`, :func:`~simplexlab.metrics.concentration`).
+  package's diversity metrics (:func:`simplexlab.shaping.cluster_distribution`,
+  :func:`~simplexlab.shaping.num_modes`, :func:`~simplexlab.theory.concentration`).
 
 **The default** (chosen on the labelled benchmark ``tests/data/modes_benchmark.jsonl`` by
 ``benchmarks/modes_compare.py``; what was tried and how each scored: NOTES.md, "Mode discovery: how

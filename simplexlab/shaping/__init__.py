@@ -9,13 +9,12 @@ Every rule by name on what a training loop sees (:func:`advantages`, :data:`METH
 rule needs, declared once), the one map from a rule to its mean-field system
 (:func:`meanfield_system`), and the G²RPO settings (:class:`GainSchedule`: constant / A / B,
 warm-up, safeguards; :class:`G2RPOConfig` is its value at one training step).
-Diversity and exploration metrics (re-exported by :mod:`simplexlab.metrics`): pass@k,
-Avg K, L_y, K_eff, entropies, distinct-n, Self-BLEU. What the layers above need beyond this face
-is in :mod:`simplexlab.shaping.internal`.
+Diversity and exploration metrics: pass@k, Avg K, K_eff, entropies, distinct-n, Self-BLEU (L_y,
+the concentration, is :func:`simplexlab.theory.concentration`). What the layers above need beyond
+this face is in :mod:`simplexlab.shaping.internal`.
 """
 
 from .._checks import Param, xp
-from ..theory import focal_weight
 from ._advantages import (
     dr_grpo_advantages,
     grpo_advantages,
@@ -30,7 +29,6 @@ from ._diversity import (
     answer_entropy,
     avg_num_modes,
     cluster_distribution,
-    concentration,
     distinct_n,
     effective_num_modes,
     entropy,
@@ -110,7 +108,6 @@ __all__ = [
     "answer_entropy",
     "avg_num_modes",
     "cluster_distribution",
-    "concentration",
     "dapo",
     "dapo_iac",
     "dapo_keep_mask",
@@ -121,7 +118,6 @@ __all__ = [
     "f_dapo",
     "f_grpo",
     "focal_advantages",
-    "focal_weight",
     "g2rpo",
     "g2rpo_advantages",
     "g2rpo_bonus",

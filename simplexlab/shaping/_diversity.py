@@ -28,7 +28,6 @@ __all__ = [
     "answer_entropy",
     "avg_num_modes",
     "cluster_distribution",
-    "concentration",
     "distinct_n",
     "effective_num_modes",
     "entropy",

@@ -114,7 +114,7 @@ class Method(NamedTuple):
     group_local: bool = True  #: a group's advantages depend on that group alone
     min_group_size: int = 1  #: the smallest group size its formula is defined for
     #: ``meanfield(schedule, verifier, eta, step_time)``: the G → ∞ mean-field system of
-    #: :mod:`simplexlab.meanfield` it follows (``None``: none in the package; every rule has a
+    #: :mod:`simplexlab.theory` it follows (``None``: none in the package; every rule has a
     #: finite-group system, :func:`meanfield_system` with ``group_size``)
     meanfield: Callable | None = None
     #: what its advantages depend on, for the finite-group theory
@@ -326,22 +326,22 @@ def meanfield_system(method: str, schedule: GainSchedule | None = None, *,
                      params: dict[str, Any] | None = None, num_groups: int | None = None,
                      surrogate: str = "log_likelihood", reduction: str = "mean",
                      path: str = "auto", entropy_bonus=None, **options):
-    r"""The mean-field system of :mod:`simplexlab.meanfield` that advantage rule ``method``
+    r"""The mean-field system of :mod:`simplexlab.theory` that advantage rule ``method``
     follows.
 
     With ``group_size = G``: the finite-group system
-    (:class:`~simplexlab.meanfield.FiniteGroup`): the exact expected SGD step at ``G`` rollouts
+    (:class:`~simplexlab.theory.FiniteGroup`): the exact expected SGD step at ``G`` rollouts
     per group, for every method (``params``: the method's own parameters; ``num_groups``: groups
     per batch, for REINFORCE++; ``surrogate``, ``reduction``, ``path`` and ``options``
-    (``max_size``, ``num_samples``, ``seed``) as :class:`~simplexlab.meanfield.FiniteGroup`
+    (``max_size``, ``num_samples``, ``seed``) as :class:`~simplexlab.theory.FiniteGroup`
     takes them; ``entropy_bonus``: a :class:`~simplexlab.theory.EntropyBonus` added to the
     objective, its steps timed by ``step_time``).
 
     With ``group_size=None``: the papers' ``G → ∞`` limit, where the package has one: ``grpo``
-    -> :class:`~simplexlab.meanfield.GRPO` (eq. 22); ``g2rpo`` -> the schedule's
+    -> :class:`~simplexlab.theory.GRPO` (eq. 22); ``g2rpo`` -> the schedule's
     (:meth:`GainSchedule.meanfield`, default :class:`GainSchedule`):
-    :class:`~simplexlab.meanfield.Neutralized` (eq. 56) with ``neutralize``, else
-    :class:`~simplexlab.meanfield.GoodBonus` (eq. 48), with its gain (eq. 62 / 67); other rules
+    :class:`~simplexlab.theory.Neutralized` (eq. 56) with ``neutralize``, else
+    :class:`~simplexlab.theory.GoodBonus` (eq. 48), with its gain (eq. 62 / 67); other rules
     raise ``ValueError`` (pass ``group_size``).
 
     ``gain`` (may be traced) replaces the schedule's; ``eta``: the system's step size;

@@ -172,8 +172,8 @@ class GainSchedule(eqx.Module):
 
     def meanfield(self, *, eta=1.0, verifier: Verifier | None = None, step_time: float = 1.0):
         """The mean-field system G²RPO with this schedule follows: eq. (56)
-        (:class:`~simplexlab.meanfield.Neutralized`) with ``neutralize``, else eq. (48)
-        (:class:`~simplexlab.meanfield.GoodBonus`), with :meth:`theory_gain` (``step_time``:
+        (:class:`~simplexlab.theory.Neutralized`) with ``neutralize``, else eq. (48)
+        (:class:`~simplexlab.theory.GoodBonus`), with :meth:`theory_gain` (``step_time``:
         the mean-field time of one training step, for the warm-up), step size ``eta`` and
         ``verifier`` (default: perfect)."""
         system = Neutralized if self.neutralize else GoodBonus

@@ -7,10 +7,10 @@
 - :class:`Categorical`: the F-GRPO App. J softmax policy simulator; its configuration
   (:class:`CategoricalConfig`, :class:`CategoricalPolicy`) and functional form
   (:func:`categorical_init`, :func:`categorical_step`, :func:`categorical_run`, ...) are
-  re-exported under their short names by :mod:`simplexlab.categorical`.
+  re-exported under their short names by :mod:`simplexlab.sim`.
 - :class:`Bandit`: the finite-group (K+M)-mode bandit of G²RPO: noisy verifier, any
   advantage rule of :mod:`simplexlab.shaping` by name (:data:`METHODS`), optax optimizers; its
-  ensemble mean follows the mean-field ODEs of :mod:`simplexlab.meanfield`.
+  ensemble mean follows the mean-field ODEs of :mod:`simplexlab.theory`.
 - :class:`Product`: the toy product "LLM" of G²RPO App. E (i.i.d. tokens, fixed policy): each
   step draws one batch of ``group_size`` sequences (token counts and ``log10 π(h)``).
 - :class:`SoftmaxClassifier`: the Cat/Dog/Persian/Siamese linear softmax classifier of SC §2.4

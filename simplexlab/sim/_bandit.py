@@ -17,7 +17,7 @@ prompt:
 With ``optimizer="sgd"``, ``surrogate="log_likelihood"`` and ``reduction="mean"`` (the defaults) the
 expected logit step is ``E[Δθ] = η J(π) A`` (G²RPO App. A.2, ``J(π) = Diag(π) − ππᵀ``, ``A`` the
 conditional advantages), so the ensemble mean follows the mean-field ODEs of
-:mod:`simplexlab.meanfield` with the time map ``t = step · η`` (ODE with ``eta = 1``), up to
+:mod:`simplexlab.theory` with the time map ``t = step · η`` (ODE with ``eta = 1``), up to
 ``O(η)`` (discretisation and noise) and ``O(1/G)`` (plug-in group statistics) errors.
 
 Implements the simulator protocol, so :mod:`simplexlab.sweep` batches and shards it over seeds,
@@ -359,12 +359,12 @@ class Bandit(AbstractSimulator, WithDtype):
 
     def meanfield(self, params: dict[str, Any] | None = None):
         r"""The mean-field system this run follows as ``η → 0``, ``G → ∞`` and its initial state:
-        ``(dynamics, state0)`` for :func:`simplexlab.meanfield.solve` with the time map
+        ``(dynamics, state0)`` for :func:`simplexlab.theory.solve` with the time map
         ``t = step · η`` (the system has ``eta = 1``). ``state0`` has one entry per prompt.
 
-        ``grpo`` → :class:`~simplexlab.meanfield.GRPO` (eq. 22); ``g2rpo`` →
-        :class:`~simplexlab.meanfield.GoodBonus` (eq. 48, ``neutralize=False``) or
-        :class:`~simplexlab.meanfield.Neutralized` (eq. 56) with ``ConstantGain`` /
+        ``grpo`` → :class:`~simplexlab.theory.GRPO` (eq. 22); ``g2rpo`` →
+        :class:`~simplexlab.theory.GoodBonus` (eq. 48, ``neutralize=False``) or
+        :class:`~simplexlab.theory.Neutralized` (eq. 56) with ``ConstantGain`` /
         ``ScheduleA`` / ``ScheduleB`` (eq. 62 / 67) of ``gain``; both with the run's verifier.
         Other methods have no ``G → ∞`` system in the package (``ValueError``; every method has
         a finite-group system, :meth:`finite_group`); so has a run
@@ -396,11 +396,11 @@ class Bandit(AbstractSimulator, WithDtype):
     def finite_group(self, params: dict[str, Any] | None = None, **options):
         r"""The finite-group system this run follows as ``η → 0`` at its own group size ``G``
         and its initial state: ``(dynamics, state0)`` as :meth:`meanfield` returns them (time map
-        ``t = step · η``), with :class:`~simplexlab.meanfield.FiniteGroup`: the exact expected
+        ``t = step · η``), with :class:`~simplexlab.theory.FiniteGroup`: the exact expected
         step of the run's rule (any method; its schedule, verifier, surrogate and reduction; for
         REINFORCE++ the batch is the run's ``num_prompts`` groups, taken as drawn from one
         policy). No ``O(1/G)`` error is left: the ensemble mean follows it up to ``O(η)``.
-        ``options`` go to :class:`~simplexlab.meanfield.FiniteGroup` (``path``, ``max_size``,
+        ``options`` go to :class:`~simplexlab.theory.FiniteGroup` (``path``, ``max_size``,
         ...). Only SGD is covered (a momentum or Adam step is not the mean of its gradient:
         ``ValueError``), and ``M >= 1``."""
         q, verifier = self._theory_inputs(params)

@@ -3,7 +3,7 @@ r"""The Cat/Dog/Persian/Siamese softmax classifier of SC §2.4, App. G and App. 
 A linear softmax classifier over the four labels (Cat, Dog, Persian, Siamese): logits
 ``f_θ(x, ·) = W e_x`` for an input with embedding ``e_x`` (``W`` is ``(4, d)``, no bias, so the
 kernel of two inputs is ``∇_W f(x, o)ᵀ ∇_W f(x', o') = [o = o'] e_xᵀ e_x'``, the dot products
-App. G uses). The embeddings are those of SC §2.4 (:func:`simplexlab.sampling.toy_embeddings`,
+App. G uses). The embeddings are those of SC §2.4 (:func:`simplexlab.theory.toy_embeddings`,
 the one definition). One step (SC §2.4 and Algorithm 1 with one query per step, ``B = 1``):
 
 1. sample ``G = group_size`` labels for the Persian input from ``softmax(f̃)``,

@@ -14,7 +14,7 @@ and vocabularies (static settings). Record ``s`` (of
 :func:`~simplexlab.sim.trajectory`, at step ``s``) is batch ``s``: :meth:`Product.init` already
 holds batch 0, so ``num_steps = B − 1`` gives ``B`` batches. Batch ``s`` is drawn from
 ``fold_in(key, s)``, so it does not depend on the stride. The exact laws these batches follow are
-in :mod:`simplexlab.sampling` (``product_log10_moments``, ``product_log10_distribution``,
+in :mod:`simplexlab.theory` (``product_log10_moments``, ``product_log10_distribution``,
 ``range_distribution``).
 """
 

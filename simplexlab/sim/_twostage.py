@@ -22,8 +22,8 @@ With mean-centred advantages ``Σ_i Â_i = 0``, so the ``−π Σ Â`` part of `
 the sampled actions' logits move: ``Δz_v = (η/(Gτ)) Σ_{i : a_i = v} Â_i``. The best action's
 logit therefore never decreases and the worst's never increases, path by path (TS App. C.4
 states it in expectation). The expected step is TS Theorem 1 with the advantage
-``(G−1)/G (r − π·r)`` (:func:`simplexlab.sampling.expected_group_advantages`,
-:func:`simplexlab.sampling.expected_trajectory`).
+``(G−1)/G (r − π·r)`` (:func:`simplexlab.theory.expected_group_advantages`,
+:func:`simplexlab.theory.expected_trajectory`).
 
 Implements the simulator protocol: :mod:`simplexlab.sweep` batches it over seeds, step sizes,
 group sizes, temperatures, rewards and initial logits in one program per number of actions,

@@ -229,13 +229,13 @@ class MeanFieldTarget(SweepTarget):
     ``schedule`` (``"constant"``, ``"A"`` eq. 62, ``"B"`` eq. 67), ``K``, ``M``, ``t1``,
     ``n_save``, ``time`` (``"physical"`` / ``"inner"``), ``rtol``, ``atol``, ``block`` (how
     many trajectories are integrated together as one system with a shared adaptive step,
-    :func:`simplexlab.meanfield.solve_ensemble`; the blocks of a device run one after another),
+    :func:`simplexlab.theory.solve_ensemble`; the blocks of a device run one after another),
     ``outputs`` (which of :attr:`OUTPUTS` to return: ``"all"``, a comma-separated
     string or a list; fewer outputs, less memory: ``"p,y,z"`` is 6/10 of the bytes of
     ``"all"``, the rest can be recomputed from it). Array: ``gain`` (λ, or λ0 of a schedule),
     ``eta``, ``delta_fn``, ``delta_fp``, ``p0``. ``group_size``: ``0`` for the papers' ``G → ∞``
     systems (the default), ``G >= 2`` for the finite-group system
-    (:class:`~simplexlab.meanfield.FiniteGroup`) of ``method`` (any rule of
+    (:class:`~simplexlab.theory.FiniteGroup`) of ``method`` (any rule of
     :data:`simplexlab.shaping.METHODS` with its default parameters; ``""``: ``grpo`` or
     ``g2rpo`` by ``system``; REINFORCE++ as one group per batch). Each seed draws the initial
     compositions ``y0 ~ Dirichlet(1_K)``, ``z0 ~ Dirichlet(1_M)``, as normalised i.i.d.

@@ -4,7 +4,7 @@ Mean-field (p, y, z) fields and their closed forms, the diffrax solver, bonus-to
 fixed points, sampling theory and the sharpening-collapse theorems. It imports no other layer.
 
 This ``__init__`` is the layer's public face (the ``_modules`` here are private); the top-level
-:mod:`simplexlab.meanfield`, :mod:`simplexlab.geometry` and :mod:`simplexlab.sampling` re-export
+:mod:`simplexlab.theory`, :mod:`simplexlab.theory` and :mod:`simplexlab.theory` re-export
 parts of it by topic. What the layers above need beyond it is in :mod:`simplexlab.theory.internal`.
 """
 

@@ -229,7 +229,7 @@ def bad_mass_drift(state: State, good_bonus, bad_bonus, eta=1.0):
 
     ``E[Δp] = η p (1−p)² [−S + m1((1−p) L_y − p L_z) + p B_b (L_y + L_z)]``,
     ``m1 = Σ y_j B_j``, ``S = Σ y_j² B_j`` (no centering assumed). The neutralizer that zeroes it
-    is :func:`simplexlab.meanfield.neutralizer` (53)."""
+    is :func:`simplexlab.theory.neutralizer` (53)."""
     state = check_state(state)
     good_bonus = _vector(good_bonus, state.y, "good_bonus (length K)", "y")
     bad_bonus = check_finite(bad_bonus, "bad_bonus (B_b)")

@@ -112,7 +112,7 @@ def neutralized_inner_coefficient(K: int, gain, L_y, L_z, *, p=0.3, verifier=Non
                                   M: int = 64):
     r"""The coefficient ``a`` of ``dy/dτ = a V(y)`` of the schedule-A neutralized system
     (G²RPO eq. 57 / 63, ``a = 1 − λ̃ ρ(y, z)``) with ``λ̃ ≡ gain``, read from the mean-field
-    field :meth:`~simplexlab.meanfield.Neutralized.inner_rates` at points ``y ∈ Δ^{K−1}``,
+    field :meth:`~simplexlab.theory.Neutralized.inner_rates` at points ``y ∈ Δ^{K−1}``,
     ``z ∈ Δ^{M−1}`` of the given concentrations (``L_z ≥ 1/M``: ``M`` sets the smallest
     reachable ``L_z``). Broadcast over ``gain``, ``L_y``, ``L_z``; NumPy out."""
     gain, L_y, L_z = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (gain, L_y, L_z)))

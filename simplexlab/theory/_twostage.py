@@ -10,7 +10,7 @@ $\pi = \mathrm{softmax}(z/\tau)$ (TS App. C.4; ``τ = 1`` in §3).
 - Theorem 1 (TS §3.1, proof App. B.4): the expected update is
   $E[\Delta z_v] = \eta\,\pi(v)\,[(1-\pi(v))\hat A(v) - \sum_{u\ne v}\pi(u)\hat A(u)]
   = \eta\,(J(\pi)\hat A)_v$ with $J(\pi) = \mathrm{Diag}(\pi) - \pi\pi^\top$
-  (:func:`expected_logit_update`; the kernel is :func:`simplexlab.geometry.logit_drift`'s).
+  (:func:`expected_logit_update`; the kernel is :func:`simplexlab.theory.logit_drift`'s).
 - The advantage the theorem needs for mean-centred group advantages
   $\hat A_i = r(a_i) - \mathrm{mean}_j r(a_j)$ (TS §3.2, Algorithm 1):
   $E[\hat A_i \mid a_i = u] = \frac{G-1}{G}(r(u) - \pi\cdot r)$

@@ -14,7 +14,7 @@ modes:
 * **modes seen**: the expected number of distinct good modes among a group's correct-scored
   rollouts, ``Σ_j 1 − (1 − q_j)^G`` with ``q_j = (1 − p) y_j (1 − δ_FN)``;
 * **the within-good drift** ``dL_y/dt`` of the finite-group mean field
-  (:class:`simplexlab.meanfield.FiniteGroup`, the exact expected SGD step at ``G``, log-likelihood
+  (:class:`simplexlab.theory.FiniteGroup`, the exact expected SGD step at ``G``, log-likelihood
   surrogate, mean reduction, ``t = step · η``) at the representative state, and its regime:
   *collision* (``L_y`` grows: the good modes concentrate, the rare one is lost), *cancel*
   (``|dL_y/dt|`` within ``cancel_tol`` of the G → ∞ GRPO collision drift at the same state, G2

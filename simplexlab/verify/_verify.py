@@ -7,8 +7,8 @@ failure, the inputs; :mod:`._report`). Writing and reading schedule files is :mo
 The checks (G2: the G²RPO paper; every number is measured, none is assumed):
 
 (a) **flip** -- along the mean-field ODE of the schedule
-    (:class:`~simplexlab.meanfield.Neutralized`, eq. 56, when ``schedule.neutralize``;
-    :class:`~simplexlab.meanfield.GoodBonus`, eq. 48, otherwise; gain
+    (:class:`~simplexlab.theory.Neutralized`, eq. 56, when ``schedule.neutralize``;
+    :class:`~simplexlab.theory.GoodBonus`, eq. 48, otherwise; gain
     ``schedule.theory_gain(eta)``: constant, A = eq. 62, B = eq. 67, with the warm-up) from the
     start ``(p0, y0, z0)``: the first time the coefficient ``a_y`` of the collision field
     ``V(y)`` turns negative (``ẏ = a_y V(y)``; ``a_y/κ = 1 − λ̃ ρ`` under the neutralizer,

@@ -194,7 +194,7 @@ FIXED_POINT_STYLE = {
                            label="non-hyperbolic"),
 }
 """Matplotlib marker style of a fixed point by stability label (the labels of
-:func:`simplexlab.geometry.fixed_points`), as :func:`mark_fixed_points` draws them."""
+:func:`simplexlab.theory.fixed_points`), as :func:`mark_fixed_points` draws them."""
 
 
 def to_cartesian(y) -> np.ndarray:
