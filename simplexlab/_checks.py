@@ -15,17 +15,12 @@ points wait before returning (the torch bridge checks one flag vector on the hos
 ``solve`` run under ``eqx.filter_jit``, the sweep engine converts every chunk to NumPy); a user's
 own ``jax.jit`` around a public function gets the error where it uses the result
 (``tests/test_bad_input.py`` shows both on a two-device CPU program).
-
-Also here: :func:`renamed_kwargs`, the one mechanism for keeping an old public keyword name working
-as a deprecated alias of its new name.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
-import inspect
 import math
 import os
 import warnings
@@ -50,14 +45,10 @@ __all__ = [
     "check_parameter",
     "check_real",
     "check_simplex",
-    "deprecated_alias",
     "error_if",
     "host_memory_bytes",
     "is_concrete",
     "is_int",
-    "renamed_keys",
-    "renamed_kwargs",
-    "user_stacklevel",
     "xp",
     "Param",
     "inputs_trusted",
@@ -349,72 +340,3 @@ def check_simplex(x, name: str, *, atol: float = SIMPLEX_ATOL):
         lambda a: abs(a.sum(-1) - 1.0) > atol,
         f"{name} must lie on the probability simplex (entries sum to 1 within {atol:g})",
     )
-
-
-# --------------------------------------------------------------------------- deprecated names
-
-
-def user_stacklevel() -> int:
-    """The ``stacklevel`` for ``warnings.warn`` that points at the first frame outside
-    simplexlab, equinox and dataclass machinery (the user's call), counted from the caller."""
-    frame = inspect.currentframe().f_back  # the function calling warnings.warn
-    level = 1
-    while frame is not None:
-        fn = frame.f_code.co_filename
-        if not any(s in fn for s in ("/simplexlab/", "/equinox/", "dataclasses", "<string>")):
-            return level
-        frame = frame.f_back
-        level += 1
-    return 1
-
-
-def _warn_renamed(old: str, new: str, where: str) -> None:
-    warnings.warn(f"{where}: the keyword {old!r} is deprecated; use {new!r} (same meaning)",
-                  DeprecationWarning, stacklevel=user_stacklevel())
-
-
-def deprecated_alias(kwargs: dict, old: str, new: str, where: str, value, default):
-    """For hand-written ``__init__``\\ s: resolve ``new=value`` against a deprecated ``old`` in
-    ``kwargs`` (popped, with a ``DeprecationWarning``). Passing both is an error; ``default`` is
-    the sentinel meaning "``new`` not given"."""
-    if old in kwargs:
-        old_value = kwargs.pop(old)
-        if value is not default:
-            raise TypeError(f"{where}: got both {new!r} and its deprecated alias {old!r}")
-        _warn_renamed(old, new, where)
-        return old_value
-    return value
-
-
-def renamed_keys(values: dict, renames: dict[str, str], where: str, *, both=None) -> dict:
-    """``values`` (a dict of settings, e.g. from a TOML file or ``make(**settings)``) with each
-    deprecated old key of ``renames`` (old -> new) replaced by its new one, with a
-    ``DeprecationWarning`` naming the new one; both given raises ``both(old, new)`` (default a
-    ``ValueError`` naming ``where``)."""
-    out = dict(values)
-    for old, new in renames.items():
-        if old in out:
-            if new in out:
-                raise (both(old, new) if both is not None else ValueError(
-                    f"{where}: got both {new!r} and its deprecated alias {old!r}"))
-            _warn_renamed(old, new, where)
-            out[new] = out.pop(old)
-    return out
-
-
-def renamed_kwargs(**renames: str):
-    """Decorator: ``@renamed_kwargs(n="group_size")`` keeps ``f(..., n=4)`` working as
-    ``f(..., group_size=4)`` with a ``DeprecationWarning`` (passing both is a ``TypeError``).
-    The signature shown by ``inspect`` is the new one."""
-
-    def deco(f):
-        @functools.wraps(f)
-        def wrapper(*args, **kwargs):
-            kwargs = renamed_keys(kwargs, renames, f"{f.__name__}()", both=lambda old, new: (
-                TypeError(f"{f.__name__}() got both {new!r} and its deprecated alias {old!r}")))
-            return f(*args, **kwargs)
-
-        wrapper.__signature__ = inspect.signature(f)
-        return wrapper
-
-    return deco

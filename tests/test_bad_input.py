@@ -654,82 +654,37 @@ def test_continuous_group_size_is_opt_in():
     assert np.isfinite(float(S.tail_miss(0.5, 0.1, 2.5, continuous=True)))
 
 
-# --------------------------------------------------------------------------- deprecated names
-# One name per quantity: group size ``group_size``, gain ``gain`` (λ, or λ0 of a schedule). The
-# old keywords keep working with a DeprecationWarning and give the same result.
+# --------------------------------------------------------------------------- removed names
+# One name per quantity (group size ``group_size``, gain ``gain``, step size ``eta``): the old
+# keywords and attributes of 0.x are gone (CHANGELOG.md) and refused, never silently ignored.
 
-_RNG = np.random.default_rng
-OLD_AND_NEW = [
-    ("ConstantGain", lambda: sl.ConstantGain(lam=0.7), lambda: sl.ConstantGain(gain=0.7)),
-    ("ScheduleA", lambda: sl.ScheduleA(lam0=2.0), lambda: sl.ScheduleA(2.0)),
-    ("ScheduleB", lambda: sl.ScheduleB(lam0=2.0), lambda: sl.ScheduleB(gain=2.0)),
-    ("G2RPOConfig", lambda: sh.G2RPOConfig(lam0=1.2).gain, lambda: sh.G2RPOConfig(gain=1.2).gain),
-    ("gain_schedule_a", lambda: mf.gain_schedule_a(0.3, lam0=1.5),
-     lambda: mf.gain_schedule_a(0.3, gain=1.5)),
-    ("gain_schedule_b", lambda: mf.gain_schedule_b(0.3, LY, LZ, 3, lam0=1.5),
-     lambda: mf.gain_schedule_b(0.3, LY, LZ, 3, 1.5)),
-    ("neutralizer_schedule_a", lambda: mf.neutralizer_schedule_a(0.3, LY, LZ, 3, lam0=1.5),
-     lambda: mf.neutralizer_schedule_a(0.3, LY, LZ, 3, gain=1.5)),
-    ("neutralizer_schedule_b", lambda: mf.neutralizer_schedule_b(0.3, LY, LZ, 3, lam0=1.5),
-     lambda: mf.neutralizer_schedule_b(0.3, LY, LZ, 3, gain=1.5)),
-    ("good_bonus_field_j1", lambda: mf.good_bonus_field_j1(S0, lam=0.5),
-     lambda: mf.good_bonus_field_j1(S0, gain=0.5)),
-    ("adaptive_field_j1", lambda: mf.adaptive_field_j1(S0, lam0=0.5),
-     lambda: mf.adaptive_field_j1(S0, 0.5)),
-    ("activity", lambda: S.activity(0.3, n=8), lambda: S.activity(0.3, group_size=8)),
-    ("log_activity", lambda: S.log_activity(0.3, n=8), lambda: S.log_activity(0.3, 8)),
-    ("tail_miss", lambda: S.tail_miss(0.5, 0.1, n=16), lambda: S.tail_miss(0.5, 0.1, 16)),
-    ("log_tail_miss", lambda: S.log_tail_miss(0.5, 0.1, n=16),
-     lambda: S.log_tail_miss(0.5, 0.1, group_size=16)),
-    ("conditional_sampled_masses", lambda: S.conditional_sampled_masses(PI, CORRECT, n=4, k=1),
-     lambda: S.conditional_sampled_masses(PI, CORRECT, group_size=4, k=1)),
-    ("conditional_baseline", lambda: S.conditional_baseline(PI, CORRECT, n=4, k=1),
-     lambda: S.conditional_baseline(PI, CORRECT, 4, 1)),
-    ("logit_update", lambda: S.logit_update(PI, CORRECT, SAMPLED, n=4),
-     lambda: S.logit_update(PI, CORRECT, SAMPLED, group_size=4)),
-    ("mass_balance", lambda: S.mass_balance(PI, CORRECT, SAMPLED, n=4),
-     lambda: S.mass_balance(PI, CORRECT, SAMPLED, 4)),
-    ("unsampled_correct_change", lambda: S.unsampled_correct_change(PI, CORRECT, SAMPLED, n=4),
-     lambda: S.unsampled_correct_change(PI, CORRECT, SAMPLED, 4)),
-    ("mc_activity", lambda: S.mc_activity(0.3, n=8, n_groups=100, rng=_RNG(0)).mean,
-     lambda: S.mc_activity(0.3, 8, 100, _RNG(0)).mean),
-    ("mc_tail_miss", lambda: S.mc_tail_miss(0.5, 0.1, n=8, n_groups=100, rng=_RNG(0)).mean,
-     lambda: S.mc_tail_miss(0.5, 0.1, group_size=8, n_groups=100, rng=_RNG(0)).mean),
-    ("mc_grpo_advantage_magnitude",
-     lambda: S.mc_grpo_advantage_magnitude(0.5, n=8, n_groups=100, rng=_RNG(0))[0].mean,
-     lambda: S.mc_grpo_advantage_magnitude(0.5, 8, 100, _RNG(0))[0].mean),
-    ("mc_conditional_sampled_masses",
-     lambda: S.mc_conditional_sampled_masses(PI, CORRECT, n=4, n_groups=50, rng=_RNG(0))["count"],
-     lambda: S.mc_conditional_sampled_masses(PI, CORRECT, 4, 50, _RNG(0))["count"]),
+REMOVED = [
+    ("ConstantGain(lam=)", lambda: sl.ConstantGain(lam=0.7), TypeError),
+    ("ScheduleA(lam0=)", lambda: sl.ScheduleA(lam0=2.0), TypeError),
+    ("G2RPOConfig(lam0=)", lambda: sh.G2RPOConfig(lam0=1.2), TypeError),
+    ("gain_schedule_a(lam0=)", lambda: mf.gain_schedule_a(0.3, lam0=1.5), TypeError),
+    ("good_bonus_field_j1(lam=)", lambda: mf.good_bonus_field_j1(S0, lam=0.5), TypeError),
+    ("tail_miss(n=)", lambda: S.tail_miss(0.5, 0.1, n=16), TypeError),
+    ("logit_update(n=)", lambda: S.logit_update(PI, CORRECT, SAMPLED, n=4), TypeError),
+    ("mc_activity(n=)", lambda: S.mc_activity(0.3, n=8, n_groups=10, rng=np.random.default_rng(0)),
+     TypeError),
+    ("ScheduleB().lam0", lambda: sl.ScheduleB(2.0).lam0, AttributeError),
+    ("CategoricalConfig(learning_rate=)",
+     lambda: sl.sim.CategoricalConfig(learning_rate=0.3), TypeError),
+    ("Categorical.make(learning_rate=)",
+     lambda: sl.sim.Categorical.make(learning_rate=0.3), ValueError),
+    ("sweep categorical learning_rate",
+     lambda: sl.sweep.run("categorical", {"learning_rate": [0.1]}, seeds=1, progress=False),
+     ValueError),
+    ("simplexlab.sim.verify_schedule", lambda: sl.sim.verify_schedule, AttributeError),
 ]
 
 
-@pytest.mark.parametrize("old,new", [(o, n) for _, o, n in OLD_AND_NEW],
-                         ids=[i for i, _, _ in OLD_AND_NEW])
-def test_old_keyword_still_works_with_a_deprecation_warning(old, new):
-    with pytest.warns(DeprecationWarning, match="deprecated"):
-        got = old()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)  # the new name warns nothing
-        want = new()
-    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-
-def test_old_attribute_names_and_both_names_at_once():
-    for obj, old in [(sl.ConstantGain(0.7), "lam"), (sl.ScheduleA(2.0), "lam0"),
-                     (sl.ScheduleB(2.0), "lam0"), (sh.G2RPOConfig(gain=1.2), "lam0")]:
-        with pytest.warns(DeprecationWarning, match="deprecated"):
-            assert getattr(obj, old) == obj.gain
-    with pytest.raises(TypeError, match="both"):
-        sl.ScheduleA(1.0, lam0=2.0)
-    with pytest.raises(TypeError, match="both"):
-        S.tail_miss(0.5, 0.1, group_size=16, n=16)
-    with pytest.raises(TypeError, match="multiple values"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        S.tail_miss(0.5, 0.1, 16, n=16)
-    with pytest.raises(TypeError, match="unexpected"):
-        sl.ScheduleB(lam=1.0)
+@pytest.mark.parametrize("call,error", [(c, e) for _, c, e in REMOVED],
+                         ids=[i for i, _, _ in REMOVED])
+def test_removed_old_names_are_refused(call, error):
+    with pytest.raises(error):
+        call()
 
 
 # ---- run-time errors on an asynchronous backend -------------------------------------------------

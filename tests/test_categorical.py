@@ -514,29 +514,6 @@ def test_non_finite_eta_under_jit_raises():
         jax.block_until_ready(run_jit(cfg, jax.random.key(0), num_steps=12, stride=4))
 
 
-def test_learning_rate_is_a_deprecated_alias_of_eta():
-    """The old name ``learning_rate`` still works (a ``DeprecationWarning`` naming ``eta``) in
-    the config, its attribute, ``Categorical.make`` and sweep configs, with the same results."""
-    with pytest.warns(DeprecationWarning, match="'eta'"):
-        old = C.CategoricalConfig(policy=SMALL, group_size=6, learning_rate=0.3)
-    assert old == C.CategoricalConfig(policy=SMALL, group_size=6, eta=0.3)
-    with pytest.warns(DeprecationWarning, match="eta"):
-        assert old.learning_rate == 0.3
-    with pytest.raises(TypeError, match="both"):
-        C.CategoricalConfig(eta=0.1, learning_rate=0.3)
-    with pytest.warns(DeprecationWarning, match="'eta'"):
-        sim = C.Categorical.make(learning_rate=0.3, num_actions=SMALL.num_actions,
-                                 num_correct=SMALL.num_correct)
-    assert sim.default_params()["eta"] == 0.3
-    fixed = {"num_actions": SMALL.num_actions, "num_correct": 8, "num_steps": 4, "stride": 2}
-    new = sweep.run("categorical", {"eta": [0.1, 0.2]}, fixed=fixed, seeds=1, progress=False)
-    with pytest.warns(DeprecationWarning, match="'eta'"):
-        dep = sweep.run("categorical", {"learning_rate": [0.1, 0.2]}, fixed=fixed, seeds=1,
-                        progress=False)
-    np.testing.assert_array_equal(dep.q_pos.values, new.q_pos.values)
-    assert "eta" in dep.dims
-
-
 def test_full_size_app_j_run_is_cheap():
     """A = 128,000, N = 131,072 (the largest Fig. 4 group): counts, never an (N, A) array."""
     cfg = C.CategoricalConfig(group_size=131_072)

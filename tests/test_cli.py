@@ -87,9 +87,9 @@ def test_help_does_not_import_jax():
 
 
 def test_import_simplexlab_does_not_import_upper_layers():
-    code = ("import sys, simplexlab as sl\nsl.solve\nsl.categorical\n"
+    code = ("import sys, simplexlab as sl\nsl.solve\nsl.sim\n"
             "print(sorted(m for m in sys.modules if m.split('.')[:2][-1] in "
-            "('lab', 'sweep', 'plotting')))")
+            "('lab', 'sweep', 'verify')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -198,7 +198,8 @@ def test_plot_training_draws_a_rule_variant_in_its_rules_colour_dotted():
 def test_a_figure_without_a_registered_claim_says_so(tmp_path):
     """finite-group-zoo has no paper claim: its figure says so instead of "not evaluated"; an
     experiment with claims but no report says "not evaluated"."""
-    from simplexlab.lab import NO_CLAIM, claim_lines
+    from simplexlab.lab import claim_lines
+    from simplexlab.lab._plotting import NO_CLAIM
     from simplexlab.lab._status import NOT_EVALUATED
 
     assert claim_lines("finite-group-zoo", tmp_path) == [NO_CLAIM]

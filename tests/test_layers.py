@@ -31,10 +31,6 @@ ORDER = ["theory", "shaping", "sim", "sweep", "verify", "lab"]
 SIBLINGS = {"llm": "lab"}
 BASE = {"_checks", "_types", "_results", "_version", "_env", "_interrupt", "_upstream",
         "_bibliography"}
-#: upward imports allowed as deprecation shims, lazily and of the public package only:
-#: (module, layer it may import); ``sim/__init__.py``'s ``__getattr__`` serves the names that
-#: moved to :mod:`simplexlab.verify`
-SHIMS = {("sim/__init__.py", "verify")}
 #: folders outside the package whose imports of simplexlab are checked (outside every layer)
 OUTSIDE = ("experiments", "benchmarks", "notebooks")
 #: the names the top-level ``simplexlab`` re-exports from ``simplexlab.theory``
@@ -180,10 +176,6 @@ def test_layers_import_only_downward(layer):
                 assert len(mod) == 2, f"{where}: only the public package simplexlab.{top}"
                 assert lazy, f"{where} at import time (only inside a function)"
                 assert not [n for n in names if n.startswith("_")], f"{where} private {names}"
-                continue
-            if (path.relative_to(PKG).as_posix(), top) in SHIMS:
-                assert lazy and len(mod) == 2, f"{path.relative_to(PKG)}: shim import of " \
-                                               f"{'.'.join(mod)} must be lazy and public"
                 continue
             assert top in allowed, f"{path.relative_to(PKG)} imports {'.'.join(mod)} " \
                                    f"(layer {layer} may import only {sorted(allowed)})"

@@ -262,21 +262,14 @@ def test_bad_config_names_the_value(kw, match):
         TrainConfig(**kw)
 
 
-def test_old_names_lr_and_scale_are_deprecated_aliases():
-    """``lr`` (TrainConfig, its dict form, warm_start) and ``scale`` (predict) still work, with
-    a ``DeprecationWarning`` naming the new name."""
-    with pytest.warns(DeprecationWarning, match="'eta'"):
-        old = TrainConfig(lr=2e-3)
-    assert old == TrainConfig(eta=2e-3)
-    with pytest.warns(DeprecationWarning, match="eta"):
-        assert old.lr == 2e-3
-    with pytest.warns(DeprecationWarning, match="'eta'"):
-        assert TrainConfig.from_dict({"lr": 2e-3}) == old
-    with pytest.raises(ValueError, match="both"):
-        TrainConfig(lr=2e-3, eta=1e-3)
-    with pytest.warns(DeprecationWarning, match="'time_scale'"), pytest.raises(KeyError):
-        predict({}, 3, [0.0], scale=0.5)  # the alias resolves before the empty row fails
-
+def test_old_names_lr_and_scale_are_refused():
+    """``lr`` and ``scale`` (0.x names of ``eta`` and ``time_scale``) are gone: refused."""
+    with pytest.raises(TypeError, match="lr"):
+        TrainConfig(lr=2e-3)
+    with pytest.raises(ValueError, match="lr"):
+        TrainConfig.from_dict({"lr": 2e-3})
+    with pytest.raises(TypeError, match="scale"):
+        predict({}, 3, [0.0], scale=0.5)
 
 def test_task_bad_input():
     with pytest.raises(ValueError, match="targets must be digits"):

@@ -399,25 +399,6 @@ def test_jit_reuse_keeps_reports_independent(report_b, report_half):
     assert jax.config.read("jax_enable_x64")
 
 
-def test_old_sim_names_still_work_with_a_deprecation_warning():
-    """The verification moved from ``simplexlab.sim`` to ``simplexlab.verify``; the old
-    names are the same objects, each with a DeprecationWarning naming the new home."""
-    import simplexlab.sim as sim
-    import simplexlab.verify as verify
-
-    names = ("ScheduleReport", "bad_bonus_growth", "load_schedule", "load_schedule_config",
-             "save_schedule", "verify_schedule")
-    for name in names:
-        with pytest.warns(DeprecationWarning, match=rf"simplexlab\.verify\.{name}\b"):
-            assert getattr(sim, name) is getattr(verify, name)
-    with pytest.warns(DeprecationWarning, match="simplexlab.verify.load_schedule"):
-        from simplexlab.sim import load_schedule as old
-    assert old is load_schedule
-    assert not set(names) & set(sim.__all__)
-    with pytest.raises(AttributeError, match="no_such_name"):
-        sim.no_such_name  # noqa: B018
-
-
 def test_finite_group_theory_sees_that_a_small_group_does_not_flip():
     """``theory="finite"``: at G = 4 the mean field says schedule B with λ0 = 1.5 flips
     collision from the start (λ̃ρ > 1), while the exact finite-group field keeps collision (a

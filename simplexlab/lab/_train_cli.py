@@ -16,11 +16,11 @@ three). With a TOML ``CONFIG`` it trains one model as the file says::
 
     [warm_start]                 # supervised warm start before RL (steps = 0: none)
     steps = 800
-    eta = 3e-3                   # AdamW's rate (``lr``: deprecated old name)
+    eta = 3e-3                   # AdamW's rate
 
     [train]                      # simplexlab.llm.TrainConfig fields
     method = "g2rpo"
-    eta = 3e-4                   # AdamW's rate (``lr``: deprecated old name)
+    eta = 3e-4                   # AdamW's rate
     schedule = "schedule.json"   # from `simplexlab schedule verify` (--force: accept a failed one)
     steps = 100
 
@@ -94,7 +94,6 @@ def cmd_train(args) -> int:
 
 
 def _plan(path: Path, args) -> dict:
-    from .._checks import renamed_keys
     from .._results import check_file_name, writable_folder
     from ..llm import ArithmeticTask, TrainConfig
     from ..verify import load_schedule
@@ -115,7 +114,7 @@ def _plan(path: Path, args) -> dict:
                                  for k, v in task_opts.items()})
     except TypeError as err:
         raise ValueError(f"{path}: [task]: {err}") from None
-    warm = renamed_keys(raw.get("warm_start", {}), {"lr": "eta"}, f"{path} [warm_start]")
+    warm = dict(raw.get("warm_start", {}))
     bad = sorted(set(warm) - {"steps", "batch", "eta"})
     if bad:
         raise ValueError(f"{path}: unknown [warm_start] key(s) {bad}")

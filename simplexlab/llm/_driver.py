@@ -24,19 +24,17 @@ atomically and resumed with ``resume=True``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import os
 import random
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._checks import is_int, renamed_keys, renamed_kwargs, user_stacklevel
+from .._checks import is_int
 from .._results import (
     atomic_write_bytes,
     atomic_write_json,
@@ -74,7 +72,7 @@ def resolve_schedule(schedule, force: bool = False) -> GainSchedule:
 class TrainConfig:
     """Hyper-parameters of :func:`train` (keyword-only; validated on construction). ``eta``:
     AdamW's rate (the step size; a neural network's rate, so the mean-field prediction fits its
-    own time scale ``t = c·step``); ``lr`` is its deprecated old name."""
+    own time scale ``t = c·step``)."""
 
     method: str = "grpo"
     #: G²RPO's schedule (default :data:`DEFAULT_SCHEDULE`: schedule B, λ0 = 1.5, neutralizer,
@@ -133,13 +131,6 @@ class TrainConfig:
             raise ValueError(f"weight_decay must be >= 0; got {self.weight_decay!r}")
 
     @property
-    def lr(self) -> float:
-        """Deprecated alias of :attr:`eta`."""
-        warnings.warn("TrainConfig.lr is deprecated; use .eta", DeprecationWarning,
-                      stacklevel=user_stacklevel())
-        return self.eta
-
-    @property
     def verifier(self) -> Verifier:
         """The noisy verifier of ``delta_fn``, ``delta_fp`` (G2 App. A.2)."""
         return Verifier(self.delta_fn, self.delta_fp)
@@ -152,7 +143,6 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        d = renamed_keys(d, _RENAMED, "TrainConfig")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -163,18 +153,6 @@ class TrainConfig:
         if "betas" in d:
             d["betas"] = tuple(d["betas"])
         return cls(**d)
-
-
-_RENAMED = {"lr": "eta"}  # deprecated old field names -> new
-_dataclass_init = TrainConfig.__init__
-
-
-@functools.wraps(_dataclass_init)
-def _init(self, *args, **kwargs):
-    _dataclass_init(self, *args, **renamed_keys(kwargs, _RENAMED, "TrainConfig"))
-
-
-TrainConfig.__init__ = _init
 
 
 # ---- the loss ---------------------------------------------------------------------------------
@@ -219,7 +197,6 @@ def _completion_mask(comp, eos: int):
 
 # ---- warm start ----------------------------------------------------------------------------
 
-@renamed_kwargs(lr="eta")
 def check_warm_start(steps=300, batch=64, eta=3e-3, *, where: str = "warm_start") -> None:
     """``steps`` an integer >= 0, ``batch`` an integer >= 1, ``eta`` a finite number > 0
     (booleans are neither): ``ValueError`` naming ``where``, the setting and its value (a
@@ -236,7 +213,7 @@ def warm_start(model, task, *, steps: int = 300, batch: int = 64, eta: float = 3
                seed: int = 0, progress=None) -> list[float]:
     """Supervised warm start on :meth:`task.warm_start_batch` (cross-entropy on the answer
     tokens), so the policy starts with several correct families of unequal mass; ``eta``:
-    AdamW's rate (``lr=`` is its deprecated old name). Returns the losses. Bad settings:
+    AdamW's rate. Returns the losses. Bad settings:
     :func:`check_warm_start`."""
     check_warm_start(steps, batch, eta)
     import torch
@@ -355,8 +332,7 @@ def train(model, task, cfg: TrainConfig, *, out: str | os.PathLike | None = None
             raise ValueError(f"cannot resume {name!r}: {path} is not a checkpoint this lab "
                              f"writes (only tensors, containers and numbers are loaded; "
                              f"nothing in it was run): {first}") from None
-        saved = {_RENAMED.get(k, k): v for k, v in ck["config"].items()}  # older checkpoints
-        if saved != cfg.to_dict():
+        if ck["config"] != cfg.to_dict():
             raise ValueError(f"cannot resume {name!r}: the checkpoint was made with another "
                              "configuration (start afresh, or use the same settings)")
         model.load_state_dict(ck["model"])

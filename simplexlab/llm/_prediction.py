@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import renamed_kwargs
 from ..shaping import GainSchedule, meanfield_system
 
 __all__ = ["fit_time_scale", "initial_states", "predict"]
@@ -36,7 +35,6 @@ def initial_states(row: dict[str, Any], K: int):
     return p, y, z
 
 
-@renamed_kwargs(scale="time_scale")
 def predict(row0: dict[str, Any], K: int, times, *, method: str = "grpo",
             schedule: GainSchedule | None = None, time_scale: float = 1.0,
             mode_threshold: float = 0.05) -> dict[str, np.ndarray]:
@@ -44,8 +42,7 @@ def predict(row0: dict[str, Any], K: int, times, *, method: str = "grpo",
     from the measured initial state ``row0``: GRPO eq. (22), or G²RPO -- eq. (56) with
     ``schedule.neutralize`` else (48) -- with the schedule's gain (its warm-up in steps becomes
     ``t_ramp = ramp_steps · time_scale``), at ``t = time_scale · step``; perfect verifier,
-    ``η = 1``. ``time_scale``: the ``c`` of :func:`fit_time_scale` (``scale=`` is its deprecated
-    old name)."""
+    ``η = 1``. ``time_scale``: the ``c`` of :func:`fit_time_scale`."""
     import jax.numpy as jnp
 
     from ..theory import make_state, solve_ensemble

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -34,10 +33,8 @@ import numpy as np
 from .._checks import (
     check_number,
     check_parameter,
-    deprecated_alias,
     is_concrete,
     is_int,
-    user_stacklevel,
 )
 from ..theory import AbstractGain, GoodBonus, Neutralized, Verifier
 from ..theory.internal import SCHEDULE_KINDS, check_kind
@@ -216,7 +213,7 @@ class G2RPOConfig(GainSchedule):
     App. D.4 safeguards): the settings of :class:`GainSchedule` -- whose ``kind`` is called
     ``schedule`` here -- and ``verifier``, the verifier's ``J`` and ``σ(p)`` used by schedules
     A/B (eq. 62/67). :meth:`GainSchedule.config` makes one per step; keyword-only arguments
-    (``gain`` -- base gain λ0, paper default 1.5; ``lam0`` is a deprecated alias).
+    (``gain`` -- base gain λ0, paper default 1.5).
     """
 
     verifier: Verifier = eqx.field(default_factory=Verifier, kw_only=True)
@@ -224,7 +221,6 @@ class G2RPOConfig(GainSchedule):
     _KIND: ClassVar[str] = "schedule"
 
     def __init__(self, *, schedule="B", gain=1.5, verifier=None, **settings):
-        gain = deprecated_alias(settings, "lam0", "gain", "G2RPOConfig", gain, 1.5)
         unknown = sorted(k for k in settings if k not in self.FIELDS or k == "kind")
         if unknown:  # the kind is ``schedule`` here
             raise TypeError(f"G2RPOConfig() got unexpected keyword argument(s) {unknown}")
@@ -238,13 +234,6 @@ class G2RPOConfig(GainSchedule):
     def schedule(self) -> str:
         """The schedule kind (:attr:`GainSchedule.kind`)."""
         return self.kind
-
-    @property
-    def lam0(self):
-        """Deprecated alias of :attr:`gain`."""
-        warnings.warn("G2RPOConfig.lam0 is deprecated; use .gain", DeprecationWarning,
-                      stacklevel=user_stacklevel())
-        return self.gain
 
     def __check_init__(self):
         if not isinstance(self.verifier, Verifier):

@@ -28,8 +28,7 @@ Batches of runs (grids over parameters and seeds, sharded, chunked, resumable) a
 protocol (batching, memory per run, output dims, bucketing) in its adapters
 (:class:`simplexlab.sweep.SweepAdapter`); checking a G²RPO gain schedule before training
 (``verify_schedule``, ``save_schedule`` / ``load_schedule``, ...) is the job of
-:mod:`simplexlab.verify`, the layer above (those names are still served here, deprecated:
-:data:`_MOVED_TO_VERIFY`).
+:mod:`simplexlab.verify`, the layer above.
 """
 
 from ._bandit import METHODS, Bandit, BanditMetrics, BanditState
@@ -95,20 +94,3 @@ __all__ = [
     "sample_counts",
     "trajectory",
 ]
-
-#: names that moved to :mod:`simplexlab.verify` (the layer above); served here with a
-#: ``DeprecationWarning`` by :func:`__getattr__`, which imports that layer only when one is asked
-_MOVED_TO_VERIFY = frozenset({"ScheduleReport", "bad_bonus_growth", "load_schedule",
-                              "load_schedule_config", "save_schedule", "verify_schedule"})
-
-
-def __getattr__(name):
-    if name in _MOVED_TO_VERIFY:
-        import warnings
-
-        from .. import verify  # lazily: verify is the layer above sim
-
-        warnings.warn(f"simplexlab.sim.{name} moved to simplexlab.verify.{name}; import it from "
-                      "there", DeprecationWarning, stacklevel=2)
-        return getattr(verify, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -161,7 +161,6 @@ class Categorical(AbstractSimulator):
 
     name: ClassVar[str] = "categorical"
     version: ClassVar[str] = "1"
-    renamed_names: ClassVar[dict[str, str]] = {"learning_rate": "eta"}
     config: CategoricalConfig = eqx.field(default_factory=CategoricalConfig, kw_only=True)
 
     @classmethod
@@ -169,9 +168,8 @@ class Categorical(AbstractSimulator):
         """Build from flat settings: the fields of :class:`CategoricalPolicy` and
         :class:`CategoricalConfig`, with ``advantage`` / ``optimizer`` given by name
         (:data:`ADVANTAGES`, :data:`OPTIMIZERS`) or as callables and ``dtype`` as
-        ``"float32"`` / ``"float64"``. Unknown names raise ``ValueError``; ``learning_rate`` is
-        the deprecated old name of ``eta``."""
-        s = cls.renamed(settings)
+        ``"float32"`` / ``"float64"``. Unknown names raise ``ValueError``."""
+        s = dict(settings)
         cls.check_settings(s, set(_POLICY_FIELDS) | set(_CONFIG_FIELDS)
                            | {"eta", "focal_gamma", "group_size"})
         for field, table in (("advantage", ADVANTAGES), ("optimizer", OPTIMIZERS)):

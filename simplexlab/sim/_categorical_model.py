@@ -45,7 +45,6 @@ Both are O(A); :func:`count_gradient` implements them.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -61,11 +60,9 @@ from .._checks import (
     check_number,
     check_parameter,
     check_real,
-    deprecated_alias,
     host_memory_bytes,
     is_concrete,
     is_int,
-    user_stacklevel,
     xp,
 )
 from ..shaping import mean_shifted_advantages, raw_advantages
@@ -194,7 +191,7 @@ class CategoricalConfig(eqx.Module):
       ``"sum"`` over the group (module docstring).
     - ``optimizer``: ``eta -> optax.GradientTransformation`` (static), e.g.
       ``optax.sgd``, ``optax.adam``; ``eta``: the optimizer's rate (η of App. J), finite, > 0
-      (an array field, vmaps; ``learning_rate=`` is its deprecated old name).
+      (an array field, vmaps).
     - ``dtype``: floating dtype of the logits, optimizer state, sampler and metrics (static):
       ``None`` (default: JAX's default float, float64 with x64 enabled, the setting for
       quantitative runs), ``jnp.float32`` or ``jnp.float64``. float32 is faster on CPU
@@ -223,11 +220,7 @@ class CategoricalConfig(eqx.Module):
 
     def __init__(self, *, policy=None, group_size=None, advantage=mean_shifted_advantages,
                  focal_gamma=0.0, surrogate="probability", reduction="mean", optimizer=optax.sgd,
-                 eta=1e-2, dtype=None, max_group_size=None, sampler="auto", **kwargs):
-        eta = deprecated_alias(kwargs, "learning_rate", "eta", "CategoricalConfig", eta, 1e-2)
-        if kwargs:
-            raise TypeError(f"CategoricalConfig() got unexpected keyword argument(s) "
-                            f"{sorted(kwargs)}")
+                 eta=1e-2, dtype=None, max_group_size=None, sampler="auto"):
         self.policy = CategoricalPolicy() if policy is None else policy
         if group_size is None:  # the default: 8, or the bound when one is given
             group_size = 8 if max_group_size is None else max_group_size
@@ -244,13 +237,6 @@ class CategoricalConfig(eqx.Module):
         self.optimizer = optimizer
         self.eta = eta
         self.dtype = dtype
-
-    @property
-    def learning_rate(self):
-        """Deprecated alias of :attr:`eta`."""
-        warnings.warn("CategoricalConfig.learning_rate is deprecated; use .eta",
-                      DeprecationWarning, stacklevel=user_stacklevel())
-        return self.eta
 
     def __check_init__(self):
         if not isinstance(self.policy, CategoricalPolicy):

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import host_memory_bytes, is_concrete, is_int, renamed_keys
+from .._checks import host_memory_bytes, is_concrete, is_int
 from ._policy import default_float
 
 __all__ = ["MAX_STEPS", "AbstractSimulator", "WithDtype", "trajectory"]
@@ -39,16 +39,6 @@ class AbstractSimulator(eqx.Module):
     name: ClassVar[str] = ""
     #: bump when the simulator's numerics change: the sweep store keys every chunk on it
     version: ClassVar[str] = "1"
-
-    #: deprecated old names of settings and array parameters -> their names (``make`` and the
-    #: sweep configs accept them with a ``DeprecationWarning``, :meth:`renamed`)
-    renamed_names: ClassVar[dict[str, str]] = {}
-
-    @classmethod
-    def renamed(cls, values: dict[str, Any]) -> dict[str, Any]:
-        """``values`` with the deprecated old names of :attr:`renamed_names` replaced by their
-        new ones (a ``DeprecationWarning`` naming the new name)."""
-        return renamed_keys(values, cls.renamed_names, cls.name)
 
     @classmethod
     def make(cls, **settings) -> AbstractSimulator:

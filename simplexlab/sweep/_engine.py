@@ -352,7 +352,6 @@ def _plan(target, grid, fixed, *, seeds, seed, keys, format, memory_budget, chun
     target = make_target(target) if not isinstance(target, SweepTarget) else target
     grid = {str(k): _as_values(str(k), v) for k, v in dict(grid or {}).items()}
     fixed = dict(fixed or {})
-    grid, fixed = target.renamed(grid), target.renamed(fixed)  # deprecated old names
     _check_names(target, grid, fixed)
     _check_bools(target, grid, fixed)
     if batching not in BATCHINGS:

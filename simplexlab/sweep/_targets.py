@@ -70,11 +70,6 @@ class SweepTarget(abc.ABC):
         """Static parameters that fix the output layout and cannot be swept."""
         return ()
 
-    def renamed(self, values: dict[str, Any]) -> dict[str, Any]:
-        """``values`` (a grid or fixed dict) with deprecated old parameter names replaced by
-        their new ones (a ``DeprecationWarning`` naming the new one). Default: unchanged."""
-        return dict(values)
-
     def groups(self, static: dict[str, Any], arrays: dict[str, np.ndarray],
                given: set[str]) -> list[tuple[dict[str, Any], Any]]:
         """Split the runs of one static combination into programs: ``[(static_i, rows_i)]``,
@@ -146,9 +141,6 @@ class SimulatorTarget(SweepTarget):
 
     def unsweepable(self):
         return ("num_steps", "stride", "dtype")
-
-    def renamed(self, values):
-        return self.cls.renamed(values)
 
     def groups(self, static, arrays, given):
         return self.adapter.groups(static, arrays, given)

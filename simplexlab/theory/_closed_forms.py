@@ -29,7 +29,6 @@ from .._checks import (
     check_pair,
     check_simplex,
     is_concrete,
-    renamed_kwargs,
     xp,
 )
 from .._types import BadSimplex, BatchScalar, GoodSimplex, ScalarLike, Simplex
@@ -221,7 +220,6 @@ def _gain_schedule_a(p, gain, verifier: Verifier):
     return gain * verifier.J * p / verifier.reward_std(p)
 
 
-@renamed_kwargs(lam0="gain")
 def gain_schedule_a(p: ScalarLike, gain: ScalarLike,
                     verifier: Verifier | None = None) -> BatchScalar:
     r"""Schedule A (p-adaptive, constant inner gain ``λ̃ ≡ λ0``): ``λ = λ0 J p / σ(p)``,
@@ -239,7 +237,6 @@ def _gain_schedule_b(p, L_y, L_z, K, gain, verifier: Verifier):
     return _gain_schedule_a(p, gain, verifier) / _attenuation(L_y, L_z, K)
 
 
-@renamed_kwargs(lam0="gain")
 def gain_schedule_b(p: ScalarLike, L_y: ScalarLike, L_z: ScalarLike, K: int, gain: ScalarLike,
                     verifier: Verifier | None = None) -> BatchScalar:
     r"""Schedule B ((p, y, z)-adaptive, constant within-good strength), G²RPO eq. (67):
@@ -250,7 +247,6 @@ def gain_schedule_b(p: ScalarLike, L_y: ScalarLike, L_z: ScalarLike, K: int, gai
     return _gain_schedule_b(_p(p), L_y, L_z, K, _gain(gain), verifier)
 
 
-@renamed_kwargs(lam0="gain")
 def neutralizer_schedule_a(p: ScalarLike, L_y: ScalarLike, L_z: ScalarLike, K: int,
                            gain: ScalarLike, verifier: Verifier | None = None) -> BatchScalar:
     r"""Neutralizer under schedule A, G²RPO eq. (65): ``λ0 (J/σ) (1/K − L_y)/(L_y + L_z)``.
@@ -262,7 +258,6 @@ def neutralizer_schedule_a(p: ScalarLike, L_y: ScalarLike, L_z: ScalarLike, K: i
     return gain * verifier.J / verifier.reward_std(p) * (1.0 / K - L_y) / (L_y + L_z)
 
 
-@renamed_kwargs(lam0="gain")
 def neutralizer_schedule_b(p: ScalarLike, L_y: ScalarLike, L_z: ScalarLike, K: int,
                            gain: ScalarLike, verifier: Verifier | None = None) -> BatchScalar:
     r"""Neutralizer under schedule B, G²RPO eq. (70): ``λ0 (J/σ) (1/K − L_y)/(L_z + 1/K)``.

@@ -22,7 +22,7 @@ from typing import ClassVar, NamedTuple
 import equinox as eqx
 import jax.numpy as jnp
 
-from .._checks import check, check_finite, renamed_kwargs, xp
+from .._checks import check, check_finite, xp
 from ._closed_forms import _kappa, _neutralizer_reciprocal, collision_field, concentration
 from ._gains import AbstractGain
 from ._state import State, check_state
@@ -210,7 +210,6 @@ class Neutralized(AbstractDynamics):
         return Rates(a_y, a_z, p_dot)
 
 
-@renamed_kwargs(lam="gain")
 def good_bonus_field_j1(state: State, gain, eta=1.0) -> State:
     r"""The perfect-verifier (J = 1) closed form (49) of the good-only bonus system:
 
@@ -232,7 +231,6 @@ def good_bonus_field_j1(state: State, gain, eta=1.0) -> State:
                  a_z[..., None] * collision_field(state.z))
 
 
-@renamed_kwargs(lam0="gain")
 def adaptive_field_j1(state: State, gain, eta=1.0) -> State:
     r"""The adaptive-gain closed form (51), J = 1, ``λ = λ0 sqrt(p/(1−p))`` (``gain`` is λ0):
 

@@ -2,22 +2,21 @@ r"""Gain schedules ``λ(t)`` for the anti-collision bonus (G²RPO App. C, D.6).
 
 A gain is an ``eqx.Module`` called as ``gain(t, p, L_y, L_z, K, verifier) -> λ``. Every schedule
 holds one number, ``gain``: the constant λ of :class:`ConstantGain`, the base gain λ0 of
-:class:`ScheduleA` / :class:`ScheduleB` (the old names ``lam`` / ``lam0`` still work, with a
-``DeprecationWarning``). :data:`SCHEDULE_KINDS` is the one list of schedule kinds: every
-``kind`` / ``schedule`` setting of the package (``GainSchedule.kind``, ``G2RPOConfig.schedule``,
-the bandit's and the mean-field sweep's ``schedule``) names one of its gain classes.
+:class:`ScheduleA` / :class:`ScheduleB`. :data:`SCHEDULE_KINDS` is the one list of schedule
+kinds: every ``kind`` / ``schedule`` setting of the package (``GainSchedule.kind``,
+``G2RPOConfig.schedule``, the bandit's and the mean-field sweep's ``schedule``) names one of its
+gain classes.
 """
 
 from __future__ import annotations
 
 import abc
-import warnings
 from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
 
-from .._checks import check_finite, check_parameter, deprecated_alias, user_stacklevel
+from .._checks import check_finite, check_parameter
 from ._closed_forms import _gain_schedule_a, _gain_schedule_b
 from ._verifier import Verifier
 
@@ -37,28 +36,19 @@ class AbstractGain(eqx.Module):
 
 
 class _OneGain(AbstractGain):
-    """A schedule with one parameter ``gain`` (positional or keyword; ``old_name=`` deprecated)."""
+    """A schedule with one parameter ``gain`` (positional or keyword)."""
 
     gain: float | jnp.ndarray
-    _old_name: ClassVar[str] = ""
     _symbol: ClassVar[str] = "λ"
 
-    def __init__(self, gain=None, **kwargs):
+    def __init__(self, gain=None):
         cls = type(self).__name__
-        gain = deprecated_alias(kwargs, self._old_name, "gain", cls, gain, None)
-        if kwargs:
-            raise TypeError(f"{cls}() got unexpected keyword argument(s) {sorted(kwargs)}")
         if gain is None:
             raise ValueError(f"{cls}.gain ({self._symbol}) is required, a finite number; got None")
         self.gain = gain
 
     def __check_init__(self):
         check_parameter(self.gain, f"{type(self).__name__}.gain ({self._symbol})")
-
-    def _deprecated(self):
-        warnings.warn(f"{type(self).__name__}.{self._old_name} is deprecated; use .gain",
-                      DeprecationWarning, stacklevel=user_stacklevel())
-        return self.gain
 
     def checked(self):
         return eqx.tree_at(lambda g: g.gain, self, check_finite(
@@ -68,28 +58,16 @@ class _OneGain(AbstractGain):
 class ConstantGain(_OneGain):
     """A constant gain ``λ(t) ≡ gain`` (G²RPO eq. 44/48 with fixed λ)."""
 
-    _old_name: ClassVar[str] = "lam"
     _symbol: ClassVar[str] = "λ"
-
-    @property
-    def lam(self):
-        """Deprecated alias of :attr:`gain`."""
-        return self._deprecated()
 
     def __call__(self, t, p, L_y, L_z, K, verifier):
         return jnp.asarray(self.gain)
 
 
 class _BaseGainSchedule(_OneGain):
-    """A schedule whose one parameter is the base gain λ0 (old keyword ``lam0``)."""
+    """A schedule whose one parameter is the base gain λ0."""
 
-    _old_name: ClassVar[str] = "lam0"
     _symbol: ClassVar[str] = "λ0"
-
-    @property
-    def lam0(self):
-        """Deprecated alias of :attr:`gain`."""
-        return self._deprecated()
 
 
 class ScheduleA(_BaseGainSchedule):

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._checks import as_int, check_number, renamed_kwargs
+from .._checks import as_int, check_number
 
 __all__ = [
     "MCEstimate",
@@ -75,7 +75,6 @@ def _validate(mu, tau, n, n_groups, rng, z):
                          f"got {z!r}")
 
 
-@renamed_kwargs(n="group_size")
 def mc_activity(mu: float, group_size: int, n_groups: int, rng: np.random.Generator, *,
                 z: float = 4.0) -> MCEstimate:
     """Fraction of ``n_groups`` simulated groups of ``N = group_size`` Bernoulli(``mu``) rollouts
@@ -86,7 +85,6 @@ def mc_activity(mu: float, group_size: int, n_groups: int, rng: np.random.Genera
     return _bernoulli(np.count_nonzero((x > 0) & (x < n)), n_groups, z)
 
 
-@renamed_kwargs(n="group_size")
 def mc_tail_miss(mu: float, tau: float, group_size: int, n_groups: int, rng: np.random.Generator,
                  *, z: float = 4.0) -> MCEstimate:
     """Fraction of simulated groups in which the event B_tau of F-GRPO eq. (10) occurs: the group is
@@ -101,7 +99,6 @@ def mc_tail_miss(mu: float, tau: float, group_size: int, n_groups: int, rng: np.
     return _bernoulli(np.count_nonzero(hit), n_groups, z)
 
 
-@renamed_kwargs(n="group_size")
 def mc_conditional_sampled_masses(pi, correct, group_size: int, n_groups: int,
                                   rng: np.random.Generator, *, r_correct: float = 1.0,
                                   r_wrong: float = -1.0, z: float = 4.0, chunk: int = 200_000):
@@ -158,7 +155,6 @@ def mc_conditional_sampled_masses(pi, correct, group_size: int, n_groups: int,
     return {"k": kk, "count": cnt, "p_pos": est[0], "p_neg": est[1], "s_r": est[2]}
 
 
-@renamed_kwargs(n="group_size")
 def mc_grpo_advantage_magnitude(mu: float, group_size: int, n_groups: int,
                                 rng: np.random.Generator, *, gamma: float = 0.0, z: float = 4.0):
     """Mean focal-scaled |z-scored advantage| ``g·|Â|`` of correct and of incorrect rollouts in

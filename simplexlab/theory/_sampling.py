@@ -43,7 +43,6 @@ from .._checks import (
     check_number,
     check_pair,
     check_simplex,
-    renamed_kwargs,
     xp,
 )
 from ._focal import focal_weight
@@ -152,7 +151,6 @@ def _log_split(mu, tau):
 # --------------------------------------------------------------------------------------------
 
 
-@renamed_kwargs(n="group_size")
 def log_activity(mu, group_size, *, continuous: bool = False):
     r"""``log Pr(A_N)``, $\Pr(\mathcal A_N) = 1 - \mu^N - (1-\mu)^N$ (F-GRPO eq. 9).
 
@@ -173,14 +171,12 @@ def _log_activity_core(mu, n):
     return _log_activity_from_logs(jnp.log(mu), jnp.log1p(-mu), n)
 
 
-@renamed_kwargs(n="group_size")
 def activity(mu, group_size, *, continuous: bool = False):
     r"""Activity $\Pr(\mathcal A_N) = 1 - \mu^N - (1-\mu)^N$ (F-GRPO eq. 9); see
     :func:`log_activity`."""
     return jnp.exp(log_activity(mu, group_size, continuous=continuous))
 
 
-@renamed_kwargs(n="group_size")
 def log_tail_miss(mu, tau, group_size, *, continuous: bool = False):
     r"""``log Pr(B_tau)``, F-GRPO Lemma 3.1 eq. (11):
     $\Pr(\mathcal B_\tau) = (1-\tau)^N - (\mu-\tau)^N - (1-\mu)^N$.
@@ -207,7 +203,6 @@ def _log_tail_miss_core(mu, tau, n):
     return jnp.where(tau >= 1.0, -jnp.inf, out)
 
 
-@renamed_kwargs(n="group_size")
 def tail_miss(mu, tau, group_size, *, continuous: bool = False):
     r"""Tail-miss probability $\Pr(\mathcal B_\tau)$, F-GRPO Lemma 3.1 eq. (11); see
     :func:`log_tail_miss`."""
@@ -308,7 +303,6 @@ def _check_policy(pi, correct):
     return pi, correct
 
 
-@renamed_kwargs(n="group_size")
 def conditional_sampled_masses(pi, correct, group_size, k):
     r"""F-GRPO Lemma B.1, eqs. (18)–(19): $E[P_{pos}\mid X=k]$ and
     $E[P_{neg}\mid X=k]$.
@@ -354,7 +348,6 @@ def _cond_masses_core(pi, correct, n, k):
     return e_pos, e_neg
 
 
-@renamed_kwargs(n="group_size")
 def conditional_baseline(pi, correct, group_size, k, r_correct=1.0, r_wrong=-1.0):
     r"""F-GRPO Corollary B.2: $E[S_R\mid X=k] = R_c E[P_{pos}\mid X=k] + R_w
     E[P_{neg}\mid X=k]$ (eq. 17 and Lemma B.1); non-decreasing in ``k`` when ``R_c > R_w``,
@@ -443,7 +436,7 @@ def _categorical(core):
     wrapped.__qualname__ = wrapped.__name__
     wrapped.__doc__ = core.__doc__
     wrapped.__module__ = __name__
-    return renamed_kwargs(n="group_size")(wrapped)
+    return wrapped
 
 
 @_categorical
