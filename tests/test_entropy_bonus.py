@@ -65,3 +65,71 @@ def test_refusals():
         Bandit(entropy_bonus=0.1)
     with pytest.raises(ValueError, match="no entropy bonus"):
         Bandit(entropy_bonus=EntropyBonus(coef=0.1)).meanfield()
+
+
+def test_adaptive_controller_steps_as_trl_describes():
+    """TRL's rule on a made-up entropy sequence: the first step applies nothing (no entropy
+    seen yet); after a step at or below the target the coefficient rises by delta (capped),
+    above it falls (floored); a step applies its coefficient only when the last entropy was at
+    or below the target."""
+    b = EntropyBonus(coef=0.1, adaptive=True, target=1.0, delta=0.04, coef_min=0.02,
+                     coef_max=0.15)
+    control = b.controller_init(jnp.float64)
+    applied, coefs = [], []
+    for H in (1.5, 0.9, 0.8, 0.7, 1.2, 1.3, 1.4):
+        a, control = b.controller_step(control, H)
+        applied.append(float(a))
+        coefs.append(float(control[0]))
+    np.testing.assert_allclose(coefs, [0.06, 0.10, 0.14, 0.15, 0.11, 0.07, 0.03], atol=1e-15)
+    np.testing.assert_allclose(applied, [0.0, 0.0, 0.10, 0.14, 0.15, 0.0, 0.0], atol=1e-15)
+
+
+def test_bandit_adaptive_step_is_the_constant_step_at_the_applied_coefficient():
+    """Each step of the bandit with the adaptive controller equals the step with a constant
+    bonus at the coefficient the controller applies there (0 at the first step), bit for bit;
+    the controller runs on the mean entropy over the prompts."""
+    bonus = EntropyBonus(coef=0.3, adaptive=True, target=1.45, delta=0.1)
+    kw = dict(K=3, M=2, method="grpo", num_prompts=5, max_group_size=6)
+    sim = Bandit(**kw, entropy_bonus=bonus)
+    params = {**sim.default_params(), "group_size": 6.0, "eta": 0.5}
+    st = sim.init(jax.random.key(1), params)
+    seen = set()
+    for _ in range(4):
+        H = jnp.mean(sl.shaping.entropy(jax.nn.softmax(st.logits, -1)))
+        c, nxt = bonus.controller_step(st.entropy_control, H)
+        nxt_state = sim.step(st, params)
+        const = Bandit(**kw, entropy_bonus=EntropyBonus(coef=float(c)))
+        want = const.step(st._replace(entropy_control=None), params)
+        np.testing.assert_array_equal(np.asarray(nxt_state.logits), np.asarray(want.logits))
+        np.testing.assert_array_equal(np.asarray(nxt_state.entropy_control[0]), np.asarray(nxt[0]))
+        seen.add(float(c) > 0)
+        st = nxt_state
+    assert seen == {True, False}  # both branches ran: the test can tell them apart
+
+
+def test_adaptive_refusals():
+    with pytest.raises(ValueError, match="does not decay"):
+        EntropyBonus(coef=0.1, adaptive=True, final=0.0, decay_steps=10)
+    with pytest.raises(ValueError, match="coef_min .* must be <= coef_max"):
+        EntropyBonus(coef=0.1, adaptive=True, coef_min=0.5, coef_max=0.1)
+    with pytest.raises(ValueError, match="EntropyBonus.delta must be"):
+        EntropyBonus(coef=0.1, adaptive=True, delta=-0.01)
+    with pytest.raises(ValueError, match="adaptive entropy bonus"):
+        meanfield_system("grpo", group_size=8,
+                         entropy_bonus=EntropyBonus(coef=0.1, adaptive=True))
+
+
+def test_flat_settings_make_the_bonus():
+    """Sweeps and TOML files give the bonus by flat settings (``entropy_coef``, ...): the same
+    bandit as the object; ``entropy_coef = 0`` without adaptation is no bonus; both ways at once
+    are refused."""
+    assert Bandit.make(entropy_coef=0.1, entropy_final=0.0, entropy_decay_steps=50) == Bandit(
+        entropy_bonus=EntropyBonus(coef=0.1, final=0.0, decay_steps=50))
+    assert Bandit.make(entropy_coef=0.05, entropy_adaptive=True, entropy_target=1.0) == Bandit(
+        entropy_bonus=EntropyBonus(coef=0.05, adaptive=True, target=1.0))
+    assert Bandit.make(entropy_coef=0.0).entropy_bonus is None
+    assert {"entropy_coef", "entropy_adaptive", "entropy_target"} <= set(Bandit.settings())
+    with pytest.raises(ValueError, match="not both"):
+        Bandit(entropy_bonus=EntropyBonus(coef=0.1), entropy_coef=0.2)
+    with pytest.raises(ValueError, match="EntropyBonus.coef must be finite"):
+        Bandit.make(entropy_coef=float("inf"))

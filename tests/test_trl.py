@@ -257,3 +257,32 @@ def test_a_rule_registered_in_user_code_trains_through_the_adapter(model_path, t
         assert np.abs(want).max() > 0  # the batch's groups are mixed: the test can fail
     finally:
         unregister_method("test_trl_tempered")
+
+
+def test_trls_adaptive_entropy_controller_is_the_labs(model_path, tmp_path):
+    """TRL's own ``use_adaptive_entropy`` (``GRPOTrainer``, one process, no gradient
+    accumulation) moves its coefficient as the lab's :class:`EntropyBonus` controller does, fed
+    the entropies TRL logs; a controller with another step size does not. (The tiny model's
+    entropy is about 2.797 nats; the target sits among its first steps' values, so that here
+    the coefficient both rises and falls; the comparison holds whichever way it moves.)"""
+    from simplexlab.theory import EntropyBonus
+
+    cfg = {"use_adaptive_entropy": True, "entropy_coef": 0.05, "entropy_coef_delta": 0.02,
+           "entropy_target": 2.7975, "entropy_coef_max": 0.09}
+    trainer = _trainer(model_path, tmp_path, cls=trl.GRPOTrainer, steps=5, config=cfg)
+    trainer.train()
+    logs = [h for h in trainer.state.log_history if "entropy_coef" in h]
+    assert len(logs) == 5
+    H = [h["entropy"] for h in logs]
+    trl_coefs = [h["entropy_coef"] for h in logs]
+
+    def lab(delta):
+        b = EntropyBonus(coef=0.05, adaptive=True, target=2.7975, delta=delta, coef_max=0.09)
+        control, out = b.controller_init(), []
+        for h in H:
+            _, control = b.controller_step(control, h)
+            out.append(float(control[0]))
+        return out
+
+    np.testing.assert_allclose(trl_coefs, lab(0.02), atol=1e-9)
+    assert np.abs(np.array(trl_coefs) - lab(0.03)).max() > 1e-3

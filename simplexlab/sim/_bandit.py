@@ -112,6 +112,9 @@ class BanditState(NamedTuple):
     step: jax.Array  #: number of steps taken
     probs0: jax.Array  #: initial policy ``π_0`` ``(P, C)``
     reward: jax.Array  #: mean verifier outcome of the last group ``(P,)``
+    #: the adaptive entropy controller's ``(coefficient, last mean entropy)`` (an
+    #: :class:`~simplexlab.theory.EntropyBonus` with ``adaptive=True``; else ``None``)
+    entropy_control: Any = None
 
 
 class BanditMetrics(NamedTuple):
@@ -194,7 +197,8 @@ class Bandit(AbstractSimulator, WithDtype):
     allow_flipped: bool = eqx.field(default=False, kw_only=True, static=True)
     dtype: Any = eqx.field(default=None, kw_only=True, static=True)
     #: an entropy bonus ``c(step) H(π)`` added to the objective each step ascends
-    #: (:class:`~simplexlab.theory.EntropyBonus`: TRL's ``entropy_coef``, constant or decaying);
+    #: (:class:`~simplexlab.theory.EntropyBonus`: TRL's ``entropy_coef``, constant, decaying or
+    #: adaptive -- TRL's ``use_adaptive_entropy``, on the mean entropy over the prompts);
     #: ``None``: none
     entropy_bonus: EntropyBonus | None = eqx.field(default=None, kw_only=True, static=True)
 
@@ -202,11 +206,27 @@ class Bandit(AbstractSimulator, WithDtype):
     #: (every field but ``gain``, an array parameter; its ``kind`` goes by ``schedule``)
     SCHEDULE_SETTINGS: ClassVar[dict[str, str]] = {
         "schedule" if k == "kind" else k: k for k in GainSchedule.FIELDS if k != "gain"}
+    #: the flat settings that make up the :class:`~simplexlab.theory.EntropyBonus` (sweeps and
+    #: TOML files give the bonus by these; ``entropy_coef = 0`` without ``entropy_adaptive``:
+    #: no bonus) and their defaults (TRL's)
+    ENTROPY_SETTINGS: ClassVar[dict[str, tuple[str, Any]]] = {
+        "entropy_coef": ("coef", 0.0), "entropy_final": ("final", None),
+        "entropy_decay_steps": ("decay_steps", 0), "entropy_adaptive": ("adaptive", False),
+        "entropy_target": ("target", 0.2), "entropy_delta": ("delta", 0.005),
+        "entropy_coef_min": ("coef_min", 0.0), "entropy_coef_max": ("coef_max", 1.0)}
 
     def __init__(self, *, schedule: GainSchedule | str | None = None, **settings):
         """Keyword-only: the fields; ``schedule`` a :class:`~simplexlab.shaping.GainSchedule`
         or, flat, its kind with its other settings as keywords (:attr:`SCHEDULE_SETTINGS`)."""
         flat = {v: settings.pop(k) for k, v in self.SCHEDULE_SETTINGS.items() if k in settings}
+        bonus = {v[0]: settings.pop(k) for k, v in self.ENTROPY_SETTINGS.items()
+                 if k in settings}
+        if bonus:
+            if settings.get("entropy_bonus") is not None:
+                raise ValueError("bandit: give the entropy bonus either as entropy_bonus or by "
+                                 f"its flat settings {sorted(self.ENTROPY_SETTINGS)}, not both")
+            on = bonus.get("adaptive", False) or bonus.get("coef", 0.0) != 0
+            settings["entropy_bonus"] = EntropyBonus(**bonus) if on else None
         if isinstance(schedule, GainSchedule):
             base = schedule
         else:
@@ -263,7 +283,8 @@ class Bandit(AbstractSimulator, WithDtype):
         and its store record) and their defaults."""
         out = {}
         for k, v in super().settings().items():
-            if k == "entropy_bonus":  # a Python object, not yet a flat setting of sweeps
+            if k == "entropy_bonus":  # flat, as its settings
+                out.update({n: d for n, (_, d) in cls.ENTROPY_SETTINGS.items()})
                 continue
             out.update(cls._flat(v) if k == "schedule" else {k: v})
         return out
@@ -471,13 +492,19 @@ class Bandit(AbstractSimulator, WithDtype):
                 theta = error_if(theta, pred, f"bandit {' + '.join(names)} must be {what}")
         return theta
 
+    @property
+    def _adaptive_entropy(self) -> bool:
+        return self.entropy_bonus is not None and self.entropy_bonus.adaptive
+
     def init(self, key, params) -> BanditState:
         dt = self.float_dtype()
         theta = self._checked(self.initial_logits(params), params)
         return BanditState(logits=theta, opt_state=optimizer_init(self._optimizer(params), theta),
                            key=key, step=jnp.zeros((), jnp.int32),
                            probs0=jax.nn.softmax(theta, -1),
-                           reward=jnp.zeros((self.num_prompts,), dt))
+                           reward=jnp.zeros((self.num_prompts,), dt),
+                           entropy_control=(self.entropy_bonus.controller_init(dt)
+                                            if self._adaptive_entropy else None))
 
     def step(self, state: BanditState, params) -> BanditState:
         dt = self.float_dtype()
@@ -510,14 +537,18 @@ class Bandit(AbstractSimulator, WithDtype):
         hit = modes[..., None] == jnp.arange(C, dtype=jnp.int32)
         weights = scale * jnp.sum(jnp.where(hit, adv[..., None], 0.0), -2)
         grad = gradient_from_probs(probs, weights, self.surrogate)
-        if self.entropy_bonus is not None:
+        control = state.entropy_control
+        if self._adaptive_entropy:  # TRL's controller: the mean entropy over the prompts
+            c, control = self.entropy_bonus.controller_step(control, jnp.mean(entropy(probs)))
+            grad = grad + c * entropy_gradient(probs)
+        elif self.entropy_bonus is not None:
             c = jnp.asarray(self.entropy_bonus.coefficient(state.step.astype(dt)), dt)
             grad = grad + c * entropy_gradient(probs)
         updates, opt_state = optimizer_update(self._optimizer(params), -grad, state.opt_state,
                                               state.logits)
         return BanditState(logits=state.logits + updates, opt_state=opt_state, key=key,
                            step=state.step + 1, probs0=state.probs0,
-                           reward=jnp.sum(rewards, -1) / G.astype(dt))
+                           reward=jnp.sum(rewards, -1) / G.astype(dt), entropy_control=control)
 
     def observe(self, state: BanditState) -> BanditMetrics:
         K = self.K

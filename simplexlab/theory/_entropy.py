@@ -5,9 +5,11 @@ entropy of the policy (not of the sampled tokens); for the bandit's policy over 
 ``H(π) = −Σ_c π_c log π_c``, whose gradient in the logits is ``∂H/∂θ_c = −π_c (log π_c + H)``
 (:func:`entropy_gradient`). It is exact, not sampled: one SGD step adds ``η c ∇_θ H`` to the
 bandit's update, and the finite-group field adds ``c ∇_θ H`` to ``E[Δθ]/η`` (no finite-G
-correction). The coefficient is constant or decays linearly over training steps
-(:class:`EntropyBonus`), the question practitioners ask of it ("should the entropy coefficient
-decay?") being one the lab can answer with the field and the bandit side by side.
+correction). The coefficient is constant, decays linearly over training steps, or is adapted
+toward a target entropy as TRL's ``use_adaptive_entropy`` does (:class:`EntropyBonus`), the
+questions practitioners ask of it ("should the entropy coefficient decay?", "what does the
+adaptive controller do?") being ones the lab can answer with the bandit, and for the constant
+and decaying coefficients with the field beside it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import equinox as eqx
 import jax.numpy as jnp
 
-from .._checks import as_int, check_parameter
+from .._checks import as_int, check_parameter, is_concrete
 
 __all__ = ["EntropyBonus", "entropy_gradient"]
 
@@ -32,16 +34,30 @@ def entropy_gradient(probs):
 
 
 class EntropyBonus(eqx.Module):
-    r"""An entropy bonus with coefficient ``coef`` (TRL's ``entropy_coef``), constant, or, with
-    ``final`` and ``decay_steps > 0``, decaying linearly from ``coef`` to ``final`` over
-    ``decay_steps`` training steps and ``final`` after. ``step_time``: the mean-field time of
-    one step (``η`` under the time map ``t = step · η``), for the finite-group field; set by
-    the systems that take a bonus. A negative coefficient is an entropy penalty."""
+    r"""An entropy bonus with coefficient ``coef`` (TRL's ``entropy_coef``): constant; or,
+    with ``final`` and ``decay_steps > 0``, decaying linearly from ``coef`` to ``final`` over
+    ``decay_steps`` training steps and ``final`` after; or, with ``adaptive=True``, TRL's
+    adaptive controller (``GRPOConfig(use_adaptive_entropy=True)``, read from TRL 1.16's
+    ``GRPOTrainer.compute_loss``): the coefficient starts at ``coef``; after each step whose
+    mean entropy ``H`` is ``<= target`` it rises by ``delta`` (at most ``coef_max``), else falls
+    by ``delta`` (at least ``coef_min``); and a step applies its coefficient only when the
+    previous step's entropy was ``<= target`` (the first step applies none)
+    (:meth:`controller_step`; TRL's ``entropy_target``, ``entropy_coef_delta``,
+    ``entropy_coef_min``, ``entropy_coef_max``, with its defaults). The controller has a state
+    of its own (the coefficient and the last entropy), so it is a term of the bandit's update,
+    not of a field of ``(p, y, z)``. ``step_time``: the mean-field time of one step (``η``
+    under the time map ``t = step · η``), for the finite-group field; set by the systems that
+    take a bonus. A negative coefficient is an entropy penalty."""
 
     coef: Any = eqx.field(default=0.0, kw_only=True)
     final: Any = eqx.field(default=None, kw_only=True)
     decay_steps: int = eqx.field(default=0, kw_only=True, static=True)
     step_time: float = eqx.field(default=1.0, kw_only=True, static=True)
+    adaptive: bool = eqx.field(default=False, kw_only=True, static=True)
+    target: Any = eqx.field(default=0.2, kw_only=True)
+    delta: Any = eqx.field(default=0.005, kw_only=True)
+    coef_min: Any = eqx.field(default=0.0, kw_only=True)
+    coef_max: Any = eqx.field(default=1.0, kw_only=True)
 
     def __check_init__(self):
         check_parameter(self.coef, "EntropyBonus.coef")
@@ -52,6 +68,19 @@ class EntropyBonus(eqx.Module):
             raise ValueError("EntropyBonus: a decay needs both final and decay_steps > 0 (a "
                              f"constant bonus neither); got final={self.final!r}, "
                              f"decay_steps={self.decay_steps!r}")
+        if not isinstance(self.adaptive, bool):
+            raise ValueError(f"EntropyBonus.adaptive must be True or False; got "
+                             f"{self.adaptive!r}")
+        for name in ("target", "coef_min", "coef_max"):
+            check_parameter(getattr(self, name), f"EntropyBonus.{name}")
+        check_parameter(self.delta, "EntropyBonus.delta", lower=0.0)
+        if self.adaptive and self.final is not None:
+            raise ValueError("EntropyBonus: an adaptive coefficient does not decay (final and "
+                             "decay_steps are for a scheduled one)")
+        if (is_concrete(self.coef_min) and is_concrete(self.coef_max)
+                and float(self.coef_min) > float(self.coef_max)):
+            raise ValueError(f"EntropyBonus: coef_min = {self.coef_min!r} must be <= coef_max "
+                             f"= {self.coef_max!r}")
         if not (isinstance(self.step_time, int | float) and math.isfinite(self.step_time)
                 and self.step_time > 0):
             raise ValueError(f"EntropyBonus.step_time must be a finite number > 0; got "
@@ -70,3 +99,21 @@ class EntropyBonus(eqx.Module):
     def at_time(self, t):
         """The coefficient at mean-field time ``t`` (step ``t / step_time``)."""
         return self.coefficient(jnp.asarray(t) / self.step_time)
+
+    def controller_init(self, dtype=None):
+        """The adaptive controller's state before the first step: ``(coef, last entropy)``,
+        the last entropy ``+inf`` (TRL's ``_last_world_entropy``), so the first step applies
+        no bonus."""
+        dt = jnp.result_type(float) if dtype is None else dtype
+        return jnp.asarray(self.coef, dt), jnp.asarray(jnp.inf, dt)
+
+    def controller_step(self, control, entropy):
+        """One step of the adaptive controller: ``(applied coefficient, next control)`` from
+        the state ``control = (coef, last entropy)`` and this step's mean entropy ``entropy``
+        (of the policy the step samples from)."""
+        coef, last = control
+        applied = jnp.where(last <= self.target, coef, jnp.zeros_like(coef))
+        up = jnp.minimum(coef + self.delta, self.coef_max)
+        down = jnp.maximum(coef - self.delta, self.coef_min)
+        nxt = jnp.where(entropy <= self.target, up, down).astype(coef.dtype)
+        return applied, (nxt, jnp.asarray(entropy, last.dtype))

@@ -647,6 +647,12 @@ class FiniteGroup(AbstractDynamics):
         if self.entropy_bonus is not None and not isinstance(self.entropy_bonus, EntropyBonus):
             raise ValueError("FiniteGroup: entropy_bonus must be an EntropyBonus or None; got "
                              f"{self.entropy_bonus!r}")
+        if self.entropy_bonus is not None and self.entropy_bonus.adaptive:
+            raise ValueError("FiniteGroup: an adaptive entropy bonus (TRL's "
+                             "use_adaptive_entropy) has a state of its own, the coefficient and "
+                             "the last entropy, which the field of (p, y, z) does not carry: "
+                             "simulate it with the bandit (sim.Bandit(entropy_bonus=...)); the "
+                             "field takes a constant or decaying coefficient")
 
     def checked(self):
         return eqx.tree_at(lambda d: d.rule, super().checked(), self.rule.checked())
