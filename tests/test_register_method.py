@@ -191,5 +191,11 @@ def test_verify_rule_checks_a_registered_rule_against_its_theory(registered):
     assert rep.checks["neutral"]["p_gap_vs_grpo"] > 1e-3
     small = verify_rule(NAME, params={"test_tau": 1e-6}, require_neutral=True, **kw)
     assert not small.passed and "neutral" in small.reasons[0]  # it moves much less than GRPO
+    # K̂ (G2 Fig. 2) of the rule's bandit: recorded and summarised; a rule that barely moves
+    # the policy leaves it where it started
+    c = small.checks["concentration"]
+    assert 1 <= c["K_hat_start_bandit"] <= kw["K"] and "K̂" in small.summary()
+    assert c["K_hat_end_bandit"] == c["K_hat_start_bandit"]
+    assert len(small.curves["K_hat_bandit"]) == len(small.curves["step"])
     with pytest.raises(ValueError, match="verify_rule: bandit: test_tau must be"):
         verify_rule(NAME, params={"test_tau": -1.0}, **kw)

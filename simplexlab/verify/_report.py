@@ -107,6 +107,11 @@ class ScheduleReport:
                      f"{d['L_y_end_ode']:.4f}, bandit {d['L_y_end_bandit']:.4f} ± "
                      f"{d['L_y_end_bandit_se']:.1g} (start {d['L_y_start']:.4f}, 1/K = "
                      f"{d['one_over_K']:.4f}, GRPO's ODE {d['L_y_end_grpo']:.4f})")
+        if d.get("K_hat_end_bandit") is not None:  # reports saved before K̂ was recorded lack it
+            lines.append(f"         K̂ (good modes above the mode threshold, G2 Fig. 2), bandit: "
+                         f"{d['K_hat_start_bandit']:.3g} at the start, "
+                         f"{d['K_hat_end_bandit']:.3g} ± {d['K_hat_end_bandit_se']:.1g} at the "
+                         "end")
         lines.append(f"  [{tag(e)}] (e) bandit vs ODE ({inp['seeds']} seeds, G = "
                      f"{inp['group_size']}, η = {inp['eta']:g}): sup |Δp| = {e['error_p']:.3g},"
                      f" sup |ΔL_y| = {e['error_L_y']:.3g} (tol {e['tolerance_p']:g}, "

@@ -498,6 +498,7 @@ def _check_bandit(sim, params, ode, o):
                     o.num_steps, stride)
     pb = np.asarray(rec.p[..., 0], float)
     Lb = np.asarray(rec.L_y[..., 0], float)
+    Kb = np.asarray(rec.K_hat[..., 0], float)  # good modes above the mode threshold (G2 Fig. 2)
     idx = np.arange(0, o.num_steps + 1, stride)
     pm, Lm = pb.mean(0), Lb.mean(0)
     pse, Lse = pb.std(0, ddof=1) / np.sqrt(o.seeds), Lb.std(0, ddof=1) / np.sqrt(o.seeds)
@@ -513,10 +514,14 @@ def _check_bandit(sim, params, ode, o):
             "L_y_end_ode": float(L_y[-1]), "L_y_end_bandit": float(Lm[-1]),
             "L_y_end_bandit_se": float(Lse[-1]), "L_y_end_grpo": float(ode.L_y_grpo[-1]),
             "one_over_K": 1.0 / o.K, "K_eff_end_ode": 1.0 / float(L_y[-1]),
+            "K_hat_start_bandit": float(Kb[:, 0].mean()),
+            "K_hat_end_bandit": float(Kb[:, -1].mean()),
+            "K_hat_end_bandit_se": float(Kb[:, -1].std(ddof=1) / np.sqrt(o.seeds)),
             "max_allowed": o.max_L_y}
     curves = {"t": ode.t[idx], "step": idx, "p_ode": ode.p[idx], "L_y_ode": L_y[idx],
               "a_y": ode.a_y[idx], "p_grpo": ode.p_grpo[idx], "L_y_grpo": ode.L_y_grpo[idx],
-              "p_bandit": pm, "L_y_bandit": Lm, "p_bandit_se": pse, "L_y_bandit_se": Lse}
+              "p_bandit": pm, "L_y_bandit": Lm, "p_bandit_se": pse, "L_y_bandit_se": Lse,
+              "K_hat_bandit": Kb.mean(0)}
     reasons = []
     if conc["required"] and not conc["passed"]:
         reasons.append(f"concentration: L_y = {conc['L_y_end_ode']:.4f} at the end > "
