@@ -647,12 +647,7 @@ class FiniteGroup(AbstractDynamics):
         if self.entropy_bonus is not None and not isinstance(self.entropy_bonus, EntropyBonus):
             raise ValueError("FiniteGroup: entropy_bonus must be an EntropyBonus or None; got "
                              f"{self.entropy_bonus!r}")
-        if self.entropy_bonus is not None and self.entropy_bonus.adaptive:
-            raise ValueError("FiniteGroup: an adaptive entropy bonus (TRL's "
-                             "use_adaptive_entropy) has a state of its own, the coefficient and "
-                             "the last entropy, which the field of (p, y, z) does not carry: "
-                             "simulate it with the bandit (sim.Bandit(entropy_bonus=...)); the "
-                             "field takes a constant or decaying coefficient")
+
 
     def checked(self):
         return eqx.tree_at(lambda d: d.rule, super().checked(), self.rule.checked())
@@ -684,8 +679,10 @@ class FiniteGroup(AbstractDynamics):
                               zero_rates=self.zero_rates)
         scale = 1.0 / self.group_size if self.reduction == "mean" else 1.0
         drift = _theta(W, probs, scale, self.surrogate)
-        if self.entropy_bonus is not None:
-            drift = drift + self.entropy_bonus.at_time(t) * entropy_gradient(probs)
+        b = self.entropy_bonus
+        if b is not None:
+            c = b.field_coefficient(probs, drift, self.eta) if b.adaptive else b.at_time(t)
+            drift = drift + c * entropy_gradient(probs)
         return self.eta * drift
 
     def _batched(self, f, state: State):
