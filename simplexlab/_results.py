@@ -388,6 +388,7 @@ def provenance() -> dict[str, Any]:
         "jax_version": jax.__version__,
         "jax_backend": jax.default_backend(),
         "x64": bool(jax.config.read("jax_enable_x64")),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
