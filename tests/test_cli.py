@@ -50,6 +50,8 @@ def test_reproduce_phase_portraits_quick_writes_figure_and_provenance(tmp_path, 
     assert rec["mode"] == "quick" and rec["seed"] == 0
     for key in ("simplexlab_version", "git_revision", "jax_version", "created_utc"):
         assert key in rec["provenance"]
+    # a quick run compiles fast, and says so
+    assert "--xla_backend_optimization_level=0" in rec["provenance"]["xla_flags"]
     assert rec["parameters"]["n_trajectories"] > 0
     kinds = {tuple(fp["support"]): fp["kind"] for fp in rec["results"]["panels"][0]["fixed_points"]}
     assert kinds[(0,)] == "sink" and kinds[(0, 1, 2)] == "source" and kinds[(0, 1)] == "saddle"
@@ -330,3 +332,21 @@ def test_cli_asks_for_one_device_per_core_with_one_thread_each_unless_told():
     assert out.returncode == 0, out.stderr
     flags, count = out.stdout.split("\n")[:2]
     assert flags == "--xla_force_host_platform_device_count=3" and int(count) == 3
+
+
+def test_fast_compile_flags_are_added_once_and_can_be_declined(monkeypatch):
+    """``use_fast_compile`` (quick runs) adds its flags to ``XLA_FLAGS``, keeps an optimisation
+    level the user set, and adds nothing with ``SIMPLEXLAB_FAST_COMPILE=0``."""
+    from simplexlab._env import fast_compile_flags, use_fast_compile
+
+    monkeypatch.delenv("SIMPLEXLAB_FAST_COMPILE", raising=False)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+    assert use_fast_compile()
+    assert os.environ["XLA_FLAGS"].split() == ["--xla_force_host_platform_device_count=2",
+                                               *fast_compile_flags()]
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=2")
+    use_fast_compile()
+    assert os.environ["XLA_FLAGS"] == "--xla_backend_optimization_level=2"
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setenv("SIMPLEXLAB_FAST_COMPILE", "0")
+    assert not use_fast_compile() and os.environ["XLA_FLAGS"] == ""
