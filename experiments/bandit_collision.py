@@ -129,7 +129,7 @@ def _collision_meanfield(st: dict, gains, times) -> dict:
         "K̂ counts good modes with true mass y_j > 0.05 (not clusters seen in rollouts); the "
         "composition panel shows bars of the final y instead of simplex trajectories; "
         "mean-field ODE curves are added (dashed)."),
-    cost={"quick": "~19 s", "full": "~3.5 min"},
+    cost={"quick": "~25 s", "full": "~3.5 min"},
 )
 def collision(ctx: Context) -> dict:
     """GRPO vs G²RPO (schedule B + neutralizer, λ0 ∈ {1.5, 3}) on K = 6 good + M = 2 bad modes,
@@ -371,7 +371,7 @@ def _neutrality_meanfield(neus, gains, times) -> np.ndarray:
         "p̂ is the policy's exact bad mass averaged over seeds (common random numbers), not "
         "the incorrect fraction of rollouts; mean-field ODEs (eq. 48 without, eq. 56 with the "
         "neutralizer) overlaid dashed; a bottom row shows p̂_λ − p̂_GRPO."),
-    cost={"quick": "~33 s", "full": "~55 s"},
+    cost={"quick": "~36 s", "full": "~55 s"},
 )
 def neutrality(ctx: Context) -> dict:
     """Bad mass p̂ over training for a constant gain λ ∈ {0 (GRPO), 0.5, 1.5, 3}, without and

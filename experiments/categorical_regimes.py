@@ -60,7 +60,7 @@ def simulate(ctx: Context, st: dict) -> dict:
         "and advantages R - mean R (found by categorical-search: the literal reading, SGD on "
         "the probability-linear surrogate, leaves the policy unchanged). Panels (a)(b) show "
         "every N coloured by log2 N; (c) shades regimes from the data (mean over 4 seeds)."),
-    cost={"quick": "~23 s", "full": "~4.5 min"},
+    cost={"quick": "~19 s", "full": "~4.5 min"},
 )
 def run(ctx: Context) -> dict:
     """Runs the App. J simulation for all group sizes N ∈ {2, …, 131072} and γ ∈ {0, 1}

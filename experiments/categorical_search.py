@@ -46,7 +46,7 @@ def settings(quick: bool) -> dict:
     reproduces=(
         "the search behind F-GRPO Fig. 4: which surrogate / reduction / optimizer / learning "
         "rate reproduces the three group-size regimes (the paper does not say)"),
-    cost={"quick": "~40 s", "full": "~6 min"},
+    cost={"quick": "~29 s", "full": "~6 min"},
 )
 def run(ctx: Context) -> dict:
     """For every surrogate (probability-linear, log-likelihood) × reduction (mean, sum) ×

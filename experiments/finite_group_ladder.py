@@ -273,7 +273,7 @@ def _rest_drift(ctx, rs):
         "seed mean follows the finite-G ODE to O(η) at every G and the G → ∞ ODE only to "
         "O(η) + O(1/G), and the finite-G ODE predicts the bandit's L_y drift where the G → ∞ "
         "y-field is at rest (the λ̃ = 1 panel of phase-portraits-sim)"),
-    cost={"quick": "~53 s", "full": "~2.5 min"},
+    cost={"quick": "~28 s", "full": "~2.5 min"},
 )
 def run(ctx: Context) -> dict:
     """Finite-G field vs the G → ∞ fields against G; bandit vs both ODEs against G and η; the

@@ -367,7 +367,7 @@ def compare(r: dict) -> dict:
         "measured flips with bootstrap intervals (the claims g2-anti-collision / "
         "g2-flip-at-one), and the (λ0, G) regime map of the theory with the bandit's resolved "
         "signs overlaid."),
-    cost={"quick": "~41 s", "full": "~24 min"},
+    cost={"quick": "~29 s", "full": "~24 min"},
 )
 def flip(ctx: Context) -> dict:
     """The flip gain λ0*(G) of the finite-group theory at the collision setting (K = 6, M = 2,
@@ -621,7 +621,7 @@ def zoo_field(method: str, settings_: dict, params: dict, G: int, *, eta: float 
         "instance: dL_y/dt, dp/dt and the collision per unit of bad-mass decrease against G, "
         "showing which rules collide (GRPO's Lemma 4.1 direction) and which shape it "
         "(G²RPO eq. 56 / 68, ProGRPO)."),
-    cost={"quick": "~37 s", "full": "~61 s"},
+    cost={"quick": "~20 s", "full": "~61 s"},
 )
 def zoo(ctx: Context) -> dict:
     """The finite-G field of every method at the first prompt of the collision instance

@@ -17,7 +17,7 @@ GAMMAS = (0.0, 0.5, 1.0, 2.0)
         "curves are the population limit (mu_hat = mu, population std); Monte Carlo points over "
         "finite groups (N = 256, active groups only, g from the group's mu_hat) are overlaid."
     ),
-    cost={"quick": "~20 s", "full": "~56 s"},
+    cost={"quick": "~16 s", "full": "~56 s"},
 )
 def run(ctx: Context) -> dict:
     """Plots the population-limit GRPO advantage magnitudes sqrt((1-mu)/mu) (correct) and

@@ -333,7 +333,7 @@ def draw(rows, tuning, initial, st, target, note_lines, differs):
         "one grid, and at matched accuracy: final accuracy, L_y, K_eff, retained correct mass "
         "(F-GRPO eq. 26) and exact pass@1/pass@8 with 95 % seed intervals and Welch tests "
         "against GRPO."),
-    cost={"quick": "~61 s", "full": "~2 min"},
+    cost={"quick": "~43 s", "full": "~2 min"},
 )
 def run(ctx: Context) -> dict:
     """Trains every rule of :data:`METHODS` on the same bandit instance with the same seeds

@@ -45,7 +45,7 @@ PANELS = [
 @experiment(
     "phase-portraits",
     reproduces="G²RPO Fig. 1 (computed, with fixed points and Cor. A.10 envelopes added)",
-    cost={"quick": "~69 s", "full": "~2.5 min"},
+    cost={"quick": "~58 s", "full": "~2.5 min"},
 )
 def run(ctx: Context) -> dict:
     """Within-good phase portraits on the 2-simplex under GRPO (collision), λ̃ = 1 (cancel) and

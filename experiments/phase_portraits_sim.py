@@ -65,7 +65,7 @@ def _simulate(ctx, st, gain):
         "on the log-likelihood surrogate) under GRPO and the good-only bonus with schedule A "
         "(λ̃ ≡ λ0), seed-mean paths per start point over the computed mean-field streamlines; "
         "the paper's panels are sketches of the ODE alone"),
-    cost={"quick": "~28 s", "full": "~41 s"},
+    cost={"quick": "~20 s", "full": "~41 s"},
 )
 def run(ctx: Context) -> dict:
     """Seed-mean paths of the bandit's within-good composition on the simplex, with the

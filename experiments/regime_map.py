@@ -17,7 +17,7 @@ M_BIG = 64  # bad-block size used to realise every L_z ∈ [1/64, 1]
         "state-dependent (cancelled on the curve λ̃ = λ̃_flip(L_y, L_z)); the regions are "
         "computed from the mean-field field and the closed forms (61) and (66) are overlaid."
     ),
-    cost={"quick": "~24 s", "full": "~21 s"},
+    cost={"quick": "~16 s", "full": "~21 s"},
 )
 def run(ctx: Context) -> dict:
     """For each K, evaluates the inner-time y-coefficient of the schedule-A neutralized system

@@ -80,7 +80,7 @@ def small_group_diagnostics(y0: np.ndarray, p0: float, group_sizes) -> dict:
         "and accuracy over a (λ0, G) grid, with the mean-field flip line λ̃ = λ0 = 1 (G²RPO §4 "
         "eq. (5), §D.6 eq. (60)) and a GRPO column at every G; SGD on the mean-reduced "
         "log-likelihood surrogate (the mean-field setting), perfect verifier."),
-    cost={"quick": "~40 s", "full": "~2.5 min"},
+    cost={"quick": "~28 s", "full": "~2.5 min"},
 )
 def run(ctx: Context) -> dict:
     """Runs G²RPO (schedule B, neutralizer on) over the (λ0, G) grid and GRPO over G on the same

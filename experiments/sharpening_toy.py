@@ -210,7 +210,7 @@ def _legend_note(ax, seeds):
         "G = 16) and, added, the Kaplan–Meier fraction of seeds collapsed vs step (censored at "
         "the horizon); Fig. 4 uses raw rewards. One query per step, so REINFORCE++'s batch "
         "normalization is over one group (= normalized) and RLOO is G/(G−1) × mean-shifted."),
-    cost={"quick": "~36 s", "full": "~76 s"},
+    cost={"quick": "~45 s", "full": "~76 s"},
 )
 def collapse(ctx: Context) -> dict:
     """Persian inputs only, reward 1 for Cat or Persian: π(leading | Persian) and
@@ -441,7 +441,7 @@ def collapse(ctx: Context) -> dict:
         "1/4); the three Siamese embeddings are read off one run (Siamese never enters a step); "
         "seed means with ± 2 SE bands; λ/ρ computed from the embeddings (1.394 / 1.580 / 1.735, "
         "the paper prints 1.38 / 1.57 / 1.72)."),
-    cost={"quick": "~14 s", "full": "~33 s"},
+    cost={"quick": "~27 s", "full": "~33 s"},
 )
 def coupling(ctx: Context) -> dict:
     """π(Siamese | e_Siamese) for the High / Mid / Low Siamese embeddings over 500 steps of
@@ -616,7 +616,7 @@ def coupling(ctx: Context) -> dict:
         "before the memory learns anything: reported, not drawn); the memory network is a second "
         "linear classifier trained by the policy's optimizer at the policy's rate; seed means "
         "of π(leading) and π(trailing correct label) with ± 2 SE bands."),
-    cost={"quick": "~4 s", "full": "~31 s"},
+    cost={"quick": "~17 s", "full": "~31 s"},
 )
 def mitigation(ctx: Context) -> dict:
     """Baseline, IAC (α = 1), DLC (μ = 0.5) and IAC + DLC on raw rewards, G = 8, with SGD

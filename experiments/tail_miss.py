@@ -20,7 +20,7 @@ FIG5_MU, FIG5_TAU = 0.64, 6.3e-5
         "integer N starred; Monte Carlo points (4-sigma bars) are added; Fig. 5 uses a log "
         "y-axis so the App. J threshold 1e-3 at N = 2^17 is visible."
     ),
-    cost={"quick": "~6 s", "full": "~7 s"},
+    cost={"quick": "~5 s", "full": "~7 s"},
 )
 def run(ctx: Context) -> dict:
     """Evaluates Lemma 3.1 in log space on a dense group-size grid for each (mu, rho), finds the

@@ -271,7 +271,7 @@ def _band_width(p, xmax) -> float:
         "mean with a 2.5–97.5 % band; the stage switch is detected per seed and marked; the "
         "expected dynamics (Theorem 1 with the exact finite-G advantage) are overlaid; Fig. 6 "
         "holds the initial logits fixed and uses the exact 1/τ gradient."),
-    cost={"quick": "~25 s", "full": "~50 s"},
+    cost={"quick": "~22 s", "full": "~50 s"},
 )
 def two_stage(ctx: Context) -> dict:
     """TS Algorithm 1 on the three- and four-action toys (module docstring): Fig. 1, 5, 6, 7,
