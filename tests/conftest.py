@@ -18,9 +18,8 @@ import shutil
 import tempfile
 
 import jax
-import jaxlib
 
-from simplexlab._env import CACHE_VAR, use_compilation_cache
+from simplexlab._env import CACHE_VAR, fast_compile_flags, use_compilation_cache
 
 if CACHE_VAR not in os.environ:  # the session's first process: one folder for all of them
     _folder = tempfile.mkdtemp(prefix="simplexlab-test-jax-cache-")
@@ -49,13 +48,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # the order of a vectorised reduction): no test compares against a number computed outside the
 # suite's own processes. The workers of the layout tests (tests/sweep_*worker.py, the cluster
 # test) compile with XLA's defaults: the bits they compare are those of the programs users run.
-# Results and figures (`simplexlab reproduce`, benchmarks) are computed with XLA's defaults.
-# The emitter flag only with the jaxlib it was checked on (XLA aborts on a flag it does not know).
-_FAST_COMPILE_FLAGS = ["--xla_backend_optimization_level=0"]
-if tuple(int(v) for v in jaxlib.__version__.split(".")[:2]) == (0, 10):
-    _FAST_COMPILE_FLAGS.append("--xla_cpu_use_fusion_emitters=false")
+# The committed results and figures (`simplexlab reproduce --full`, benchmarks) are computed with
+# XLA's defaults; quick runs of the CLI use these same flags (simplexlab._env.fast_compile_flags:
+# the emitter flag only with the jaxlib it was checked on, XLA aborts on a flag it does not know).
 _flags = os.environ.get("XLA_FLAGS", "")
-for _flag in _FAST_COMPILE_FLAGS:
+for _flag in fast_compile_flags():
     if _flag.split("=")[0] not in _flags:
         _flags = f"{_flags} {_flag}".strip()
 os.environ["XLA_FLAGS"] = _flags

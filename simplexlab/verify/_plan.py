@@ -282,15 +282,19 @@ def _compile(lowered, options):
 
 def _fast_options() -> dict[str, Any]:
     """XLA options that compile the drift programs a few times faster (they run once, in
-    milliseconds): LLVM at optimisation level 0 and, with the jaxlib they were checked on, the
-    older loop emitters (a g2rpo program at G = 64: 5.9 s -> 1.6 s on a loaded 2-core CPU,
-    2026-11-26). Only how the CPU backend emits code changes: the same program, the same
-    numbers up to the last bits."""
-    import jaxlib
+    milliseconds): the fast-compiling CPU code generation of quick runs
+    (:func:`simplexlab._env.fast_compile_flags`: LLVM at optimisation level 0 and, with the
+    jaxlib they were checked on, the older loop emitters; a g2rpo program at G = 64: 5.9 s ->
+    1.6 s on a loaded 2-core CPU, 2026-11-26) as compiler options. Only how the CPU backend
+    emits code changes: the same program, the same numbers up to the last bits."""
+    from .._env import fast_compile_flags
 
-    options: dict[str, Any] = {"xla_backend_optimization_level": 0}
-    if tuple(int(v) for v in jaxlib.__version__.split(".")[:2]) == (0, 10):
-        options["xla_cpu_use_fusion_emitters"] = False
+    options: dict[str, Any] = {}
+    for flag in fast_compile_flags():
+        name, value = flag.lstrip("-").split("=", 1)
+        options[name] = {"true": True, "false": False}.get(value.lower(), value)
+        if isinstance(options[name], str) and value.lstrip("-").isdigit():
+            options[name] = int(value)
     return options
 
 
