@@ -7,7 +7,7 @@
 # %% [markdown]
 # # Advantage shaping: baselines, G²RPO on one group, pass@k
 #
-# A short tour of `simplexlab.shaping` and `simplexlab.shaping`.
+# A short tour of `simplexlab.shaping`: the advantage rules and the diversity metrics.
 
 # %%
 import os

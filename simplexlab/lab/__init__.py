@@ -6,10 +6,10 @@
 the report's readers :func:`claim_status`, :func:`experiment_status`); the bibliography of the
 papers the lab implements, by key (:data:`BIBLIOGRAPHY`, :class:`Paper`, :func:`cite`); plotting
 helpers for simplex figures (:func:`ternary_axes`, :func:`stream_on_simplex`,
-:func:`plot_training`, ...; re-exported by :mod:`simplexlab.lab`).
+:func:`plot_training`, ...).
 
 The registry and the plotting helpers load on first access, so that importing this package (or
-:mod:`simplexlab.lab`) loads neither the experiment registry nor the experiments.
+one plotting helper) loads neither the experiment registry nor the experiments.
 """
 
 import importlib as _importlib

@@ -5,7 +5,7 @@ The claims report of an output folder ``OUT`` is ``OUT/claims/claims.json`` (wri
 (``holds_at_paper``: ``"yes"`` / ``"no"`` / ``"partly"``), the fraction of its robustness grid
 where it holds (``robustness_fraction``) and the experiment it belongs to (``experiment``).
 :func:`claim_status` turns one claim into one line; :func:`experiment_status` gives the lines
-of every claim of one experiment, which each figure prints (``plotting.figure_note``).
+of every claim of one experiment, which each figure prints (:func:`simplexlab.lab.figure_note`).
 """
 
 from __future__ import annotations
