@@ -161,6 +161,8 @@ def test_flat_settings_make_the_bonus():
     assert Bandit.make(entropy_coef=0.05, entropy_adaptive=True, entropy_target=1.0) == Bandit(
         entropy_bonus=EntropyBonus(coef=0.05, adaptive=True, target=1.0))
     assert Bandit.make(entropy_coef=0.0).entropy_bonus is None
+    assert Bandit.make(entropy_coef=0.0, entropy_final=0.1, entropy_decay_steps=20) == Bandit(
+        entropy_bonus=EntropyBonus(coef=0.0, final=0.1, decay_steps=20))  # a ramp up from 0
     assert {"entropy_coef", "entropy_adaptive", "entropy_target"} <= set(Bandit.settings())
     with pytest.raises(ValueError, match="not both"):
         Bandit(entropy_bonus=EntropyBonus(coef=0.1), entropy_coef=0.2)

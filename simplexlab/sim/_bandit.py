@@ -207,8 +207,8 @@ class Bandit(AbstractSimulator, WithDtype):
     SCHEDULE_SETTINGS: ClassVar[dict[str, str]] = {
         "schedule" if k == "kind" else k: k for k in GainSchedule.FIELDS if k != "gain"}
     #: the flat settings that make up the :class:`~simplexlab.theory.EntropyBonus` (sweeps and
-    #: TOML files give the bonus by these; ``entropy_coef = 0`` without ``entropy_adaptive``:
-    #: no bonus) and their defaults (TRL's)
+    #: TOML files give the bonus by these; ``entropy_coef = 0`` without ``entropy_adaptive`` or a
+    #: nonzero ``entropy_final``: no bonus) and their defaults (TRL's)
     ENTROPY_SETTINGS: ClassVar[dict[str, tuple[str, Any]]] = {
         "entropy_coef": ("coef", 0.0), "entropy_final": ("final", None),
         "entropy_decay_steps": ("decay_steps", 0), "entropy_adaptive": ("adaptive", False),
@@ -225,7 +225,8 @@ class Bandit(AbstractSimulator, WithDtype):
             if settings.get("entropy_bonus") is not None:
                 raise ValueError("bandit: give the entropy bonus either as entropy_bonus or by "
                                  f"its flat settings {sorted(self.ENTROPY_SETTINGS)}, not both")
-            on = bonus.get("adaptive", False) or bonus.get("coef", 0.0) != 0
+            on = (bonus.get("adaptive", False) or bonus.get("coef", 0.0) != 0
+                  or bonus.get("final") not in (None, 0))  # a ramp up from 0 is a bonus
             settings["entropy_bonus"] = EntropyBonus(**bonus) if on else None
         if isinstance(schedule, GainSchedule):
             base = schedule
