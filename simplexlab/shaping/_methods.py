@@ -175,7 +175,8 @@ METHODS: dict[str, Method] = {
         g.rewards, g.mask, eps=q["std_eps"]), group_local=False),
     "loo_std": _of_rewards(loo_std_advantages, min_group_size=2),
     "w_reinforce": Method(("w_reinforce_lambda",), lambda g, q, *_: w_reinforce_advantages(
-        g.rewards, g.mask, lam=q["w_reinforce_lambda"]), binary=True, structure="counts"),
+        g.rewards, g.mask, w_reinforce_lambda=q["w_reinforce_lambda"]), binary=True,
+        structure="counts"),
     "nsr": _of_rewards(nsr_advantages, binary=True),
     "pass_at_k": Method(("pass_k",), lambda g, q, *_: pass_at_k_advantages(
         g.rewards, g.mask, k=q["pass_k"]), binary=True, structure="counts"),

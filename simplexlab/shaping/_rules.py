@@ -104,13 +104,14 @@ def negative_only(advantages):
     return jnp.where(adv < 0, adv, jnp.zeros((), adv.dtype))
 
 
-def w_reinforce_advantages(rewards, mask=None, *, lam=0.1):
+def w_reinforce_advantages(rewards, mask=None, *, w_reinforce_lambda=0.1):
     r"""W-REINFORCE (Zhu et al., 2025, "The Surprising Effectiveness of Negative Reinforcement
     in LLM Reasoning", arXiv:2506.01347): ``λ · PSR + NSR`` with rewards ±1, i.e. ``A_i = λ`` for
-    a correct rollout and ``−1`` for an incorrect one, no baseline (λ = 0.1 in the paper).
-    ``λ = 0`` is NSR (:func:`nsr_advantages`); PSR alone is ``raw`` on binary rewards."""
+    a correct rollout and ``−1`` for an incorrect one, no baseline (λ = ``w_reinforce_lambda``,
+    0.1 in the paper; the rule's parameter of the same name). ``λ = 0`` is NSR
+    (:func:`nsr_advantages`); PSR alone is ``raw`` on binary rewards."""
     r, m, _ = _binary(rewards, mask)
-    lam = check_parameter(lam, "W-REINFORCE lambda", lower=0.0)
+    lam = check_parameter(w_reinforce_lambda, "W-REINFORCE lambda", lower=0.0)
     lam = jnp.asarray(lam, r.dtype)[..., None] if jnp.ndim(lam) else jnp.asarray(lam, r.dtype)
     return jnp.where(m, jnp.where(r == 1, lam, -1.0), 0.0)
 
@@ -118,7 +119,7 @@ def w_reinforce_advantages(rewards, mask=None, *, lam=0.1):
 def nsr_advantages(rewards, mask=None):
     r"""Negative sample reinforcement (Zhu et al., 2025): ``A_i = −1`` for an incorrect
     rollout, 0 for a correct one (W-REINFORCE with ``λ = 0``)."""
-    return w_reinforce_advantages(rewards, mask, lam=0.0)
+    return w_reinforce_advantages(rewards, mask, w_reinforce_lambda=0.0)
 
 
 def unlikeliness_advantages(rewards, logp, mask=None, *, beta=0.25, eps=1e-6):
