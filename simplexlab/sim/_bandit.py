@@ -539,11 +539,12 @@ class Bandit(AbstractSimulator, WithDtype):
         weights = scale * jnp.sum(jnp.where(hit, adv[..., None], 0.0), -2)
         grad = gradient_from_probs(probs, weights, self.surrogate)
         control = state.entropy_control
-        if self._adaptive_entropy:  # TRL's controller: the mean entropy over the prompts
-            c, control = self.entropy_bonus.controller_step(control, jnp.mean(entropy(probs)))
-            grad = grad + c * entropy_gradient(probs)
-        elif self.entropy_bonus is not None:
-            c = jnp.asarray(self.entropy_bonus.coefficient(state.step.astype(dt)), dt)
+        if self.entropy_bonus is not None:
+            if self._adaptive_entropy:  # TRL's controller: the mean entropy over the prompts
+                c, control = self.entropy_bonus.controller_step(control,
+                                                                jnp.mean(entropy(probs)))
+            else:
+                c = jnp.asarray(self.entropy_bonus.coefficient(state.step.astype(dt)), dt)
             grad = grad + c * entropy_gradient(probs)
         updates, opt_state = optimizer_update(self._optimizer(params), -grad, state.opt_state,
                                               state.logits)

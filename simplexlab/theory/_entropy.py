@@ -25,12 +25,17 @@ from .._checks import as_int, check_parameter, is_concrete
 __all__ = ["EntropyBonus", "entropy_gradient"]
 
 
+def _entropy_and_gradient(probs):
+    """``(H, ∇_θ H)`` of :func:`entropy_gradient`, ``H`` with a kept last axis."""
+    logp = jnp.where(probs > 0, jnp.log(jnp.where(probs > 0, probs, 1.0)), 0.0)
+    H = -jnp.sum(probs * logp, -1, keepdims=True)
+    return H, -probs * (logp + H)
+
+
 def entropy_gradient(probs):
     r"""``∇_θ H(softmax θ) = −π (log π + H)`` along the last axis, ``π = probs``,
     ``H = −Σ π log π`` (a mode of mass 0 contributes 0: ``π log π → 0``)."""
-    logp = jnp.where(probs > 0, jnp.log(jnp.where(probs > 0, probs, 1.0)), 0.0)
-    H = -jnp.sum(probs * logp, -1, keepdims=True)
-    return -probs * (logp + H)
+    return _entropy_and_gradient(probs)[1]
 
 
 class EntropyBonus(eqx.Module):
@@ -45,7 +50,7 @@ class EntropyBonus(eqx.Module):
     (:meth:`controller_step`; TRL's ``entropy_target``, ``entropy_coef_delta``,
     ``entropy_coef_min``, ``entropy_coef_max``, with its defaults). The bandit runs the
     controller itself, step by step; the field takes its small-step limit
-    (:meth:`field_coefficient`). ``step_time``: the mean-field time of one step (``η`` under the
+    (:meth:`field_term`). ``step_time``: the mean-field time of one step (``η`` under the
     time map ``t = step · η``), for the finite-group field; set by the systems that take a
     bonus. A negative coefficient is an entropy penalty."""
 
@@ -100,27 +105,31 @@ class EntropyBonus(eqx.Module):
         """The coefficient at mean-field time ``t`` (step ``t / step_time``)."""
         return self.coefficient(jnp.asarray(t) / self.step_time)
 
-    def field_coefficient(self, probs, drift, scale=1.0):
-        r"""The adaptive controller in the field: its limit for small steps, where the
-        coefficient moves by ``delta`` per step while the policy moves by ``O(η)``. Above the
-        target the bonus is off (the last entropy was above it); below it the coefficient runs
-        up to ``coef_max``; on it the controller switches on and off so fast that it holds the
-        entropy still (a sliding mode): the mean coefficient is the one that makes
+    def field_term(self, t, probs, drift, scale=1.0):
+        r"""The bonus's term ``c ∇_θ H`` of the field ``dθ/dt`` over ``scale`` (the field's
+        ``η``) at time ``t``, where ``drift`` is the rest of it: ``c`` is :meth:`at_time` for a
+        constant or decaying coefficient. For an adaptive one, the controller's limit for
+        small steps, where the coefficient moves by ``delta`` per step while the policy moves by
+        ``O(η)``. Above the target the bonus is off (the last entropy was above it); below it
+        the coefficient runs up to ``coef_max``; on it the controller switches on and off so
+        fast that it holds the entropy still (a sliding mode): the mean coefficient is the one
+        that makes
         ``dH/dt = ⟨∇_θ H, f + c ∇_θ H⟩`` vanish, ``c* = −⟨∇_θ H, f⟩ / ‖∇_θ H‖²``, within
         ``[0, coef_max]``. Written as one continuous rule that is all three,
         ``c = clip(c* + (target − H) / (scale · step_time · ‖∇_θ H‖²), 0, coef_max)``: the entropy
         relaxes to the target within about one step's time (``dH/dt = (target − H)/step_time``
         while ``c`` is inside the clip). ``probs``: the policy; ``drift``: the rest of
-        ``dθ/dt`` over ``scale`` (the field's ``η``)."""
-        g = entropy_gradient(probs)
-        H = -jnp.sum(jnp.where(probs > 0, probs * jnp.log(jnp.where(probs > 0, probs, 1.0)),
-                               0.0), -1)
+        ``dθ/dt`` over ``scale``."""
+        H, g = _entropy_and_gradient(probs)
+        if not self.adaptive:
+            return self.at_time(t) * g
+        H = H[..., 0]
         gg = jnp.sum(g * g, -1)
         safe = jnp.where(gg > 0, gg, 1.0)
         c = (-jnp.sum(g * drift, -1) + (self.target - H) / (scale * self.step_time)) / safe
         lo, hi = jnp.minimum(0.0, self.coef_max), jnp.maximum(0.0, self.coef_max)
         off = jnp.where(H > self.target, lo, hi)  # ∇_θ H = 0: uniform or one mode
-        return jnp.where(gg > 0, jnp.clip(c, lo, hi), off)
+        return jnp.where(gg > 0, jnp.clip(c, lo, hi), off)[..., None] * g
 
     def controller_init(self, dtype=None):
         """The adaptive controller's state before the first step: ``(coef, last entropy)``,

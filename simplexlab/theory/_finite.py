@@ -52,7 +52,7 @@ import numpy as np
 from jax.scipy.special import gammaln, xlogy
 
 from .._checks import as_int
-from ._entropy import EntropyBonus, entropy_gradient
+from ._entropy import EntropyBonus
 from ._fields import AbstractDynamics
 from ._state import State, check_state
 from ._verifier import Verifier
@@ -648,7 +648,6 @@ class FiniteGroup(AbstractDynamics):
             raise ValueError("FiniteGroup: entropy_bonus must be an EntropyBonus or None; got "
                              f"{self.entropy_bonus!r}")
 
-
     def checked(self):
         return eqx.tree_at(lambda d: d.rule, super().checked(), self.rule.checked())
 
@@ -679,10 +678,8 @@ class FiniteGroup(AbstractDynamics):
                               zero_rates=self.zero_rates)
         scale = 1.0 / self.group_size if self.reduction == "mean" else 1.0
         drift = _theta(W, probs, scale, self.surrogate)
-        b = self.entropy_bonus
-        if b is not None:
-            c = b.field_coefficient(probs, drift, self.eta) if b.adaptive else b.at_time(t)
-            drift = drift + c * entropy_gradient(probs)
+        if self.entropy_bonus is not None:
+            drift = drift + self.entropy_bonus.field_term(t, probs, drift, self.eta)
         return self.eta * drift
 
     def _batched(self, f, state: State):
