@@ -62,17 +62,25 @@ def use_every_cpu_core() -> None:
 OPT_FLAG = "--xla_backend_optimization_level"
 
 
-def fast_compile_flags() -> tuple[str, ...]:
-    """The flags of :func:`use_fast_compile` for the installed jaxlib (read from its metadata,
-    without importing it: an unknown flag in ``XLA_FLAGS`` stops XLA)."""
+def fast_compile_options() -> dict[str, int | bool]:
+    """The XLA options of :func:`use_fast_compile` for the installed jaxlib (read from its
+    metadata, without importing it: an unknown flag in ``XLA_FLAGS`` stops XLA), as compiler
+    options (``jax.jit(...).lower(...).compile(compiler_options=...)``)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    flags = (f"{OPT_FLAG}=0",)
+    options: dict[str, int | bool] = {OPT_FLAG.lstrip("-"): 0}
     try:
         major_minor = tuple(int(v) for v in version("jaxlib").split(".")[:2])
     except (PackageNotFoundError, ValueError):
-        return flags
-    return flags + (("--xla_cpu_use_fusion_emitters=false",) if major_minor == (0, 10) else ())
+        return options
+    if major_minor == (0, 10):
+        options["xla_cpu_use_fusion_emitters"] = False
+    return options
+
+
+def fast_compile_flags() -> tuple[str, ...]:
+    """:func:`fast_compile_options` as ``XLA_FLAGS`` entries."""
+    return tuple(f"--{k}={str(v).lower()}" for k, v in fast_compile_options().items())
 
 
 def use_fast_compile() -> bool:

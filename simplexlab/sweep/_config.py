@@ -138,7 +138,6 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
     for section in ("fixed", "grid"):
         if not isinstance(cfg.get(section, {}), dict):
             raise ValueError(f"{path}: [{section}] must be a table of parameter = value")
-    for section in ("fixed", "grid"):
         cfg[section] = dict(cfg.get(section, {}))
     # a rule from the user's own module ("package.module:name"): imported here, in every
     # process that reads the file, so that its parameters are known below

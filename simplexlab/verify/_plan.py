@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from .._env import fast_compile_options
 from ..shaping import METHODS, GainSchedule, group_rule, lookup_method, meanfield_system
 from ..theory import State, Verifier, activity, tail_miss
 
@@ -280,28 +281,13 @@ def _compile(lowered, options):
     return lowered.compile()
 
 
-def _fast_options() -> dict[str, Any]:
-    """XLA options that compile the drift programs a few times faster (they run once, in
-    milliseconds): the fast-compiling CPU code generation of quick runs
-    (:func:`simplexlab._env.fast_compile_flags`: LLVM at optimisation level 0 and, with the
-    jaxlib they were checked on, the older loop emitters; a g2rpo program at G = 64: 5.9 s ->
-    1.6 s on a loaded 2-core CPU, 2026-11-26) as compiler options. Only how the CPU backend
-    emits code changes: the same program, the same numbers up to the last bits."""
-    from .._env import fast_compile_flags
-
-    options: dict[str, Any] = {}
-    for flag in fast_compile_flags():
-        name, value = flag.lstrip("-").split("=", 1)
-        options[name] = {"true": True, "false": False}.get(value.lower(), value)
-        if isinstance(options[name], str) and value.lstrip("-").isdigit():
-            options[name] = int(value)
-    return options
-
-
 def _run_programs(jobs, *, fast_compile: bool, workers: int | None):
     """``{key: float}``: each job ``(key, dyn, t, state)`` traced here, compiled concurrently,
     run."""
-    options = _fast_options() if fast_compile else None
+    # the drift programs run once, in milliseconds: compiled with the fast-compiling CPU code
+    # generation of quick runs (a g2rpo program at G = 64: 5.9 s -> 1.6 s on a loaded 2-core
+    # CPU, 2026-11-26); the same program, the same numbers up to the last bits
+    options = fast_compile_options() if fast_compile else None
     lowered = {}
     for key, dyn, t, state in jobs:
         lowered[key] = _drift_program(dyn, t, state)
