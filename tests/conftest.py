@@ -30,6 +30,10 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("SIMPLEXLAB_PROGRESS", "0")
+# On a GPU, JAX's default gives each process 75 % of the card's memory when its backend starts:
+# of 8 test workers sharing one GPU, five could not start theirs (seen on an H200). Each process
+# takes what it uses instead. Read when the backend starts; no effect on a CPU.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # torch (the LLM bridge, driver, TRL and modes tests, and their subprocesses) on one thread per
 # process: xdist runs two workers on the CI's two cores, and a second torch thread per worker only
 # waits for a core (the TRL README block: 28 s instead of 49 s on a loaded 2-core machine). Read

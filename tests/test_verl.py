@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the verl adapter needs the llm extra (torch)")
 
 from simplexlab.llm import advantages as bridge_advantages  # noqa: E402
+from simplexlab.llm import score_with_mode, split_scores, with_mode_in_score  # noqa: E402
 from simplexlab.llm._verl import (  # noqa: E402
     VerlEstimator,
     compute_advantage,
@@ -175,6 +176,83 @@ def _modes(solution_strs, extra_infos, scores):
 def _texts():
     """A response text per row: ``"<mode> ... <answer>"``; the ground truth is 7."""
     return [f"{m} x {7 if s else 3}" for m, s in zip(MODE, SCORE, strict=True)]
+
+
+def test_mode_ids_ride_in_the_score_and_come_back():
+    """score = reward + 4 · mode id, read back exactly in float32 over the encoding's range;
+    what it cannot carry is refused, naming the value."""
+    rewards = [-1.0, 0.0, 0.5, 1.0, 2.0, 0.25 + 2**-5]
+    ids = [0, 1, 7, 1023, 65535]
+    pairs = [(r, m) for r in rewards for m in ids]
+    enc = torch.tensor([score_with_mode(r, m) for r, m in pairs], dtype=torch.float32)
+    np.testing.assert_array_equal(enc.numpy(), np.float32([r + 4 * m for r, m in pairs]))
+    back_r, back_m = split_scores(enc)
+    np.testing.assert_array_equal(back_r.numpy(), np.float32([r for r, _ in pairs]))
+    np.testing.assert_array_equal(back_m, [m for _, m in pairs])
+    # a plain reward (no mode written) reads as mode 0
+    np.testing.assert_array_equal(split_scores(torch.tensor([0.0, 1.0]))[1], [0, 0])
+    for r, m, match in [(2.5, 0, "outside"), (-1.5, 0, "outside"), (float("nan"), 0, "outside"),
+                        (0.0, -1, "mode id"), (0.0, 65536, "mode id"), (0.0, 1.0, "mode id"),
+                        (0.3, 65535, "does not survive float32")]:
+        with pytest.raises(ValueError, match=match):
+            score_with_mode(r, m)
+    with pytest.raises(ValueError, match="finite"):
+        split_scores(torch.tensor([1.0, float("inf")]))
+    with pytest.raises(ValueError, match="below -1"):
+        split_scores(torch.tensor([-2.0]))
+
+
+def _verifier(data_source, solution_str, ground_truth, extra_info, **kwargs):
+    """A verifier as verl's reward loop calls a custom reward function (keywords)."""
+    return {"score": float(solution_str.endswith(str(ground_truth))), "length": len(solution_str)}
+
+
+def _first_word(solution_str, ground_truth, extra_info):
+    return "method-" + solution_str.split()[0]  # a string label: hashed to a mode id
+
+
+def test_reward_function_writes_the_mode_into_the_score():
+    fn = with_mode_in_score(_verifier, _first_word)
+    rows = [fn(data_source="src", solution_str=t, ground_truth=7, extra_info={}) for t in _texts()]
+    r, m = split_scores(torch.tensor([row["score"] for row in rows]))
+    np.testing.assert_array_equal(r.numpy(), SCORE)
+    assert [row["acc"] for row in rows] == list(SCORE)  # the plain reward, for verl's logs
+    assert [row["mode_id"] for row in rows] == list(m) and all(row["length"] for row in rows)
+    # the same label, the same id; different labels, different ids (this batch's three)
+    assert len({(int(a), int(b)) for a, b in zip(MODE, m, strict=True)}) == len(set(MODE))
+    with pytest.raises(ValueError, match="mode_fn must be callable"):
+        with_mode_in_score(_verifier, "first word")
+
+
+def _encoded_batch(hashed=True):
+    """The test batch as verl's default trainer holds it: each response's reward score (with its
+    mode id written in) at its last valid token."""
+    fn = with_mode_in_score(_verifier, _first_word if hashed else
+                            (lambda s, g, e: int(s.split()[0])))
+    rewards, mask = _batch()
+    scores = torch.tensor([fn(data_source="src", solution_str=t, ground_truth=7)["score"]
+                           for t in _texts()])
+    rewards[torch.arange(len(UID)), torch.as_tensor(LENGTH) - 1] = scores
+    return rewards, mask
+
+
+@pytest.mark.parametrize("hashed", [True, False])
+def test_estimator_reads_modes_out_of_the_scores(hashed):
+    """With ``modes_in_scores=True`` the estimator given only the encoded token rewards, the
+    mask and the uids -- all that verl's default trainer passes -- computes the lab's G²RPO."""
+    rewards, mask = _encoded_batch(hashed)
+    est = VerlEstimator("g2rpo", schedule=SCHED, modes_in_scores=True)
+    adv, _ = est(token_level_rewards=rewards, response_mask=mask, index=UID, config=None)
+    _check_broadcast(adv, _expected(), mask)
+    np.testing.assert_array_equal(est.last["rewards"].numpy(),
+                                  SCORE[np.array([np.flatnonzero(UID == u) for u in "abc"])])
+    # without the flag the estimator finds no mode ids (and would read the floats as rewards)
+    with pytest.raises(ValueError):
+        VerlEstimator("g2rpo", schedule=SCHED)(rewards, mask, UID)
+    with pytest.raises(ValueError, match="use_kl_in_reward"):
+        est(rewards, mask, UID, config={"use_kl_in_reward": True})
+    with pytest.raises(ValueError, match="one of them"):
+        VerlEstimator("g2rpo", schedule=SCHED, modes_in_scores=True, mode_fn=lambda i, s: s)
 
 
 def test_batch_reward_function_adds_listing1_bonus():
@@ -345,3 +423,59 @@ def test_verls_own_estimators_are_the_labs_rules(core, name, norm, rule):
     np.testing.assert_allclose(adv.numpy(), want[:, None] * mask.numpy(), rtol=1e-6, atol=1e-6)
     if rule == "grpo_sample_std":
         assert np.abs(_expected("grpo", modes=None) - want).max() > 1e-2
+
+
+def test_verls_default_trainer_path_carries_mode_ids(verl, core):
+    """verl 0.9.1's default (v1) trainer, as far as it runs on a CPU: its reward loop's
+    ``NaiveRewardManager.run_single`` scores each response with the lab's reward function, the
+    score goes to the response's last token of ``rm_scores`` (as ``agent_loop.py`` puts it), and
+    the v1 trainer's own advantage step (``compute_advantage_for_multi_trajectories``, what
+    ``_compute_advantage`` calls) runs the estimator registered with ``modes_in_scores=True``:
+    the result is the lab's G²RPO, and G²RPO on top of verl's GRPO."""
+    v1 = pytest.importorskip(
+        "verl.trainer.ppo.v1.utils",
+        reason="verl's v1 trainer needs TransferQueue (pip install TransferQueue), installed in "
+        "the CI's verl environment")
+    from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
+    from verl.trainer.config import AlgoConfig
+
+    class Tok:  # decodes the ids this test encodes: one character per id
+        def decode(self, ids, skip_special_tokens=True):
+            return "".join(chr(int(i)) for i in ids)
+
+    manager = NaiveRewardManager(None, Tok(), with_mode_in_score(_verifier, _first_word))
+    n = len(UID)
+    rm_scores = torch.zeros(n, T)
+    extra = []
+    for i, text in enumerate(_texts()):
+        ids = torch.tensor([ord(c) for c in text])
+        item = verl.DataProto.from_dict(
+            tensors={"responses": ids[None], "attention_mask": torch.ones(1, 2 + len(ids),
+                                                                          dtype=torch.int64)},
+            non_tensors={"data_source": np.array(["src"], dtype=object),
+                         "reward_model": np.array([{"ground_truth": 7}], dtype=object),
+                         "extra_info": np.array([{}], dtype=object)})
+        out = manager.loop.run_until_complete(manager.run_single(item))  # the manager's loop
+        rm_scores[i, LENGTH[i] - 1] = out["reward_score"]  # agent_loop: rm_scores[-1] = score
+        extra.append(out["reward_extra_info"])
+    assert [e["acc"] for e in extra] == list(SCORE)
+    _, mask = _batch()
+    keys = [f"{u}_0_0" for u in UID]  # the v1 batch keys: {uid}_{session}_{index}
+    for name, base, want in [("simplexlab_g2rpo", None, None),
+                             ("simplexlab_grpo_plus_bonus", "grpo", "grpo")]:
+        register(SCHED, name=name, base=base, modes_in_scores=True)
+        data = verl.DataProto.from_dict(
+            tensors={"token_level_scores": rm_scores.clone(),
+                     "token_level_rewards": rm_scores.clone(), "response_mask": mask},
+            non_tensors={"uid": UID.copy()})
+        data = v1.compute_advantage_for_multi_trajectories(
+            data, batch_keys=keys, adv_estimator=name, num_repeat=G, config=AlgoConfig())
+        if want is None:
+            _check_broadcast(data.batch["advantages"], _expected(), mask)
+        else:
+            plain, _ = _batch()
+            grpo, _ = core.compute_grpo_outcome_advantage(plain, mask, UID)
+            np.testing.assert_allclose(
+                data.batch["advantages"].numpy(),
+                grpo.numpy() + _expected("g2rpo_bonus")[:, None] * mask.numpy(),
+                rtol=1e-6, atol=1e-6)

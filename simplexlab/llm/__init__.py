@@ -21,7 +21,9 @@ The adapters: :class:`G2RPOTrainer` (TRL's ``GRPOTrainer`` with the lab's shapin
 built on first use, needs the ``trl`` extra), the verl advantage estimator
 (:func:`register_verl`, :class:`VerlEstimator`, :func:`verl_compute_advantage`) and the
 reward-side :func:`rarity_bonus` of G2 Listing 1 (:func:`with_rarity_bonus`; verl is imported only
-when they run), and mode discovery for free text (:func:`discover_modes`).
+when they run), the reward function that carries mode ids through verl's default trainer in the
+reward score (:func:`with_mode_in_score`, :func:`score_with_mode`, :func:`split_scores`), and
+mode discovery for free text (:func:`discover_modes`).
 
 Importing this package imports torch (``import simplexlab`` never does). It sits beside
 :mod:`simplexlab.lab` and imports only the layers below (theory, shaping, sim, sweep).
@@ -46,6 +48,7 @@ from ._verl import VerlEstimator, rarity_bonus, with_rarity_bonus
 from ._verl import compute_advantage as verl_compute_advantage
 from ._verl import register as register_verl
 from ._verl import unregister as unregister_verl
+from ._verl_scores import MODE_SCORE_BASE, score_with_mode, split_scores, with_mode_in_score
 
 
 def __getattr__(name):
@@ -59,6 +62,7 @@ def __getattr__(name):
 __all__ = [
     "DEFAULT_SCHEDULE",
     "DTYPES",
+    "MODE_SCORE_BASE",
     "FAMILIES",
     "G2RPOTrainer",
     "ModeStats",
@@ -80,6 +84,8 @@ __all__ = [
     "mode_stats",
     "predict",
     "rarity_bonus",
+    "score_with_mode",
+    "split_scores",
     "register_verl",
     "tiny_model",
     "to_jax",
@@ -90,5 +96,6 @@ __all__ = [
     "verl_compute_advantage",
     "warm_start",
     "check_warm_start",
+    "with_mode_in_score",
     "with_rarity_bonus",
 ]

@@ -31,7 +31,11 @@ Written against verl 0.9.1. Two pieces, each computed by the bridge
    G²RPO needs a trainer that calls :func:`compute_advantage` (this module) on the ``DataProto``
    -- it reads ``non_tensor_batch["mode_id"]``, which the legacy ``RayPPOTrainer`` fills from the
    reward function's extra keys (``ray_trainer.py``: ``batch.non_tensor_batch.update(
-   reward_extra_infos_dict)``) -- or a ``mode_fn``.
+   reward_extra_infos_dict)``) -- or a ``mode_fn``. With the default v1 trainer the mode id
+   travels in the reward score itself: the reward function made by
+   :func:`~simplexlab.llm.with_mode_in_score` writes ``reward + 4 * mode_id``
+   (:mod:`simplexlab.llm._verl_scores`), and the estimator registered with
+   ``modes_in_scores=True`` takes it out again before computing the advantages.
 
 2. **The reward-side rarity bonus of Listing 1**: :func:`rarity_bonus` (per-sample bonus of a
    batch of groups, numpy in / numpy out) and :func:`with_rarity_bonus`, which wraps a per-sample
@@ -69,6 +73,7 @@ from .._version import install_command
 from ..shaping import GainSchedule
 from ._bridge import advantages as bridge_advantages
 from ._driver import resolve_schedule
+from ._verl_scores import split_scores
 
 __all__ = ["VerlEstimator", "compute_advantage", "rarity_bonus", "register", "unregister",
            "with_rarity_bonus"]
@@ -159,6 +164,26 @@ def _num_clusters(num_clusters, G: int, modes: np.ndarray | None) -> int | None:
     return max(G, int(modes.max()) + 1 if modes.size else G)
 
 
+def _scores_without_modes(token_level_rewards, response_mask, scores, order, config):
+    """The mode ids that :func:`~simplexlab.llm.with_mode_in_score` wrote into the scores, taken
+    out again: ``(token-level rewards, scores, mode ids)`` with the plain rewards (the difference
+    taken off each response's last valid token, where verl's reward loop puts the score) and
+    the ids renumbered 0, 1, ... within each group (only equality within a group matters)."""
+    if config is not None and config.get("use_kl_in_reward", False):
+        raise ValueError("modes_in_scores=True reads mode ids out of the reward scores, which "
+                         "algorithm.use_kl_in_reward=True shifts by a KL penalty; use the KL "
+                         "loss (actor_rollout_ref.actor.use_kl_loss) instead")
+    rewards, carried = split_scores(scores)
+    last = response_mask.to(torch.int64).cumsum(-1).argmax(-1)
+    rows = torch.arange(token_level_rewards.shape[0], device=token_level_rewards.device)
+    plain = token_level_rewards.detach().clone()
+    plain[rows, last] -= (scores - rewards).to(plain.dtype).to(plain.device)
+    ids = np.empty_like(carried)
+    for row in order:
+        ids[row] = np.unique(carried[row], return_inverse=True)[1].reshape(-1)
+    return plain, rewards, ids
+
+
 class VerlEstimator:
     """A verl advantage estimator computing the lab's rule ``method`` (module docstring).
 
@@ -168,13 +193,16 @@ class VerlEstimator:
     estimator counts its own calls (verl computes advantages once per training step; a resumed
     run restarts the count -- pass ``step``, or set :attr:`step`, to continue it). After each
     call :attr:`last` holds the ``(P, G)`` rewards, modes and lab advantages, for logging.
+    ``modes_in_scores=True``: the rewards arrive as :func:`~simplexlab.llm.with_mode_in_score`
+    encoded them (verl's default v1 trainer); the mode ids are read out of them.
     """
 
     def __init__(self, method: str = "g2rpo", *, schedule: GainSchedule | None = None,
                  base: str | None = None, mode_key: str = "mode_id",
                  mode_fn: Callable[[np.ndarray, torch.Tensor], Sequence[int]] | None = None,
                  num_clusters: int | None = None, params: Mapping[str, float] | None = None,
-                 delta_fn: float = 0.0, delta_fp: float = 0.0, name: str | None = None):
+                 delta_fn: float = 0.0, delta_fp: float = 0.0, name: str | None = None,
+                 modes_in_scores: bool = False):
         if shaping.lookup_method(method).logp:
             raise ValueError(f"method {method!r} needs the responses' log-probabilities, which "
                              "verl does not pass to an advantage estimator")
@@ -184,7 +212,11 @@ class VerlEstimator:
         if mode_fn is not None and not callable(mode_fn):
             raise ValueError(f"mode_fn must be callable(index, scores) -> mode ids; got "
                              f"{mode_fn!r}")
+        if modes_in_scores and mode_fn is not None:
+            raise ValueError("modes_in_scores=True reads the mode ids from the reward scores; "
+                             "mode_fn is a second source: pass one of them")
         self.method = method
+        self.modes_in_scores = bool(modes_in_scores)
         if _g2(method) and schedule is None:
             schedule = resolve_schedule(None, False)
         self.schedule = schedule
@@ -201,7 +233,7 @@ class VerlEstimator:
 
     def __repr__(self) -> str:
         return (f"VerlEstimator(name={self.name!r}, method={self.method!r}, base={self.base!r}, "
-                f"mode_key={self.mode_key!r})")
+                f"mode_key={self.mode_key!r}, modes_in_scores={self.modes_in_scores})")
 
     def _modes(self, n, index, scores, mode_ids, non_tensor_batch):
         if mode_ids is not None:
@@ -238,6 +270,10 @@ class VerlEstimator:
         with torch.no_grad():
             # one scalar per response, as verl's GRPO: the sum of its token-level rewards
             scores = token_level_rewards.detach().sum(-1).float().cpu()
+        if self.modes_in_scores:
+            token_level_rewards, scores, carried = _scores_without_modes(
+                token_level_rewards, response_mask, scores, order, config)
+            mode_ids = carried if mode_ids is None else mode_ids
         modes = self._modes(n, index, scores, mode_ids, non_tensor_batch)
         st = self.step if step is None else step
         r = scores[torch.from_numpy(order)].contiguous()
@@ -279,7 +315,7 @@ def register(schedule_path: str | os.PathLike | GainSchedule | None = None, *,
              base: str | None = None, mode_key: str = "mode_id",
              mode_fn: Callable | None = None, num_clusters: int | None = None,
              params: Mapping[str, float] | None = None, delta_fn: float = 0.0,
-             delta_fp: float = 0.0) -> VerlEstimator:
+             delta_fp: float = 0.0, modes_in_scores: bool = False) -> VerlEstimator:
     """Register the lab's ``method`` as a verl advantage estimator; returns the estimator.
 
     ``name`` (default ``"simplexlab_<method>"``, e.g. ``"simplexlab_g2rpo"``) is the key in verl's
@@ -295,7 +331,9 @@ def register(schedule_path: str | os.PathLike | GainSchedule | None = None, *,
     lab's advantages of ``method``; a verl estimator name (``"grpo"``) -- verl's advantages plus
     the lab's G²RPO bonus. ``mode_key``, ``mode_fn``, ``num_clusters`` (default: ``max(G, largest
     mode id + 1)``), ``params``, ``delta_fn``, ``delta_fp``: see :class:`VerlEstimator` and
-    :func:`simplexlab.llm.advantages`.
+    :func:`simplexlab.llm.advantages`. ``modes_in_scores``: read each response's mode id out of
+    its reward score, where :func:`simplexlab.llm.with_mode_in_score` put it (verl's default v1
+    trainer passes an estimator nothing else of the reward side).
     """
     core = _core_algos()
     name = f"simplexlab_{method}" if name is None else name
@@ -307,7 +345,8 @@ def register(schedule_path: str | os.PathLike | GainSchedule | None = None, *,
     schedule = resolve_schedule(schedule_path, force) if _g2(method) else None
     est = VerlEstimator(method, schedule=schedule, base=base, mode_key=mode_key,
                         mode_fn=mode_fn, num_clusters=num_clusters, params=params,
-                        delta_fn=delta_fn, delta_fp=delta_fp, name=name)
+                        delta_fn=delta_fn, delta_fp=delta_fp, name=name,
+                        modes_in_scores=modes_in_scores)
     if base is not None:
         core.get_adv_estimator_fn(base)  # an unknown base: verl's own ValueError, now
     held = core.ADV_ESTIMATOR_REGISTRY.get(name)
