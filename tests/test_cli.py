@@ -277,7 +277,7 @@ def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, cap
     ran = []
     monkeypatch.setattr(reg, "run_experiment", lambda name, **kw: ran.append(name) or
                         {"figures": [], "wall_seconds": 0.0})
-    import simplexlab.lab._cli as cli
+    import simplexlab.lab._reproduce_cli as cli
 
     claimed = []  # the claims of the experiments that run are evaluated first (stubbed here)
     monkeypatch.setattr(cli, "_run_claims", lambda claims, **kw: claimed.extend(claims) or 0)

@@ -14,16 +14,18 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the verl adapter needs the llm extra (torch)")
 
-from simplexlab.llm import advantages as bridge_advantages  # noqa: E402
-from simplexlab.llm import score_with_mode, split_scores, with_mode_in_score  # noqa: E402
-from simplexlab.llm._verl import (  # noqa: E402
+from simplexlab.llm import (  # noqa: E402
     VerlEstimator,
-    compute_advantage,
     rarity_bonus,
-    register,
-    unregister,
+    score_with_mode,
+    split_scores,
+    with_mode_in_score,
     with_rarity_bonus,
 )
+from simplexlab.llm import advantages as bridge_advantages  # noqa: E402
+from simplexlab.llm import register_verl as register  # noqa: E402
+from simplexlab.llm import unregister_verl as unregister  # noqa: E402
+from simplexlab.llm import verl_compute_advantage as compute_advantage  # noqa: E402
 from simplexlab.shaping import GainSchedule, Groups  # noqa: E402
 from simplexlab.shaping import advantages as lab_advantages  # noqa: E402
 

@@ -54,7 +54,7 @@ def _worker(conn, experiments_dir, quick: bool, out: str, seed: int) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the workers on Ctrl-C
-    from ._cli import _setup_jax
+    from ._cli_args import _setup_jax
 
     _setup_jax()
     from ._claims import evaluate_claims, select_claims

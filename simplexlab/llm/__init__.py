@@ -44,10 +44,11 @@ from ._model import load_model, tiny_model
 from ._modes import Modes, discover_modes, token_f1
 from ._prediction import fit_time_scale, initial_states, predict
 from ._task import FAMILIES, ArithmeticTask
-from ._verl import VerlEstimator, rarity_bonus, with_rarity_bonus
+from ._verl import VerlEstimator
 from ._verl import compute_advantage as verl_compute_advantage
 from ._verl import register as register_verl
 from ._verl import unregister as unregister_verl
+from ._verl_reward import rarity_bonus, with_rarity_bonus
 from ._verl_scores import MODE_SCORE_BASE, score_with_mode, split_scores, with_mode_in_score
 
 

@@ -15,7 +15,8 @@ beyond the simulator protocol (batching, memory per run, output dims, bucketing 
 
 from ._adapters import SweepAdapter, adapter, register
 from ._config import load_config, run_config
-from ._engine import SweepInterrupted, parse_bytes, run
+from ._engine import SweepInterrupted, run
+from ._plan import parse_bytes
 from ._store import ChunkStore, chunk_digest
 from ._targets import Batch, MeanFieldTarget, SimulatorTarget, SweepTarget, make_target
 

@@ -42,7 +42,7 @@ from typing import Any
 from .._checks import is_int
 from .._results import check_file_name, read_toml
 from ..shaping import import_method
-from ._engine import _as_values, _kind
+from ._plan import _as_values, _kind
 from ._targets import make_target
 
 __all__ = ["load_config", "run_config"]

@@ -38,9 +38,11 @@ from ._fields import (
 from ._finite import (
     ExpectedUpdate,
     FiniteGroup,
+    expected_update,
+)
+from ._finite_paths import (
     GroupRule,
     cell_totals,
-    expected_update,
 )
 from ._fixed_points import (
     FixedPoint,

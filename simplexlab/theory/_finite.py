@@ -11,114 +11,48 @@ the log-likelihood surrogate ``Δθ = η (w − π Σ_c w_c)``, with the probabi
 
 exactly, at every ``G``. Everything rests on the *cell totals* ``W[r, c] = E[Σ_{i ∈ (c, r)} A_i]``,
 the expected advantage carried by the rollouts of mode ``c`` scored ``r`` (a *cell*):
-``E[w_c] = s (W[0, c] + W[1, c])``. This module computes them along one of these paths:
-
-- ``"enumerate"``: every multinomial outcome of the ``G`` draws over the cells (the rule is run
-  on one representative group per outcome, vectorised); exact, for small ``G`` and few cells.
-- ``"counts"``: for a rule that sees only a rollout's own reward ``r`` and the group's success
-  count ``S`` (GRPO, Dr.GRPO, RLOO, F-GRPO, IAC, GRPO-N, ...): with ``S' ~ Bin(G − 1, q)``,
-  ``W[r, c] = G q_{r,c} E[A(r, r + S')]``; ``O(G)``, the rule run on ``G + 1`` groups.
-- ``"clusters"``: for a rule invariant under relabelling the modes among the rollouts scored
-  correct and, separately, among those scored incorrect (G²RPO: its plug-in statistics depend
-  on the partition of the correct-scored counts into clusters and of the incorrect ones, and a
-  rollout's advantage on its own cluster's count). A dynamic programme over the cells in the
-  space of integer partitions (generating functions of the Poissonised counts, conditioned on
-  their total ``G``), the rule run once per pair of partitions; exact, every safeguard included.
-- ``"rule"``: the rule's own exact reduction (:meth:`GroupRule.cell_totals`), where it has one.
-- ``"montecarlo"``: ``num_samples`` sampled groups, with the standard error of every entry (the
-  fallback; never chosen silently: the result names its path).
+``E[w_c] = s (W[0, c] + W[1, c])``. :mod:`simplexlab.theory._finite_paths` computes them, exactly
+(enumeration of the group's outcomes; a sum over the success count for rules that see only it;
+a dynamic programme over partitions for G²RPO's cluster symmetry; a rule's own reduction) or by
+Monte Carlo with stated standard errors, and the result names the path it took.
 
 :class:`FiniteGroup` integrates ``dθ/dt = E[Δθ]/η`` (time ``t = step · η``) as a mean-field system
 on ``(p, y, z)``: an :class:`~simplexlab.theory.AbstractDynamics`, so :func:`solve`,
 :func:`solve_ensemble`, the portraits, the fixed points and the sweeps take it unchanged. As
 ``G → ∞`` it tends to the papers' fields (G²RPO eq. 22 / 48 / 56) with an ``O(1/G)`` error.
 
-The rule itself is the layer above's (:mod:`simplexlab.shaping`): this module sees it through
+The rule itself is the layer above's (:mod:`simplexlab.shaping`): the theory sees it through
 the small interface :class:`GroupRule` and never imports it.
 """
 
 from __future__ import annotations
 
-import abc
-import functools
-import itertools
-import math
 from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln, xlogy
 
 from .._checks import as_int
 from ._entropy import EntropyBonus
 from ._fields import AbstractDynamics
+from ._finite_paths import (
+    MAX_SIZE,
+    PATHS,
+    GroupRule,
+    active_cells,
+    cell_totals,
+    choose_path,
+    known_zero_rates,
+)
 from ._state import State, check_state
 from ._verifier import Verifier
 
-__all__ = ["PATHS", "STRUCTURES", "ExpectedUpdate", "FiniteGroup", "GroupRule", "active_cells",
-           "binomial_pmf", "cell_totals", "cluster_size", "compositions", "counts_totals",
-           "enumeration_size", "expected_update", "poisson_pmf"]
+__all__ = ["ExpectedUpdate", "FiniteGroup", "expected_update"]
 
-#: the ways :func:`cell_totals` computes an expectation ("auto" picks one)
-PATHS = ("auto", "rule", "counts", "clusters", "enumerate", "montecarlo")
-#: what a rule's advantages may depend on (:attr:`GroupRule.structure`)
-STRUCTURES = ("counts", "clusters", "general")
 SURROGATES = ("log_likelihood", "probability")
 REDUCTIONS = ("mean", "sum")
-#: default bound on a representative table (groups × G entries) of the exact paths
-MAX_SIZE = 4_000_000
-
-
-class GroupRule(eqx.Module):
-    r"""An advantage rule as the finite-group theory sees it (implemented by
-    :mod:`simplexlab.shaping` for every method of ``METHODS``).
-
-    ``advantages(rewards, modes, logp, t, num_clusters)`` returns the per-rollout advantages of a
-    batch of full groups ``(*groups, G)`` (``rewards`` in {0, 1}, ``modes`` int in
-    ``[0, num_clusters)``, ``logp`` the log-probability of each rollout; ``t`` the mean-field time,
-    for a warm-up). A rule that is not group-local (REINFORCE++) normalises over the batch it is
-    given: its last two axes are then one batch of groups ``(num_groups, G)``.
-    """
-
-    #: what the advantages depend on: ``"counts"`` (own reward and the group's success count),
-    #: ``"clusters"`` (invariant under relabelling modes within the correct-scored and within
-    #: the incorrect-scored rollouts, no log-probabilities), ``"general"``
-    structure: ClassVar[str] = "general"
-
-    @abc.abstractmethod
-    def advantages(self, rewards, modes, logp, t, num_clusters: int): ...
-
-    @property
-    def group_local(self) -> bool:
-        """A group's advantages depend on that group alone."""
-        return True
-
-    @property
-    def min_group_size(self) -> int:
-        """The smallest group size the rule is defined for (at least 2)."""
-        return 2
-
-    @property
-    def num_groups(self) -> int:
-        """Groups per batch (a rule that is not group-local normalises over them)."""
-        return 1
-
-    def cell_totals(self, q1, q0, probs, group_size: int, t, num_clusters: int, active):
-        """The rule's own exact reduction of the cell totals ``W`` ``(2, C)`` (module
-        docstring) from the cell probabilities ``q1 = π P(r = 1 | ·)``, ``q0 = π P(r = 0 | ·)``
-        (``active``: the mode ids that can fill a correct- and an incorrect-scored cell);
-        called only where :meth:`reduction_size` is not ``None``."""
-        return None
-
-    def reduction_size(self, K: int, M: int, group_size: int, active) -> int | None:
-        """The size of the rule's own reduction at these sizes (``None``: it has none)."""
-        return None
-
-    def checked(self) -> GroupRule:
-        """The same rule with run-time checks of its parameters attached."""
-        return self
 
 
 class ExpectedUpdate(eqx.Module):
@@ -135,371 +69,6 @@ class ExpectedUpdate(eqx.Module):
     probs: jax.Array
     stderr: jax.Array
     path: str = eqx.field(static=True)
-
-
-# --------------------------------------------------------------------------- probabilities
-
-
-def poisson_pmf(rate, n):
-    r"""``e^{−λ} λ^n / n!`` (``0^0 = 1``), elementwise."""
-    rate = jnp.asarray(rate)
-    n = jnp.asarray(n, rate.dtype)
-    return jnp.exp(xlogy(n, rate) - rate - gammaln(n + 1.0))
-
-
-def binomial_pmf(n: int, q):
-    """``P(S = s)``, ``s = 0..n``, ``S ~ Bin(n, q)`` (exact at ``q ∈ {0, 1}``)."""
-    s = jnp.arange(n + 1, dtype=q.dtype)
-    logc = gammaln(n + 1.0) - gammaln(s + 1.0) - gammaln(n - s + 1.0)
-    return jnp.exp(logc + xlogy(s, q) + xlogy(n - s, 1.0 - q))
-
-
-def _cells(verifier: Verifier, probs, K: int):
-    """``(q1, q0)``: the probabilities of the cells (mode c scored 1) and (mode c scored 0)."""
-    C = probs.shape[-1]
-    good = jnp.arange(C) < K
-    fn = jnp.asarray(verifier.delta_fn, probs.dtype)
-    fp = jnp.asarray(verifier.delta_fp, probs.dtype)
-    p1 = jnp.where(good, 1.0 - fn, fp)
-    return probs * p1, probs * (1.0 - p1)
-
-
-def known_zero_rates(verifier: Verifier) -> tuple[bool, bool]:
-    """``(δ_FN == 0, δ_FP == 0)`` where the rates are concrete (a traced rate: ``False``)."""
-    def zero(v):
-        if isinstance(v, jax.core.Tracer):
-            return False
-        return bool(np.all(np.asarray(v) == 0))
-    return zero(verifier.delta_fn), zero(verifier.delta_fp)
-
-
-def active_cells(verifier: Verifier, K: int, M: int, zero_rates=None):
-    """The mode ids that can fill a correct-scored cell and an incorrect-scored one: static,
-    from the verifier's rates where they are known zeros (``zero_rates``, or read from the
-    verifier where it is concrete; a traced rate: every mode)."""
-    fn0, fp0 = known_zero_rates(verifier) if zero_rates is None else zero_rates
-    C = K + M
-    good = tuple(range(K)) if fp0 else tuple(range(C))
-    bad = tuple(range(K, C)) if fn0 else tuple(range(C))
-    return good, bad
-
-
-# --------------------------------------------------------------------------- the paths
-
-
-def counts_totals(rule, q1, q0, probs, G, t, C):
-    """The ``"counts"`` path: the rule on ``G + 1`` groups (``s`` correct, then incorrect)."""
-    dt = probs.dtype
-    # group s has its first s rollouts correct: built in the program (iotas), not as (G+1, G)
-    # literals (at G = 256 they made up most of the program's text and its compilation time)
-    correct = (jax.lax.broadcasted_iota(jnp.int32, (G + 1, G), 1)
-               < jax.lax.broadcasted_iota(jnp.int32, (G + 1, G), 0))
-    modes = jnp.where(correct, 0, C - 1).astype(jnp.int32)
-    logp = jnp.log(jnp.where(correct, probs[0], probs[C - 1]))
-    adv = rule.advantages(correct.astype(dt), modes, logp, t, C)
-    a1 = adv[1:, 0]  # a correct rollout when the group has s = 1..G successes
-    a0 = adv[:-1, G - 1]  # an incorrect one when it has s = 0..G-1
-    pmf = binomial_pmf(G - 1, jnp.sum(q1))  # the other G - 1 rollouts' successes
-    return jnp.stack([G * q0 * jnp.sum(pmf * a0), G * q1 * jnp.sum(pmf * a1)])
-
-
-@functools.lru_cache(maxsize=32)
-def compositions(total: int, parts: int) -> np.ndarray:
-    """Every vector of ``parts`` non-negative integers summing to ``total`` (rows)."""
-    if parts == 1:
-        return np.array([[total]], dtype=np.int64)
-    rows = []
-    for bars in itertools.combinations(range(total + parts - 1), parts - 1):
-        prev, row = -1, []
-        for b in bars:
-            row.append(b - prev - 1)
-            prev = b
-        row.append(total + parts - 2 - prev)
-        rows.append(row)
-    return np.array(rows, dtype=np.int64)
-
-
-def enumeration_size(group_size: int, num_cells: int) -> int:
-    """Number of multinomial outcomes of ``group_size`` draws over ``num_cells`` cells."""
-    return math.comb(group_size + num_cells - 1, num_cells - 1)
-
-
-@functools.lru_cache(maxsize=16)
-def _enumeration_tables(G: int, cells: tuple):
-    """For cells ``((r, mode), ...)``: the outcomes' counts, each outcome's representative group
-    (rewards, modes, cell index of every rollout) and ``log(G! / Π n!)``."""
-    counts = compositions(G, len(cells))
-    cell_of = np.repeat(np.broadcast_to(np.arange(len(cells)), counts.shape).ravel(),
-                        counts.ravel()).reshape(len(counts), G)
-    r = np.array([c[0] for c in cells])[cell_of].astype(float)
-    m = np.array([c[1] for c in cells])[cell_of].astype(np.int32)
-    logc = math.lgamma(G + 1) - np.sum([[math.lgamma(n + 1) for n in row] for row in counts], -1)
-    return counts, r, m, cell_of, logc
-
-
-def _enumerate_totals(rule, q1, q0, probs, G, t, C, cells):
-    counts, r, m, cell_of, logc = _enumeration_tables(G, cells)
-    dt = probs.dtype
-    qc = jnp.stack([(q1 if rr == 1 else q0)[mm] for rr, mm in cells])
-    logp_out = jnp.asarray(logc, dt) + jnp.sum(xlogy(jnp.asarray(counts, dt), qc), -1)
-    prob = jnp.exp(logp_out)
-    adv = rule.advantages(jnp.asarray(r, dt), jnp.asarray(m), jnp.log(probs)[m], t, C)
-    # an outcome of probability 0 may have a non-finite advantage (a log-probability of -inf)
-    mass = jnp.where(prob[:, None] > 0, prob[:, None] * adv, 0.0)
-    per_cell = jnp.zeros((len(cells),), dt).at[jnp.asarray(cell_of)].add(mass)
-    W = jnp.zeros((2, C), dt)
-    for i, (rr, mm) in enumerate(cells):
-        W = W.at[rr, mm].add(per_cell[i])
-    return W
-
-
-# ---- the partition path
-
-
-@functools.lru_cache(maxsize=64)
-def _partitions(G: int, max_parts: int):
-    """Every partition (non-increasing tuple of positive parts) of a total ``<= G`` into at most
-    ``max_parts`` parts; ``index`` maps each to its row."""
-    out = [()]
-
-    def grow(prefix, remaining, largest):
-        for part in range(min(remaining, largest), 0, -1):
-            lam = prefix + (part,)
-            out.append(lam)
-            if len(lam) < max_parts:
-                grow(lam, remaining - part, part)
-
-    if max_parts > 0:
-        grow((), G, G)
-    return out, {lam: i for i, lam in enumerate(out)}
-
-
-@functools.lru_cache(maxsize=64)
-def _partition_dp(G: int, max_parts: int):
-    """Transitions of the partition DP: adding a part ``m >= 1`` to state ``src`` gives ``dst``
-    (``(src, m, dst)`` arrays) among the partitions of :func:`_partitions`."""
-    states, index = _partitions(G, max_parts)
-    src, ms, dst = [], [], []
-    for i, lam in enumerate(states):
-        if len(lam) >= max_parts:
-            continue
-        for m in range(1, G - sum(lam) + 1):
-            src.append(i)
-            ms.append(m)
-            dst.append(index[tuple(sorted(lam + (m,), reverse=True))])
-    return (np.array(src, np.int64), np.array(ms, np.int64), np.array(dst, np.int64),
-            len(states))
-
-
-def _run_dp(weights, G: int, max_parts: int):
-    """``F[λ] = Σ`` over assignments of the parts of ``λ`` to distinct cells of
-    ``Π_cells weights[cell, n_cell]``: ``weights`` ``(cells, G + 1)`` (``n = 0`` included)."""
-    src, ms, dst, n = _partition_dp(G, max_parts)
-    F = jnp.zeros((n,), weights.dtype).at[0].set(1.0)
-    for c in range(weights.shape[0]):
-        w = weights[c]
-        moved = jax.ops.segment_sum(F[src] * w[ms], jnp.asarray(dst), num_segments=n)
-        F = F * w[0] + moved
-    return F
-
-
-@functools.lru_cache(maxsize=16)
-def _cluster_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
-    """Static tables of the partition path: the representative groups of every pair
-    ``(λ_good, λ_bad)`` with ``|λ_good| + |λ_bad| = G`` and, for each side, the triples
-    ``(rest of own side, own part n, other side, pair, position)``."""
-    S1, i1 = _partitions(G, n1)
-    S0, i0 = _partitions(G, n0)
-    E1, e1 = _partitions(G, n1 - 1)
-    E0, e0 = _partitions(G, n0 - 1)
-    pairs, rewards, modes, part_pos = [], [], [], []
-    pair_index = {}
-    S0_by_total = {}
-    for lam in S0:
-        S0_by_total.setdefault(sum(lam), []).append(lam)
-    for lg in S1:
-        for lb in S0_by_total.get(G - sum(lg), ()):
-            pair_index[(lg, lb)] = len(pairs)
-            pairs.append((lg, lb))
-            r, m, pos, at = [], [], {}, 0
-            for j, n in enumerate(lg):
-                pos.setdefault((1, n), at)
-                r += [1.0] * n
-                m += [good_ids[j]] * n
-                at += n
-            for j, n in enumerate(lb):
-                pos.setdefault((0, n), at)
-                r += [0.0] * n
-                m += [bad_ids[j]] * n
-                at += n
-            rewards.append(r)
-            modes.append(m)
-            part_pos.append(pos)
-
-    def by_total(states):
-        out = {}
-        for lam in states:
-            out.setdefault(sum(lam), []).append(lam)
-        return out
-
-    def triples(own, own_rest, other, other_index, side):
-        rows = []
-        other_by = by_total(other)
-        for rest in own_rest:
-            for n in range(1, G - sum(rest) + 1):
-                lam = tuple(sorted(rest + (n,), reverse=True))
-                if len(lam) > own:
-                    continue
-                for lo in other_by.get(G - sum(rest) - n, ()):
-                    key = (lam, lo) if side == 1 else (lo, lam)
-                    p = pair_index[key]
-                    rows.append((side_index[side][rest], n, other_index[lo], p,
-                                 part_pos[p][(side, n)]))
-        return np.array(rows, np.int64).reshape(-1, 5)
-
-    side_index = {1: e1, 0: e0}
-    t1 = triples(n1, E1, S0, i0, 1) if n1 > 0 else np.zeros((0, 5), np.int64)
-    t0 = triples(n0, E0, S1, i1, 0) if n0 > 0 else np.zeros((0, 5), np.int64)
-    return (np.array(rewards), np.array(modes, np.int32), t1, t0, len(pairs))
-
-
-@functools.lru_cache(maxsize=256)
-def _count_partitions(G: int, max_parts: int) -> tuple:
-    """``P[n]`` = number of partitions of ``n <= G`` into at most ``max_parts`` parts."""
-    P = np.zeros((max_parts + 1, G + 1), dtype=object)
-    P[:, 0] = 1
-    for k in range(1, max_parts + 1):
-        for n in range(1, G + 1):
-            P[k, n] = P[k - 1, n] + (P[k, n - k] if n >= k else 0)
-    return tuple(int(v) for v in P[max_parts])
-
-
-def cluster_size(G: int, n1: int, n0: int) -> int:
-    """Representative groups × G of the partition path: the pairs of partitions (of the
-    correct-scored counts into at most ``n1`` parts and the incorrect ones into ``n0``) whose
-    totals add up to ``G``, counted without listing them."""
-    p1, p0 = _count_partitions(G, n1), _count_partitions(G, n0)
-    return sum(p1[a] * p0[G - a] for a in range(G + 1)) * G
-
-
-def _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
-    dt = probs.dtype
-    n1, n0 = len(good_ids), len(bad_ids)
-    rewards, modes, t1, t0, npairs = _cluster_tables(G, n1, n0, good_ids, bad_ids)
-    adv = rule.advantages(jnp.asarray(rewards, dt), jnp.asarray(modes),
-                          jnp.zeros(modes.shape, dt), t, C)
-    n = jnp.arange(G + 1, dtype=dt)
-    # Poissonised counts: cell rates G q; conditioned on the total G (divide by its pmf)
-    w1 = poisson_pmf(G * q1[jnp.asarray(good_ids)][:, None], n)  # (n1, G+1)
-    w0 = poisson_pmf(G * q0[jnp.asarray(bad_ids)][:, None], n)
-    norm = poisson_pmf(jnp.asarray(G, dt), jnp.asarray(G, dt))
-    W = jnp.zeros((2, C), dt)
-    for side, w_own, w_other, ids, rows, parts in ((1, w1, w0, good_ids, t1, n1),
-                                                   (0, w0, w1, bad_ids, t0, n0)):
-        if not len(ids) or not len(rows):
-            continue
-        other_parts = n0 if side == 1 else n1
-        F_other = _run_dp(w_other, G, other_parts)
-        # F without cell k (its weights replaced by "count 0 with weight 1"), for every k
-        ident = jnp.zeros((G + 1,), dt).at[0].set(1.0)
-        excl = jax.vmap(lambda k, w=w_own, n=parts, e=ident: _run_dp(
-            jnp.where((jnp.arange(n) == k)[:, None], e, w), G, n - 1))(
-            jnp.arange(parts))  # (parts, states)
-        rest, own_n, oth, pair, pos = (jnp.asarray(rows[:, i]) for i in range(5))
-        a = adv[pair, pos] * F_other[oth] * own_n.astype(dt)  # (rows,)
-        totals = jnp.sum(excl[:, rest] * w_own[:, own_n] * a[None, :], -1) / norm
-        W = W.at[side, jnp.asarray(ids)].add(totals)
-    return W
-
-
-# ---- Monte Carlo
-
-
-def _montecarlo_totals(rule, probs, verifier, K, G, t, C, num_samples, key):
-    dt = probs.dtype
-    B = rule.num_groups
-    k1, k2 = jax.random.split(key)
-    shape = (num_samples, B, G)
-    modes = jax.random.categorical(k1, jnp.log(probs), shape=shape).astype(jnp.int32)
-    rewards = verifier.outcome(jax.random.uniform(k2, shape, dt), modes < K)
-    adv = jax.vmap(lambda r, m: rule.advantages(r, m, jnp.log(probs)[m], t, C))(rewards, modes)
-    cell = rewards.astype(jnp.int32) * C + modes
-    onehot = cell[..., None] == jnp.arange(2 * C, dtype=jnp.int32)
-    per = jnp.sum(jnp.where(onehot, adv[..., None], 0.0), -2).reshape(num_samples * B, 2, C)
-    return jnp.mean(per, 0), jnp.std(per, 0, ddof=1) / jnp.sqrt(num_samples * B)
-
-
-# --------------------------------------------------------------------------- dispatch
-
-
-def _choose(rule: GroupRule, K, M, G, active, path, max_size, *, allow_montecarlo):
-    """The path to take (static): ``path`` itself, checked, or the first that applies."""
-    good_ids, bad_ids = active
-    C = K + M
-    local = rule.group_local
-    symmetric = rule.structure in ("counts", "clusters") and local
-    sizes = {
-        "rule": rule.reduction_size(K, M, G, active),
-        "counts": (G + 1) * G if rule.structure == "counts" and local else None,
-        "clusters": cluster_size(G, len(good_ids), len(bad_ids)) if symmetric else None,
-        "enumerate": enumeration_size(G, len(good_ids) + len(bad_ids)) * G if local else None,
-    }
-    if path == "montecarlo":
-        return path
-    if path != "auto":
-        size = sizes[path]
-        if size is None:
-            why = {"rule": "the rule has no exact reduction of its own for these settings",
-                   "counts": "the rule does not declare that it sees only its own reward and "
-                             "the success count (structure='counts')",
-                   "clusters": "the rule does not declare the cluster symmetry "
-                               "(structure='clusters')",
-                   "enumerate": "the rule is not group-local (its batch of groups is not "
-                                "enumerable)"}[path]
-            raise ValueError(f"path={path!r} does not apply: {why}; use path='auto' or "
-                             f"'montecarlo'")
-        if size > max_size:
-            raise ValueError(f"path={path!r} at G = {G} with K = {K}, M = {M} needs "
-                             f"{size:,} table entries > max_size = {max_size:,}; use "
-                             f"path='montecarlo' (a stated confidence bound) or a smaller G")
-        return path
-    for name in ("rule", "counts", "clusters", "enumerate"):
-        if sizes[name] is not None and sizes[name] <= max_size:
-            return name
-    if allow_montecarlo:
-        return "montecarlo"
-    known = {k: v for k, v in sizes.items() if v is not None}
-    raise ValueError(f"no exact path fits at G = {G} with K = {K}, M = {M} (C = {C}): table "
-                     f"entries {known} > max_size = {max_size:,}; pass path='montecarlo' "
-                     "(a stated confidence bound) or a smaller G")
-
-
-def cell_totals(rule: GroupRule, probs, K: int, group_size: int, *, verifier: Verifier,
-                path: str = "auto", t=0.0, max_size: int = MAX_SIZE, num_samples: int = 4096,
-                key=None, allow_montecarlo: bool = True, zero_rates=None):
-    """``(W, stderr, path)``: the cell totals ``W`` ``(2, C)`` of ``rule`` at the full policy
-    ``probs`` (one point, ``C = K + M`` modes, good first) and the path that computed them
-    (module docstring); ``stderr`` is zero on the exact paths."""
-    probs = jnp.asarray(probs)
-    C = probs.shape[-1]
-    M = C - K
-    G = group_size
-    active = active_cells(verifier, K, M, zero_rates)
-    chosen = _choose(rule, K, M, G, active, path, max_size, allow_montecarlo=allow_montecarlo)
-    q1, q0 = _cells(verifier, probs, K)
-    zero = jnp.zeros((2, C), probs.dtype)
-    if chosen == "rule":
-        return rule.cell_totals(q1, q0, probs, G, t, C, active), zero, chosen
-    if chosen == "counts":
-        return counts_totals(rule, q1, q0, probs, G, t, C), zero, chosen
-    if chosen == "clusters":
-        return _clusters_totals(rule, q1, q0, probs, G, t, C, *active), zero, chosen
-    if chosen == "enumerate":
-        cells = tuple((1, m) for m in active[0]) + tuple((0, m) for m in active[1])
-        return _enumerate_totals(rule, q1, q0, probs, G, t, C, cells), zero, chosen
-    key = jax.random.key(0) if key is None else key
-    W, se = _montecarlo_totals(rule, probs, verifier, K, G, t, C, num_samples, key)
-    return W, se, chosen
 
 
 def _theta(W, probs, scale, surrogate):
@@ -558,7 +127,7 @@ def expected_update(rule: GroupRule, probs, K: int, group_size: int, *,
         raise ValueError(f"expected_update: Monte Carlo needs num_samples >= 2 for its error "
                          f"bound; got {num_samples}")
     zero_rates = known_zero_rates(verifier) if zero_rates is None else zero_rates
-    chosen = _choose(rule, K, C - K, G, active_cells(verifier, K, C - K, zero_rates), path,
+    chosen = choose_path(rule, K, C - K, G, active_cells(verifier, K, C - K, zero_rates), path,
                      max_size, allow_montecarlo=True)
     key = jax.random.key(0) if key is None else key
     return _expected_update(rule, probs, verifier, t, key, K=K, G=G, path=chosen,
@@ -659,7 +228,7 @@ class FiniteGroup(AbstractDynamics):
     def resolve_path(self, K: int, M: int) -> str:
         """The path the field takes for ``K`` good and ``M`` bad modes (``ValueError`` where
         none fits)."""
-        return _choose(self.rule, K, M, self.group_size,
+        return choose_path(self.rule, K, M, self.group_size,
                        active_cells(self.verifier, K, M, self.zero_rates), self.path,
                        self.max_size, allow_montecarlo=False)
 

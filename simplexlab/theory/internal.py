@@ -8,7 +8,13 @@ name is re-exported from the layer's private modules.
 
 from ._closed_forms import unchecked
 from ._ensemble import map_blocks, solve_block
-from ._finite import active_cells, binomial_pmf, compositions, counts_totals, poisson_pmf
+from ._finite_paths import (
+    active_cells,
+    binomial_pmf,
+    compositions,
+    counts_totals,
+    poisson_pmf,
+)
 from ._gains import SCHEDULE_KINDS, check_kind
 from ._solve import check_result_codes, solve_each
 
