@@ -25,7 +25,7 @@ from simplexlab.sim import (
     counts_from_weights,
     trajectory,
 )
-from simplexlab.sweep import _engine
+from simplexlab.sweep import _plan as sweep_plan
 
 SMALL = {"num_actions": 40, "num_correct": 5, "num_steps": 4, "stride": 2}
 
@@ -66,7 +66,7 @@ def test_huge_grid_is_refused_before_planning(monkeypatch, no_compute):
     def planning(*a, **k):
         raise AssertionError("planning started")
 
-    monkeypatch.setattr(_engine, "_groups", planning)
+    monkeypatch.setattr(sweep_plan, "_groups", planning)
     grid = {"eta": list(np.linspace(0.01, 1.0, 1000)),
             "focal_gamma": list(np.linspace(0.0, 2.0, 1000))}
     with pytest.raises(ValueError, match="max_runs") as err:

@@ -4,6 +4,8 @@ through verl's own registry, and Listing 1's rarity bonus behind verl's batch re
 The tests that need verl are skipped, with the reason, when ``import verl`` fails; the rest (the
 estimator object called as verl calls it, the rarity bonus, the refusals) run without it."""
 
+import asyncio
+import inspect
 import json
 import subprocess
 import sys
@@ -224,6 +226,14 @@ def test_reward_function_writes_the_mode_into_the_score():
     assert len({(int(a), int(b)) for a, b in zip(MODE, m, strict=True)}) == len(set(MODE))
     with pytest.raises(ValueError, match="mode_fn must be callable"):
         with_mode_in_score(_verifier, "first word")
+    # an async verifier gives a coroutine function (what verl's reward loop awaits)
+    async def verifier(**kw):
+        return _verifier(**kw)
+
+    afn = with_mode_in_score(verifier, _first_word)
+    assert inspect.iscoroutinefunction(afn) and not inspect.iscoroutinefunction(fn)
+    arow = asyncio.run(afn(data_source="src", solution_str=_texts()[0], ground_truth=7))
+    assert arow == rows[0]
 
 
 def _encoded_batch(hashed=True):

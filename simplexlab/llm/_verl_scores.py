@@ -103,17 +103,15 @@ def split_scores(scores: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
     return s - MODE_SCORE_BASE * m, m.to(torch.int64).numpy()
 
 
-class _ModeScore:
-    """The per-response reward function made by :func:`with_mode_in_score`."""
+class _ModeRow:
+    """What :func:`with_mode_in_score`'s function does with the verifier's value."""
 
-    def __init__(self, compute_score: Callable, mode_fn: Callable, reward_key: str,
-                 mode_key: str):
-        self.compute_score = compute_score
+    def __init__(self, mode_fn: Callable, reward_key: str, mode_key: str):
         self.mode_fn = mode_fn
         self.reward_key = reward_key
         self.mode_key = mode_key
 
-    def _row(self, value: Any, solution_str, ground_truth, extra_info) -> dict[str, Any]:
+    def __call__(self, value: Any, solution_str, ground_truth, extra_info) -> dict[str, Any]:
         row = dict(value) if isinstance(value, dict) else {"score": value}
         if "score" not in row:
             raise ValueError(f"compute_score returned a dict without 'score': {value!r}")
@@ -123,19 +121,6 @@ class _ModeScore:
         row[self.reward_key] = reward
         row[self.mode_key] = mode
         return row
-
-    def __call__(self, data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-        value = self.compute_score(data_source=data_source, solution_str=solution_str,
-                                   ground_truth=ground_truth, extra_info=extra_info, **kwargs)
-        return self._row(value, solution_str, ground_truth, extra_info)
-
-
-class _AsyncModeScore(_ModeScore):
-    async def __call__(self, data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-        value = await self.compute_score(data_source=data_source, solution_str=solution_str,
-                                         ground_truth=ground_truth, extra_info=extra_info,
-                                         **kwargs)
-        return self._row(value, solution_str, ground_truth, extra_info)
 
 
 def with_mode_in_score(compute_score: Callable, mode_fn: Callable, *, reward_key: str = "acc",
@@ -161,5 +146,18 @@ def with_mode_in_score(compute_score: Callable, mode_fn: Callable, *, reward_key
     for nm, fn in (("compute_score", compute_score), ("mode_fn", mode_fn)):
         if not callable(fn):
             raise ValueError(f"{nm} must be callable; got {fn!r}")
-    cls = _AsyncModeScore if inspect.iscoroutinefunction(compute_score) else _ModeScore
-    return cls(compute_score, mode_fn, reward_key, mode_key)
+    row = _ModeRow(mode_fn, reward_key, mode_key)
+    # a function, not a callable object: verl's reward loop tells a coroutine function from a
+    # plain one with inspect.iscoroutinefunction, which does not look into __call__
+    if inspect.iscoroutinefunction(compute_score):
+        async def compute(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+            value = await compute_score(data_source=data_source, solution_str=solution_str,
+                                        ground_truth=ground_truth, extra_info=extra_info,
+                                        **kwargs)
+            return row(value, solution_str, ground_truth, extra_info)
+    else:
+        def compute(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+            value = compute_score(data_source=data_source, solution_str=solution_str,
+                                  ground_truth=ground_truth, extra_info=extra_info, **kwargs)
+            return row(value, solution_str, ground_truth, extra_info)
+    return compute
