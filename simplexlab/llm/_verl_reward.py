@@ -18,7 +18,7 @@ bonus cannot be computed there, so the batch function serves the legacy ``BatchR
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from ..shaping import GainSchedule
 from ._bridge import advantages as bridge_advantages
 from ._driver import resolve_schedule
 from ._verl import _NO_VERL, _groups, _mode_array, _num_clusters
+from ._verl_scores import score_row
 
 __all__ = ["rarity_bonus", "with_rarity_bonus"]
 
@@ -90,10 +91,7 @@ class _RarityScore:
         out = []
         for src, sol, gt, ex in zip(data_sources, solution_strs, ground_truths, extra_infos,
                                     strict=True):
-            v = fn(src, sol, gt, ex, **kwargs)
-            out.append(dict(v) if isinstance(v, Mapping) else {"score": v})
-            if "score" not in out[-1]:
-                raise ValueError(f"compute_score returned a dict without 'score': {v!r}")
+            out.append(score_row(fn(src, sol, gt, ex, **kwargs)))
         return out
 
     def __call__(self, data_sources, solution_strs, ground_truths, extra_infos, **kwargs):

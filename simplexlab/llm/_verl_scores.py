@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import inspect
 import zlib
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,15 @@ def _mode_id(label: Hashable) -> int:
             and 0 <= int(label) < _MODES:
         return int(label)
     return zlib.crc32(str(label).encode()) % _MODES
+
+
+def score_row(value: Any) -> dict[str, Any]:
+    """A verifier's value as a reward row: a mapping's copy, else ``{"score": value}``
+    (``ValueError`` for a mapping without ``"score"``)."""
+    row = dict(value) if isinstance(value, Mapping) else {"score": value}
+    if "score" not in row:
+        raise ValueError(f"compute_score returned a dict without 'score': {value!r}")
+    return row
 
 
 def score_with_mode(reward: float, mode_id: int) -> float:
@@ -103,26 +112,6 @@ def split_scores(scores: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
     return s - MODE_SCORE_BASE * m, m.to(torch.int64).numpy()
 
 
-class _ModeRow:
-    """What :func:`with_mode_in_score`'s function does with the verifier's value."""
-
-    def __init__(self, mode_fn: Callable, reward_key: str, mode_key: str):
-        self.mode_fn = mode_fn
-        self.reward_key = reward_key
-        self.mode_key = mode_key
-
-    def __call__(self, value: Any, solution_str, ground_truth, extra_info) -> dict[str, Any]:
-        row = dict(value) if isinstance(value, dict) else {"score": value}
-        if "score" not in row:
-            raise ValueError(f"compute_score returned a dict without 'score': {value!r}")
-        reward = float(row["score"])
-        mode = _mode_id(self.mode_fn(solution_str, ground_truth, extra_info))
-        row["score"] = score_with_mode(reward, mode)
-        row[self.reward_key] = reward
-        row[self.mode_key] = mode
-        return row
-
-
 def with_mode_in_score(compute_score: Callable, mode_fn: Callable, *, reward_key: str = "acc",
                        mode_key: str = "mode_id") -> Callable[..., dict[str, Any]]:
     """A per-response reward function for verl's default trainer whose score carries a mode id.
@@ -146,7 +135,16 @@ def with_mode_in_score(compute_score: Callable, mode_fn: Callable, *, reward_key
     for nm, fn in (("compute_score", compute_score), ("mode_fn", mode_fn)):
         if not callable(fn):
             raise ValueError(f"{nm} must be callable; got {fn!r}")
-    row = _ModeRow(mode_fn, reward_key, mode_key)
+
+    def row(value: Any, solution_str, ground_truth, extra_info) -> dict[str, Any]:
+        out = score_row(value)
+        reward = float(out["score"])
+        mode = _mode_id(mode_fn(solution_str, ground_truth, extra_info))
+        out["score"] = score_with_mode(reward, mode)
+        out[reward_key] = reward
+        out[mode_key] = mode
+        return out
+
     # a function, not a callable object: verl's reward loop tells a coroutine function from a
     # plain one with inspect.iscoroutinefunction, which does not look into __call__
     if inspect.iscoroutinefunction(compute_score):
