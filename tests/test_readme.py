@@ -21,7 +21,8 @@ runs as written with it (the harnesses are ``HARNESSES`` below):
 - ``trl``: a tiny GPT-2 saved at ``path/to/local/model``, a verifier, a dataset and a verified
   ``g2rpo-b.json`` are made first;
 - ``docs-build``: ``tests/test_docs.py`` builds the site in strict mode, as ``simplexlab docs``
-  does.
+  does (also the blocks marked ``<!-- run: ... -->``, which the build runs to draw their figure
+  under them).
 """
 
 import os
@@ -37,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 #: the Markdown files whose blocks run: the README, then every page of the site's sources
 SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-_BLOCK = re.compile(r"(?:<!--\s*run with:\s*(?P<harness>[\w-]+)(?P<why>.*?)-->\n)?"
+_BLOCK = re.compile(r"(?:<!--\s*(?:run with:\s*(?P<harness>[\w-]+)|(?P<built>run):)"
+                    r"(?P<why>.*?)-->\n)?"
                     r"^```(?P<lang>\w*)\n(?P<code>.*?)^```$", re.S | re.M)
 
 #: harness name -> the test that runs the blocks naming it
@@ -57,7 +59,8 @@ def _blocks():
         text = path.read_text()
         name = path.relative_to(ROOT).as_posix()
         blocks += [(name, text[: m.start()].count("\n") + 1, m["lang"], m["code"],
-                    m["harness"] or "") for m in _BLOCK.finditer(text)]
+                    m["harness"] or ("docs-build" if m["built"] else ""))
+                   for m in _BLOCK.finditer(text)]
     return blocks
 
 
