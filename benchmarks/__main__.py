@@ -127,6 +127,9 @@ def main(argv=None) -> int:
     ap.add_argument("--block", type=int, default=None,
                     help="mean-field trajectories per shared-step block (default: 1000 seeds "
                          "on CPU, a whole device batch elsewhere)")
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="mean-field trajectories per chunk of the sweep (default 100,000; on "
+                         "an accelerator the block is a chunk's share of one device)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--opts", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
@@ -145,7 +148,7 @@ def main(argv=None) -> int:
     if args.repeats is not None and args.repeats < 1:
         ap.error("--repeats must be >= 1")
     opts = {"quick": args.quick, "rounds": args.rounds, "repeats": args.repeats,
-            "dtype": args.dtype, "block": args.block}
+            "dtype": args.dtype, "block": args.block, "chunk": args.chunk}
     cores = cpu_count()
 
     def log(msg):

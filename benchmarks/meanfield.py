@@ -76,7 +76,7 @@ def engine(opts: dict) -> dict:
 
     sh = shapes(opts["quick"])
     ndev = len(jax.devices())
-    chunk = sh["chunk"]
+    chunk = opts.get("chunk") or sh["chunk"]
     block = opts.get("block") or (
         sh["seeds"] if jax.default_backend() == "cpu" else chunk // ndev)
     gains = np.linspace(0.0, 3.0, sh["gains"])
