@@ -26,17 +26,17 @@ if CACHE_VAR not in os.environ:  # the session's first process: one folder for a
     _folder = tempfile.mkdtemp(prefix="simplexlab-test-jax-cache-")
     os.environ[CACHE_VAR] = _folder
     atexit.register(shutil.rmtree, _folder, ignore_errors=True)
-    # Where Python writes no bytecode (PYTHONDONTWRITEBYTECODE, set on the CI machine), every
-    # process the suite starts (~150: CLI runs, README blocks, notebook kernels, sweep workers)
-    # would compile the package's and the experiments' sources again: compiled once here instead
-    # (a few seconds; tests/test_readme.py 91 -> 87 s of CPU). The installed packages were
-    # byte-compiled by pip.
-    if sys.dont_write_bytecode:
-        import compileall
+# Where Python writes no bytecode (PYTHONDONTWRITEBYTECODE, set on the CI machine), every process
+# the suite starts (~150: CLI runs, README blocks, notebook kernels, sweep workers) would compile
+# the package's and the experiments' sources again: pytest's own process (not its xdist workers)
+# compiles them once instead (a few seconds; tests/test_readme.py 91 -> 87 s of CPU). The
+# installed packages were byte-compiled by pip.
+if sys.dont_write_bytecode and "PYTEST_XDIST_WORKER" not in os.environ:
+    import compileall
 
-        _root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        for _part in ("simplexlab", "experiments", "tests"):
-            compileall.compile_dir(os.path.join(_root, _part), quiet=1)
+    _root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for _part in ("simplexlab", "experiments", "tests"):
+        compileall.compile_dir(os.path.join(_root, _part), quiet=1)
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_dtype_promotion", "strict")

@@ -21,8 +21,9 @@ runs as written with it (the harnesses are ``HARNESSES`` below):
 - ``trl``: a tiny GPT-2 saved at ``path/to/local/model``, a verifier, a dataset and a verified
   ``g2rpo-b.json`` are made first;
 - ``docs-build``: ``tests/test_docs.py`` builds the site in strict mode, as ``simplexlab docs``
-  does (also the blocks marked ``<!-- run: ... -->``, which the build runs to draw their figure
-  under them).
+  does;
+- ``site-example``: a ```python block marked ``<!-- run: ... -->`` (the home page's example): the
+  same strict build runs it and draws its figure under it.
 """
 
 import os
@@ -38,7 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 #: the Markdown files whose blocks run: the README, then every page of the site's sources
 SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-_BLOCK = re.compile(r"(?:<!--\s*(?:run with:\s*(?P<harness>[\w-]+)|(?P<built>run):)"
+#: a block the site build runs is marked as docs/_hooks.py's _RUN reads it, "<!-- run: " at a
+#: line's start (a looser marker would be skipped here and not run there)
+_BLOCK = re.compile(r"(?:(?:<!--\s*run with:\s*(?P<harness>[\w-]+)|(?P<built>^<!-- run: ))"
                     r"(?P<why>.*?)-->\n)?"
                     r"^```(?P<lang>\w*)\n(?P<code>.*?)^```$", re.S | re.M)
 
@@ -49,6 +52,7 @@ HARNESSES = {
     "cluster": "tests/test_sweep.py::test_the_cluster_commands_give_the_one_process_dataset",
     "trl": "tests/test_readme.py::test_readme_block_runs",
     "docs-build": "tests/test_docs.py::test_site_builds",
+    "site-example": "tests/test_docs.py::test_site_builds",
 }
 
 
@@ -59,7 +63,7 @@ def _blocks():
         text = path.read_text()
         name = path.relative_to(ROOT).as_posix()
         blocks += [(name, text[: m.start()].count("\n") + 1, m["lang"], m["code"],
-                    m["harness"] or ("docs-build" if m["built"] else ""))
+                    m["harness"] or ("site-example" if m["built"] else ""))
                    for m in _BLOCK.finditer(text)]
     return blocks
 
@@ -100,6 +104,8 @@ def test_every_block_runs():
     for path in SOURCES:
         assert "not run" not in path.read_text(), path
     for name, line, lang, code, harness in blocks:
+        if harness == "site-example":
+            assert lang == "python", f"{name} line {line}: the site build runs only ```python"
         if harness == "fresh-venv":  # a page repeats a set-up command: the README's, exactly
             assert code.strip() in [c.strip() for c in _setup_commands()], (name, line)
         if harness:
