@@ -128,8 +128,9 @@ def main(argv=None) -> int:
                     help="mean-field trajectories per shared-step block (default: 1000 seeds "
                          "on CPU, a whole device batch elsewhere)")
     ap.add_argument("--chunk", type=int, default=None,
-                    help="mean-field trajectories per chunk of the sweep (default 100,000; on "
-                         "an accelerator the block is a chunk's share of one device)")
+                    help="mean-field trajectories per chunk of the sweep (default 100,000, 2,000 "
+                         "with --quick; on an accelerator the block is a chunk's share of one "
+                         "device)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--opts", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
@@ -145,8 +146,10 @@ def main(argv=None) -> int:
             ap.error(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}")
     if args.rounds < 1:
         ap.error("--rounds must be >= 1")
-    if args.repeats is not None and args.repeats < 1:
-        ap.error("--repeats must be >= 1")
+    for flag in ("repeats", "block", "chunk"):  # optional sizes: absent, or a count >= 1
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            ap.error(f"--{flag} must be >= 1; got {value}")
     opts = {"quick": args.quick, "rounds": args.rounds, "repeats": args.repeats,
             "dtype": args.dtype, "block": args.block, "chunk": args.chunk}
     cores = cpu_count()
