@@ -15,7 +15,7 @@ import pytest
 import simplexlab as sl
 from simplexlab.shaping import METHODS, GainSchedule, group_rule, meanfield_system
 from simplexlab.sim import Bandit
-from simplexlab.theory import FiniteGroup, GroupRule, Verifier, expected_update
+from simplexlab.theory import AbstractGroupRule, FiniteGroup, Verifier, expected_update
 
 PI = np.array([0.3, 0.2, 0.1, 0.25, 0.15])  # K = 3 good, M = 2 bad
 NOISY = Verifier(0.1, 0.05)
@@ -163,7 +163,7 @@ def test_montecarlo_within_its_bound(method, kw):
     assert np.all(np.abs(mc.theta - exact.theta) < 4.5 * mc.stderr), (mc.theta, exact.theta)
 
 
-class _ModeLeak(GroupRule):
+class _ModeLeak(AbstractGroupRule):
     """GRPO plus a term that depends on the mode ids: declared "counts" / "clusters" falsely."""
 
     size: float

@@ -1,5 +1,5 @@
-r"""Every advantage rule as a :class:`~simplexlab.theory.GroupRule`, with the exact reductions
-of the rules that have one (the finite-group theory of :mod:`simplexlab.theory`).
+r"""Every advantage rule as a :class:`~simplexlab.theory.AbstractGroupRule`, with the exact
+reductions of the rules that have one (the finite-group theory of :mod:`simplexlab.theory`).
 
 :func:`group_rule` wraps a method of :data:`METHODS` (its parameters, G²RPO's schedule and the
 verifier) so that the theory runs the rule itself on the groups it enumerates or samples (no
@@ -42,7 +42,7 @@ import numpy as np
 from jax.scipy.special import gammaln, xlogy
 
 from .._checks import as_int, check_finite, is_concrete, trusted_inputs
-from ..theory import GroupRule, Verifier
+from ..theory import AbstractGroupRule, Verifier
 from ..theory.internal import (
     binomial_pmf,
     compositions,
@@ -61,7 +61,7 @@ _MAX_BAD_ROWS = 2_000_000
 _MAX_BATCH_SUPPORT = 2_000_000
 
 
-class _ZScore(GroupRule):
+class _ZScore(AbstractGroupRule):
     """GRPO's z-score with a given ε (the part of G²RPO and ProGRPO that is a count rule)."""
 
     eps: float = eqx.field(static=True)
@@ -72,9 +72,9 @@ class _ZScore(GroupRule):
             return grpo_advantages(rewards, eps=self.eps)
 
 
-class MethodRule(GroupRule):
+class MethodRule(AbstractGroupRule):
     r"""A method of :data:`simplexlab.shaping.METHODS` as the finite-group theory sees it
-    (:class:`~simplexlab.theory.GroupRule`); made by :func:`group_rule`."""
+    (:class:`~simplexlab.theory.AbstractGroupRule`); made by :func:`group_rule`."""
 
     method: str = eqx.field(static=True)
     params: dict[str, Any]
@@ -172,7 +172,7 @@ def group_rule(method: str, *, params: dict[str, Any] | None = None,
                schedule: GainSchedule | None = None, verifier: Verifier | None = None,
                step_time: float = 1.0, num_groups: int | None = None) -> MethodRule:
     r"""The advantage rule ``method`` (a name of :data:`METHODS`) as a
-    :class:`~simplexlab.theory.GroupRule` for the finite-group theory: ``params`` (its own
+    :class:`~simplexlab.theory.AbstractGroupRule` for the finite-group theory: ``params`` (its own
     parameters, defaults :data:`METHOD_PARAMS`), ``schedule`` (G²RPO; default
     :class:`GainSchedule`), ``verifier`` (for G²RPO's schedules A/B; default perfect),
     ``step_time`` (the mean-field time of one training step: a warm-up of ``ramp_steps`` steps

@@ -118,7 +118,7 @@ class Method(NamedTuple):
     #: finite-group system, :func:`meanfield_system` with ``group_size``)
     meanfield: Callable | None = None
     #: what its advantages depend on, for the finite-group theory
-    #: (:attr:`simplexlab.theory.GroupRule.structure`): ``"counts"`` (a rollout's own reward
+    #: (:attr:`simplexlab.theory.AbstractGroupRule.structure`): ``"counts"`` (a rollout's own reward
     #: and the group's success count), ``"clusters"`` (the cluster counts, symmetric in the
     #: mode ids within the correct-scored and within the incorrect-scored rollouts) or
     #: ``"general"``

@@ -18,7 +18,7 @@ from ._config import load_config, run_config
 from ._engine import SweepInterrupted, run
 from ._plan import parse_bytes
 from ._store import ChunkStore, chunk_digest
-from ._targets import Batch, MeanFieldTarget, SimulatorTarget, SweepTarget, make_target
+from ._targets import AbstractSweepTarget, Batch, MeanFieldTarget, SimulatorTarget, make_target
 
 __all__ = [
     "Batch",
@@ -27,7 +27,7 @@ __all__ = [
     "SimulatorTarget",
     "SweepAdapter",
     "SweepInterrupted",
-    "SweepTarget",
+    "AbstractSweepTarget",
     "adapter",
     "chunk_digest",
     "load_config",

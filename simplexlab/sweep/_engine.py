@@ -94,7 +94,7 @@ def run(
 
     Args:
         target: a simulator name (``"categorical"``), ``"meanfield"`` (the ODE ensemble), a
-            simulator class of :mod:`simplexlab.sim` or a :class:`SweepTarget`.
+            simulator class of :mod:`simplexlab.sim` or a :class:`AbstractSweepTarget`.
         grid: ``{parameter: [values]}``, the swept axes in the order of the Dataset's dims.
             Static parameters (group size, optimizer, ...) compile once per value; array
             parameters (learning rate, focal γ, gain, ...) are batched in one program.

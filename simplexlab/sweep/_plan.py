@@ -24,7 +24,7 @@ import numpy as np
 from .._checks import is_int
 from ..sim.internal import MAX_STEPS
 from ._store import chunk_digest
-from ._targets import BATCHINGS, Batch, SweepTarget, make_target
+from ._targets import BATCHINGS, AbstractSweepTarget, Batch, make_target
 
 __all__ = ["MAX_RESULT_BYTES", "MAX_RUNS", "parse_bytes"]
 
@@ -110,7 +110,7 @@ def _kind(default) -> str | None:
     return None
 
 
-def _check_bools(target: SweepTarget, grid: dict, fixed: dict) -> None:
+def _check_bools(target: AbstractSweepTarget, grid: dict, fixed: dict) -> None:
     """Booleans are never numbers: a ``True`` / ``False`` for a parameter whose default is not a
     bool (``eta = [true]`` in a TOML file would otherwise be the learning rate 1.0) raises
     ``ValueError`` naming the parameter and the value."""
@@ -161,7 +161,7 @@ class _Program:
 class _Plan:
     """Everything :func:`run` computes before any compute starts."""
 
-    target: SweepTarget
+    target: AbstractSweepTarget
     grid: dict[str, list]
     fixed: dict[str, Any]
     defaults: dict[str, Any]
@@ -186,7 +186,7 @@ def _plan(target, grid, fixed, *, seeds, seed, keys, format, memory_budget, chun
           max_result_bytes=MAX_RESULT_BYTES) -> _Plan:
     """Check every name and value and the size of the work, then cut the grid into programs and
     their chunks; raises ``ValueError`` before any compute."""
-    target = make_target(target) if not isinstance(target, SweepTarget) else target
+    target = make_target(target) if not isinstance(target, AbstractSweepTarget) else target
     grid = {str(k): _as_values(str(k), v) for k, v in dict(grid or {}).items()}
     fixed = dict(fixed or {})
     _check_names(target, grid, fixed)
@@ -266,7 +266,7 @@ def _check_result_size(programs: list, limit: int) -> None:
                          "(a larger stride, fewer outputs)")
 
 
-def _check_names(target: SweepTarget, grid: dict, fixed: dict) -> None:
+def _check_names(target: AbstractSweepTarget, grid: dict, fixed: dict) -> None:
     known = set(target.array_params()) | set(target.static_params())
     for where, names in (("grid", grid), ("fixed", fixed)):
         unknown = sorted(set(names) - known)
@@ -284,7 +284,7 @@ def _check_names(target: SweepTarget, grid: dict, fixed: dict) -> None:
         raise ValueError("'seed' is not a parameter; use seeds= (number of seeds) and seed=")
 
 
-def _groups(target: SweepTarget, grid: dict, fixed: dict, n_seeds: int):
+def _groups(target: AbstractSweepTarget, grid: dict, fixed: dict, n_seeds: int):
     """``(static, idx, arrays, seeds_of)`` of every program, validated: the static axes walked
     one combination at a time, within one every (array-parameter point, seed) pair a run, in
     that order (seeds innermost), split into programs by ``target.groups``."""
@@ -356,7 +356,7 @@ def _per_device(batch, n: int, ndev: int, block: int, chunk_size: int | None,
 _BATCHES: dict = {}
 
 
-def _batch(target: SweepTarget, static: dict, batching: str):
+def _batch(target: AbstractSweepTarget, static: dict, batching: str):
     """``target.batch(static, batching)``, memoized on the target's name, version, the static
     values and the batching, so that repeated sweeps reuse their compiled programs."""
     key = ("batch", type(target).__qualname__, target.name, target.version,

@@ -22,7 +22,7 @@ from ..sim import SIMULATORS, AbstractSimulator, trajectory
 from ..theory.internal import SCHEDULE_KINDS
 from ._adapters import adapter
 
-__all__ = ["Batch", "MeanFieldTarget", "SimulatorTarget", "SweepTarget", "make_target"]
+__all__ = ["Batch", "MeanFieldTarget", "SimulatorTarget", "AbstractSweepTarget", "make_target"]
 
 BATCHINGS = ("auto", "vmap", "map")
 
@@ -52,7 +52,7 @@ class Batch:
     check: Any = None
 
 
-class SweepTarget(abc.ABC):
+class AbstractSweepTarget(abc.ABC):
     """Base class of sweep targets."""
 
     name: str = ""
@@ -120,7 +120,7 @@ def _map_or_vmap(one, batching: str):
     return lambda kd, arrays: jax.lax.map(lambda a: one(*a), (kd, arrays))
 
 
-class SimulatorTarget(SweepTarget):
+class SimulatorTarget(AbstractSweepTarget):
     """A simulator class of :mod:`simplexlab.sim` (``cls.make(**settings)`` builds one from its
     static settings; ``default_params()`` names its array parameters), run as its
     :class:`~simplexlab.sweep.SweepAdapter` says. Static run settings: ``num_steps`` and
@@ -214,7 +214,7 @@ COMPILER_OPTIONS = {"xla_disable_hlo_passes": "algsimp"}
 SCHEDULES = tuple(SCHEDULE_KINDS)
 
 
-class MeanFieldTarget(SweepTarget):
+class MeanFieldTarget(AbstractSweepTarget):
     r"""The mean-field (p, y, z) ODEs of G²RPO as a sweep target.
 
     Static: ``system`` (``"grpo"`` eq. 22, ``"good_bonus"`` eq. 48, ``"neutralized"`` eq. 56),
@@ -406,13 +406,13 @@ class MeanFieldTarget(SweepTarget):
         return static["block"]
 
 
-TARGETS: dict[str, SweepTarget] = {}
+TARGETS: dict[str, AbstractSweepTarget] = {}
 
 
-def make_target(name_or_target) -> SweepTarget:
-    """A :class:`SweepTarget` from a name (``"meanfield"`` or a simulator of
+def make_target(name_or_target) -> AbstractSweepTarget:
+    """A :class:`AbstractSweepTarget` from a name (``"meanfield"`` or a simulator of
     :data:`simplexlab.sim.SIMULATORS`), a simulator class, or a target (returned as is)."""
-    if isinstance(name_or_target, SweepTarget):
+    if isinstance(name_or_target, AbstractSweepTarget):
         return name_or_target
     if isinstance(name_or_target, type) and issubclass(name_or_target, AbstractSimulator):
         return SimulatorTarget(name_or_target)

@@ -41,7 +41,7 @@ from ._finite import (
     expected_update,
 )
 from ._finite_paths import (
-    GroupRule,
+    AbstractGroupRule,
     cell_totals,
 )
 from ._fixed_points import (
@@ -173,7 +173,7 @@ __all__ = [
     "FixedPoint",
     "GRPO",
     "GoodBonus",
-    "GroupRule",
+    "AbstractGroupRule",
     "MCEstimate",
     "Neutralized",
     "ProductMoments",

@@ -22,7 +22,7 @@ on ``(p, y, z)``: an :class:`~simplexlab.theory.AbstractDynamics`, so :func:`sol
 ``G → ∞`` it tends to the papers' fields (G²RPO eq. 22 / 48 / 56) with an ``O(1/G)`` error.
 
 The rule itself is the layer above's (:mod:`simplexlab.shaping`): the theory sees it through
-the small interface :class:`GroupRule` and never imports it.
+the small interface :class:`AbstractGroupRule` and never imports it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ._fields import AbstractDynamics
 from ._finite_paths import (
     MAX_SIZE,
     PATHS,
-    GroupRule,
+    AbstractGroupRule,
     active_cells,
     cell_totals,
     choose_path,
@@ -80,8 +80,8 @@ def _theta(W, probs, scale, surrogate):
 
 
 def _check_settings(who, group_size, surrogate, reduction, path, rule):
-    if not isinstance(rule, GroupRule):
-        raise ValueError(f"{who}: rule must be a GroupRule (e.g. from simplexlab.shaping."
+    if not isinstance(rule, AbstractGroupRule):
+        raise ValueError(f"{who}: rule must be a AbstractGroupRule (e.g. from simplexlab.shaping."
                          f"group_rule(method)); got {rule!r}")
     G = as_int(group_size, f"{who}: group_size (G)", lower=2)
     if G < rule.min_group_size:
@@ -96,7 +96,7 @@ def _check_settings(who, group_size, surrogate, reduction, path, rule):
     return G
 
 
-def expected_update(rule: GroupRule, probs, K: int, group_size: int, *,
+def expected_update(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
                     verifier: Verifier | None = None, surrogate: str = "log_likelihood",
                     reduction: str = "mean", path: str = "auto", t=0.0,
                     max_size: int = MAX_SIZE, num_samples: int = 4096, key=None,
@@ -177,8 +177,8 @@ class FiniteGroup(AbstractDynamics):
     bandit with SGD at rate ``η_step`` moves the ensemble mean by ``η_step`` in ``t`` (the time
     map ``t = step · η``, ``eta = 1`` here), up to ``O(η)``; no ``O(1/G)`` error remains.
 
-    ``rule`` (a :class:`GroupRule`: :func:`simplexlab.shaping.group_rule` makes one for every
-    method), ``group_size`` ``G``, ``surrogate`` (``"log_likelihood"`` or ``"probability"``),
+    ``rule`` (a :class:`AbstractGroupRule`: :func:`simplexlab.shaping.group_rule` makes one for
+    every method), ``group_size`` ``G``, ``surrogate`` (``"log_likelihood"`` or ``"probability"``),
     ``reduction`` (``"mean"`` or ``"sum"``), ``path`` (:data:`PATHS`; ``"auto"`` never takes
     Monte Carlo here: it raises, naming the sizes; an explicit ``"montecarlo"`` gives a field
     that is piecewise constant in the state, for fixed-step solvers), ``max_size``,
@@ -186,7 +186,7 @@ class FiniteGroup(AbstractDynamics):
     its gradient.
     """
 
-    rule: GroupRule
+    rule: AbstractGroupRule
     group_size: int = eqx.field(kw_only=True, static=True)
     surrogate: str = eqx.field(default="log_likelihood", kw_only=True, static=True)
     reduction: str = eqx.field(default="mean", kw_only=True, static=True)

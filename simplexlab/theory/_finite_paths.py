@@ -17,12 +17,13 @@ mean reduction, 1 for the sum). This module computes them along one of these pat
   rollout's advantage on its own cluster's count). A dynamic programme over the cells in the
   space of integer partitions (generating functions of the Poissonised counts, conditioned on
   their total ``G``), the rule run once per pair of partitions; exact, every safeguard included.
-- ``"rule"``: the rule's own exact reduction (:meth:`GroupRule.cell_totals`), where it has one.
+- ``"rule"``: the rule's own exact reduction (:meth:`AbstractGroupRule.cell_totals`), where it
+  has one.
 - ``"montecarlo"``: ``num_samples`` sampled groups, with the standard error of every entry (the
   fallback; never chosen silently: the result names its path).
 
 The rule itself is the layer above's (:mod:`simplexlab.shaping`): this module sees it through
-the small interface :class:`GroupRule` and never imports it.
+the small interface :class:`AbstractGroupRule` and never imports it.
 """
 
 from __future__ import annotations
@@ -41,13 +42,13 @@ from jax.scipy.special import gammaln, xlogy
 
 from ._verifier import Verifier
 
-__all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "GroupRule", "active_cells", "binomial_pmf",
+__all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "AbstractGroupRule", "active_cells", "binomial_pmf",
            "cell_totals", "choose_path", "cluster_size", "compositions", "counts_totals",
            "enumeration_size", "known_zero_rates", "poisson_pmf"]
 
 #: the ways :func:`cell_totals` computes an expectation ("auto" picks one)
 PATHS = ("auto", "rule", "counts", "clusters", "enumerate", "montecarlo")
-#: what a rule's advantages may depend on (:attr:`GroupRule.structure`)
+#: what a rule's advantages may depend on (:attr:`AbstractGroupRule.structure`)
 STRUCTURES = ("counts", "clusters", "general")
 #: default bound on a representative table (groups × G entries) of the exact paths
 MAX_SIZE = 4_000_000
@@ -55,7 +56,7 @@ MAX_SIZE = 4_000_000
 
 
 
-class GroupRule(eqx.Module):
+class AbstractGroupRule(eqx.Module):
     r"""An advantage rule as the finite-group theory sees it (implemented by
     :mod:`simplexlab.shaping` for every method of ``METHODS``).
 
@@ -100,7 +101,7 @@ class GroupRule(eqx.Module):
         """The size of the rule's own reduction at these sizes (``None``: it has none)."""
         return None
 
-    def checked(self) -> GroupRule:
+    def checked(self) -> AbstractGroupRule:
         """The same rule with run-time checks of its parameters attached."""
         return self
 
@@ -401,7 +402,7 @@ def _montecarlo_totals(rule, probs, verifier, K, G, t, C, num_samples, key):
 # --------------------------------------------------------------------------- dispatch
 
 
-def choose_path(rule: GroupRule, K, M, G, active, path, max_size, *, allow_montecarlo):
+def choose_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *, allow_montecarlo):
     """The path to take (static): ``path`` itself, checked, or the first that applies."""
     good_ids, bad_ids = active
     C = K + M
@@ -443,7 +444,7 @@ def choose_path(rule: GroupRule, K, M, G, active, path, max_size, *, allow_monte
                      "(a stated confidence bound) or a smaller G")
 
 
-def cell_totals(rule: GroupRule, probs, K: int, group_size: int, *, verifier: Verifier,
+def cell_totals(rule: AbstractGroupRule, probs, K: int, group_size: int, *, verifier: Verifier,
                 path: str = "auto", t=0.0, max_size: int = MAX_SIZE, num_samples: int = 4096,
                 key=None, allow_montecarlo: bool = True, zero_rates=None):
     """``(W, stderr, path)``: the cell totals ``W`` ``(2, C)`` of ``rule`` at the full policy
