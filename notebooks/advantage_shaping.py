@@ -40,7 +40,7 @@ for name in ["raw", "mean_shifted", "grpo", "dr_grpo", "rloo", "reinforce_pp"]:
 r = np.array([1.0] * 12 + [0.0] * 4)
 good = np.array([0] * 8 + [1] * 3 + [2] + [-1] * 4)
 bad = np.array([-1] * 12 + [0, 0, 0, 1])
-cfg = shaping.G2RPOConfig(gain=1.5, schedule="B", rho=0.05, B_max=5.0)
+cfg = shaping.G2RPOConfig(gain=1.5, kind="B", rho=0.05, B_max=5.0)
 st = shaping.g2rpo_stats(r, good, bad, config=cfg)
 print("p_hat", float(st.p_hat), "y_hat", np.round(np.asarray(st.y_hat[:3]), 3),
       "L_y", round(float(st.L_y), 3), "L_z", round(float(st.L_z), 3),

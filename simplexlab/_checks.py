@@ -98,9 +98,10 @@ traced check on JAX values alike (NaN fails it: every comparison with NaN is fal
 class Param(NamedTuple):
     """One parameter, declared once: its ``name``, ``default``, domain (``bad``: a predicate
     written with :data:`xp` as ``~(ok)``, so that NaN fails it; ``what``: the domain in words,
-    for the error), the paper's ``symbol`` and one line of ``doc``. The host check
-    (:meth:`check`), the traced checks (the simulators' ``error_if`` on ``bad``), the defaults
-    and the documentation of the parameter all come from here."""
+    for the error), the paper's ``symbol``, one line of ``doc`` and the ``kind`` of its values
+    (``"float"``, or ``"int"`` for a count: a sweep keeps it an integer from its TOML file to the
+    kernel). The host check (:meth:`check`), the traced checks (:func:`checked_params`), the
+    defaults and the documentation of the parameter all come from here."""
 
     name: str
     default: Any
@@ -108,6 +109,13 @@ class Param(NamedTuple):
     what: str
     symbol: str = ""
     doc: str = ""
+    kind: str = "float"
+
+    @property
+    def dtype(self):
+        """The JAX dtype of its values: ``int32`` for ``kind="int"``, JAX's default float
+        otherwise."""
+        return jnp.int32 if self.kind == "int" else jnp.result_type(float)
 
     def check(self, value, who: str = "") -> None:
         """Raise ``ValueError`` naming ``who``, the parameter and the value when a concrete

@@ -430,15 +430,15 @@ def test_padded_group_equals_unpadded(advantage):
         else:
             assert_close(np.asarray(b), np.asarray(a), rtol=1e-12, atol=1e-14)
     assert np.ptp(np.asarray(one.q_pos)) > 0
-    with pytest.raises(ValueError, match="group_size must be a whole number"):
+    with pytest.raises(ValueError, match="group_size must be"):
         C.CategoricalConfig(group_size=17, max_group_size=16, **kw)
-    with pytest.raises(ValueError, match="group_size must be a whole number"):
+    with pytest.raises(ValueError, match="group_size must be"):
         C.Categorical(config=C.CategoricalConfig(max_group_size=16, **kw)).check_params(
             {"group_size": 2.5})
     cfg = C.CategoricalConfig(group_size=n, max_group_size=16, **kw)
     traced = jax.jit(lambda g: C.categorical_run(eqx.tree_at(lambda c: c.group_size, cfg, g),
                                      jax.random.key(3), 2, 1)[1].q_pos)
-    with pytest.raises(Exception, match="group_size must be a whole number"):
+    with pytest.raises(Exception, match="group_size must be"):
         jax.block_until_ready(traced(jnp.asarray(20)))
 
 

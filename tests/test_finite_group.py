@@ -1,8 +1,9 @@
-"""The finite-group theory (simplexlab.theory._finite, simplexlab.shaping._finite): the exact
-expected SGD step of every advantage rule at a finite group size G, checked against independent
-computations: a brute-force sum over every ordered group and verifier outcome (NumPy, the rule
-run on each group), the O(G) binomial formula for GRPO written out here, Monte Carlo within its
-bound, the bandit's own empirical mean step, the G → ∞ limits (G²RPO eq. 22 / 48 / 56)."""
+"""The finite-group theory (simplexlab.theory._finite, simplexlab.shaping._finite and the rules'
+own reductions): the exact expected SGD step of every advantage rule at a finite group size G,
+checked against independent computations: a brute-force sum over every ordered group and
+verifier outcome (NumPy, the rule run on each group), the O(G) binomial formula for GRPO written
+out here, Monte Carlo within its bound, the bandit's own empirical mean step, the G → ∞ limits
+(G²RPO eq. 22 / 48 / 56)."""
 
 import itertools
 
@@ -303,7 +304,7 @@ def test_incorrect_side_sums_by_total_equal_brute_force(n0):
     of a product of two row functions (grouped rows for one or two parts, a scatter for more)
     against a sum over every count
     vector (itertools); a row that lands on the wrong total fails."""
-    from simplexlab.shaping._finite import _bad_rows, _by_total_dot
+    from simplexlab.shaping._g2rpo import _bad_rows, _by_total_dot
 
     G = 5
     m, b, keep = (np.asarray(x) for x in _bad_rows(G, n0, jnp.float64))

@@ -369,3 +369,121 @@ def test_every_lazily_loaded_name_of_a_face_is_in_its_all():
     import simplexlab.lab as lab
 
     assert set(lab._LAZY) <= set(lab.__all__), sorted(set(lab._LAZY) - set(lab.__all__))
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(files=None) -> dict[str, set[str]]:
+    """``{module: modules it imports}`` over the package's modules, from every import statement
+    (module level and inside functions alike; ``from pkg import name`` counts as an import of
+    ``pkg.name`` when that is a module of the package, else of ``pkg``). ``files``: ``{module
+    name: source}`` (default: the package's files)."""
+    if files is None:
+        files = {_module_name(p): (p.relative_to(ROOT).as_posix(), p.read_text())
+                 for p in sorted(PKG.rglob("*.py"))}
+    known = set(files)
+    graph: dict[str, set[str]] = {m: set() for m in known}
+    for mod, (rel, source) in files.items():
+        for target, _names, _lazy, _line in _all_imports(rel, source):
+            name = ".".join(target)
+            while name and name not in known:  # a name imported from a module: the module
+                name = name.rpartition(".")[0]
+            if name and name != mod:
+                graph[mod].add(name)
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles():
+    """No two modules of the package import each other, directly or through others, at import
+    time or lazily inside a function (a lazy import that closes a circle hides the circle; it
+    does not remove it)."""
+    cycles = import_cycles(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join("  " + " <-> ".join(c) for c in cycles)
+
+
+def test_import_cycle_check_can_fail():
+    """A circle through a lazy import is seen."""
+    files = {"simplexlab.shaping._a": ("simplexlab/shaping/_a.py", "from ._b import x\n"),
+             "simplexlab.shaping._b": ("simplexlab/shaping/_b.py",
+                                       "def f():\n    from ._a import y\n"),
+             "simplexlab.shaping._c": ("simplexlab/shaping/_c.py", "from ._a import x\n")}
+    assert import_cycles(import_graph(files)) == [["simplexlab.shaping._a",
+                                                   "simplexlab.shaping._b"]]
+
+
+def name_switches(source: str, names) -> list[str]:
+    """Comparisons (``==``, ``!=``, ``in``, ``not in``, ``match``) of a value with a string that
+    names a rule or a schedule kind: a switch on a name where a method of the object belongs."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        consts = []
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                elts = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+                consts += [e.value for e in elts if isinstance(e, ast.Constant)]
+        elif isinstance(node, ast.match_case) and isinstance(node.pattern, ast.MatchValue):
+            v = node.pattern.value
+            consts += [v.value] if isinstance(v, ast.Constant) else []
+        hits = [c for c in consts if isinstance(c, str) and c in names]
+        if hits:
+            found.append(f"line {node.lineno if hasattr(node, 'lineno') else '?'}: {hits}")
+    return found
+
+
+def _rule_and_kind_names():
+    from simplexlab.shaping import METHODS
+    from simplexlab.theory.internal import SCHEDULE_KINDS
+
+    return set(METHODS) | set(SCHEDULE_KINDS)
+
+
+def test_no_method_name_switch_in_shaping():
+    """The rules dispatch on objects: nowhere in ``shaping/`` is a value compared with a rule's
+    name or a schedule's kind (their behaviour is a method of the rule or of the gain class)."""
+    names = _rule_and_kind_names()
+    found = {p.name: hits for p in sorted((PKG / "shaping").glob("*.py"))
+             if (hits := name_switches(p.read_text(), names))}
+    assert not found, found
+
+
+def test_name_switch_check_can_fail():
+    names = _rule_and_kind_names()
+    assert name_switches("if self.method in ('g2rpo', 'g2rpo_bonus'):\n    pass\n", names)
+    assert name_switches("lam = a if s.kind == 'B' else b\n", names)
+    assert name_switches("match kind:\n    case 'constant':\n        pass\n", names)
+    assert not name_switches("if method == 'plain':\n    pass\n", names)

@@ -40,7 +40,7 @@ def test_mean_field_bonus_and_neutralizer(schedule):
            "A": lam0 * math.sqrt(P / (1 - P)),  # eq. (50)
            "B": lam0 * math.sqrt(P / (1 - P)) * (LY + LZ) / (LZ + 1 / K)}[schedule]  # eq. (67)
     r, gid, bid = make_group(GOOD, BAD)
-    cfg = sh.G2RPOConfig(gain=lam0, schedule=schedule)
+    cfg = sh.G2RPOConfig(gain=lam0, kind=schedule)
     st = sh.g2rpo_stats(r, gid, bid, config=cfg)
     assert_close(st.gain, lam)
     b_star = lam * (1.0 / (K * Y) - 1.0)  # B*_j, eq. (44)
@@ -72,7 +72,7 @@ def _plugin_drift_dp(y, z, p, Bgood, Bbad):
 ])
 def test_neutralizer_cancels_plugin_drift(good, bad, rho, bmax):
     r, gid, bid = make_group(good, bad)
-    cfg = sh.G2RPOConfig(gain=1.5, schedule="B", rho=rho, B_max=bmax)
+    cfg = sh.G2RPOConfig(gain=1.5, kind="B", rho=rho, B_max=bmax)
     st = sh.g2rpo_stats(r, gid, bid, config=cfg)
     # independent plug-in estimates
     y = np.array(good, float) / sum(good)
@@ -135,7 +135,7 @@ def listing1(score, good_labels, bad_labels, lambda0, rho, B_max, bad_mass_neutr
 def test_matches_listing1_on_random_groups():
     rng = np.random.default_rng(3)
     f = jax.jit(lambda r, g, b: sh.g2rpo_bonus(
-        r, g, b, config=sh.G2RPOConfig(gain=1.5, schedule="B", rho=0.15, B_max=3.0)))
+        r, g, b, config=sh.G2RPOConfig(gain=1.5, kind="B", rho=0.15, B_max=3.0)))
     for _ in range(30):
         G = 16
         r = (rng.random(G) < rng.uniform(0.2, 0.95)).astype(float)
@@ -147,7 +147,7 @@ def test_matches_listing1_on_random_groups():
 
 def test_never_divided_by_number_of_bad():
     """Same p̂, ŷ, ẑ with twice the rollouts: identical per-rollout bad bonus (App. D.4)."""
-    cfg = sh.G2RPOConfig(schedule="B")
+    cfg = sh.G2RPOConfig(kind="B")
     b1 = sh.g2rpo_bonus(*make_group([3, 2, 1], [2, 2]), config=cfg)
     b2 = sh.g2rpo_bonus(*make_group([6, 4, 2], [4, 4]), config=cfg)
     assert_close(b1[-1], b2[-1])
@@ -157,7 +157,7 @@ def test_never_divided_by_number_of_bad():
 def test_no_correct_rollouts_is_plain_grpo():
     r = np.zeros(5)
     g = -np.ones(5, int)
-    cfg = sh.G2RPOConfig(schedule="constant")
+    cfg = sh.G2RPOConfig(kind="constant")
     assert_close(sh.g2rpo_bonus(r, g, config=cfg), np.zeros(5))
     assert_close(sh.g2rpo_advantages(r, g, config=cfg), sh.grpo_advantages(r))
 
@@ -165,24 +165,24 @@ def test_no_correct_rollouts_is_plain_grpo():
 def test_p_hat_zero_good_bonus_only():
     r = np.ones(4)
     g = np.array([0, 0, 0, 1])
-    b = sh.g2rpo_bonus(r, g, config=sh.G2RPOConfig(gain=1.0, schedule="constant"))
+    b = sh.g2rpo_bonus(r, g, config=sh.G2RPOConfig(gain=1.0, kind="constant"))
     assert_close(b, [1 / (2 * 0.75) - 1] * 3 + [1 / (2 * 0.25) - 1])
     # schedules A/B vanish at p̂ = 0 (λ ∝ sqrt(p̂)), no NaN
-    assert_close(sh.g2rpo_bonus(r, g, config=sh.G2RPOConfig(schedule="B")), np.zeros(4))
+    assert_close(sh.g2rpo_bonus(r, g, config=sh.G2RPOConfig(kind="B")), np.zeros(4))
 
 
 def test_tiny_p_hat_safeguards():
     r, gid, bid = make_group([30, 8], [1])
-    base = sh.G2RPOConfig(gain=1.0, schedule="constant")
+    base = sh.G2RPOConfig(gain=1.0, kind="constant")
     raw = float(sh.g2rpo_stats(r, gid, bid, config=base).bad_bonus)
     p = 1 / 39
     assert raw != 0
-    off = sh.G2RPOConfig(gain=1.0, schedule="constant", p_min=0.05)
+    off = sh.G2RPOConfig(gain=1.0, kind="constant", p_min=0.05)
     assert float(sh.g2rpo_stats(r, gid, bid, config=off).bad_bonus) == 0.0
-    damp = sh.G2RPOConfig(gain=1.0, schedule="constant", p_damp=0.1)
+    damp = sh.G2RPOConfig(gain=1.0, kind="constant", p_damp=0.1)
     t = p / 0.1
     assert_close(sh.g2rpo_stats(r, gid, bid, config=damp).bad_bonus, raw * (3 * t**2 - 2 * t**3))
-    clip = sh.G2RPOConfig(gain=1.0, schedule="constant", B_max=0.05)
+    clip = sh.G2RPOConfig(gain=1.0, kind="constant", B_max=0.05)
     assert_close(sh.g2rpo_stats(r, gid, bid, config=clip).bad_bonus, np.sign(raw) * 0.05)
 
 
@@ -199,7 +199,7 @@ def test_floor_inverse_G_and_verifier_schedule():
     st = sh.g2rpo_stats(r, gid, bid, config=sh.G2RPOConfig(floor_inverse_G=True, rho=0.2))
     assert_close(st.y_hat[:2], np.array([0.9, 0.2]) / 1.1)
     v = Verifier(0.1, 0.05)
-    st = sh.g2rpo_stats(r, gid, bid, config=sh.G2RPOConfig(schedule="A", gain=2.0, verifier=v))
+    st = sh.g2rpo_stats(r, gid, bid, config=sh.G2RPOConfig(kind="A", gain=2.0, verifier=v))
     p = 2 / 12
     q = 0.9 - 0.85 * p
     assert_close(st.gain, 2.0 * 0.85 * p / math.sqrt(q * (1 - q)))  # eq. (62)
@@ -214,7 +214,7 @@ def test_ragged_mask_and_vmap():
     Gid = np.stack([pad(g1, -1), pad(g2, -1)])
     Bid = np.stack([pad(b1, -1), pad(b2, -1)])
     M = np.stack([np.arange(G) < len(r1), np.arange(G) < len(r2)])
-    cfg = sh.G2RPOConfig(schedule="B", rho=0.1)
+    cfg = sh.G2RPOConfig(kind="B", rho=0.1)
     out = sh.g2rpo_advantages(R, Gid, Bid, M, config=cfg)
     for i, (r, g, b) in enumerate([(r1, g1, b1), (r2, g2, b2)]):
         assert_close(out[i, :len(r)], sh.g2rpo_advantages(r, g, b, config=cfg, num_clusters=G))
@@ -244,7 +244,7 @@ def test_bad_input():
         sh.g2rpo_bonus(np.ones(1), np.zeros(1, int))
     with pytest.raises(ValueError, match="integers"):
         sh.g2rpo_bonus(r, gid.astype(float))
-    for bad_cfg in [dict(schedule="C"), dict(rho=1.0), dict(B_max=0.0), dict(Lz_min=-1.0),
+    for bad_cfg in [dict(kind="C"), dict(rho=1.0), dict(B_max=0.0), dict(Lz_min=-1.0),
                     dict(p_damp=2.0)]:
         with pytest.raises(ValueError):
             sh.G2RPOConfig(**bad_cfg)

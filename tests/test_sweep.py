@@ -393,21 +393,26 @@ def test_toml_config_and_errors(tmp_path):
         sweep.load_config(bad)
 
 
-def test_sweep_adapters_hold_the_engine_hooks_and_bucket_generically():
-    """The simulator protocol has no sweep hooks; the sweep's adapters hold them. Bucketing by a
-    parameter into power-of-two programs is one adapter field, never overriding a bound the sweep
-    sets, and a run's bucket follows its own value only."""
+def test_sweep_adapters_read_what_each_simulator_declares_and_bucket_generically():
+    """A simulator class declares how a sweep runs it (no central list of adapters): the
+    adapter reads its class attributes and methods, a subclass inherits them and may override
+    one. Bucketing by a parameter into power-of-two programs is one adapter field, never
+    overriding a bound the sweep sets, and a run's bucket follows its own value only."""
     from simplexlab import sim
 
-    for hook in ("sweep_groups", "cpu_batching", "observe_dims", "working_bytes", "all_params"):
-        assert not hasattr(sim.AbstractSimulator, hook), hook
     assert sweep.adapter(sim.Bandit).bucket == ("group_size", "max_group_size")
+    assert sweep.adapter(sim.Bandit).cpu_batching == "vmap"
     assert sweep.adapter(sim.Categorical).cpu_batching == "map"
+    assert sweep.adapter(sim.Product).pad == ("group_size", "max_group_size")
+    bandit = sim.Bandit(K=2, M=3, max_group_size=8, num_prompts=3)
+    assert sweep.adapter(sim.Bandit).observe_dims(bandit)["z"] == ("prompt", "bad_mode")
+    assert sweep.adapter(sim.Bandit).run_bytes(bandit) == bandit.working_bytes() > 4096
 
-    class Sub(sim.Product):  # an unregistered subclass: its base's adapter
-        pass
+    class Sub(sim.Product):  # a subclass: its base's declarations, one of them overridden
+        cpu_batching = "map"
 
-    assert sweep.adapter(Sub) is sweep.adapter(sim.Product)
+    assert sweep.adapter(Sub).pad == sweep.adapter(sim.Product).pad
+    assert sweep.adapter(Sub).cpu_batching == "map" != sweep.adapter(sim.Product).cpu_batching
     ad = sweep.SweepAdapter(bucket=("group_size", "max_group_size"))
     G = np.asarray([2.0, 3.0, 4.0, 5.0, 16.0, 3.0])
     groups = ad.groups({"max_group_size": 16}, {"group_size": G}, {"group_size"})

@@ -5,10 +5,13 @@ Group-relative baselines (raw, mean-shifted, GRPO, Dr.GRPO, RLOO, REINFORCE++), 
 GRPO-TN (TS App. C.5), ProGRPO (PG eq. 4–6), the rules people train with (the frameworks' std
 conventions: sample std, batch std, leave-one-out with std; W-REINFORCE and NSR; pass@k training
 and PKPO; the unlikeliness reward), and a small composition API (:class:`Pipeline`).
-Every rule by name on what a training loop sees (:func:`advantages`, :data:`METHODS`: what each
-rule needs, declared once), the one map from a rule to its mean-field system
-(:func:`meanfield_system`), and the G²RPO settings (:class:`GainSchedule`: constant / A / B,
-warm-up, safeguards; :class:`G2RPOConfig` is its value at one training step).
+Every rule is an object (:class:`AbstractRule`: what it needs, its parameters, its formula and
+its finite-group reductions, declared once; each built-in rule one final class beside its
+formula, e.g. :class:`GRPORule`, :class:`G2RPORule`; a rule from user code a :class:`Method` or
+a subclass, registered with :func:`register_method`), named in :data:`METHODS`; every rule by
+name on what a training loop sees (:func:`advantages`), the one map from a rule to its
+mean-field system (:func:`meanfield_system`), and the G²RPO settings (:class:`GainSchedule`:
+constant / A / B, warm-up, safeguards; :class:`G2RPOConfig` is its value at one training step).
 Diversity and exploration metrics: pass@k, Avg K, K_eff, entropies, distinct-n, Self-BLEU (L_y,
 the concentration, is :func:`simplexlab.theory.concentration`). What the layers above need beyond
 this face is in :mod:`simplexlab.shaping.internal`.
@@ -16,6 +19,15 @@ this face is in :mod:`simplexlab.shaping.internal`.
 
 from .._checks import Param, xp
 from ._advantages import (
+    DrGRPORule,
+    GRPOBatchStdRule,
+    GRPORule,
+    GRPOSampleStdRule,
+    LooStdRule,
+    MeanShiftedRule,
+    RawRule,
+    ReinforcePPRule,
+    RLOORule,
     dr_grpo_advantages,
     grpo_advantages,
     grpo_batch_std_advantages,
@@ -41,28 +53,39 @@ from ._diversity import (
     token_entropy,
 )
 from ._finite import MethodRule, group_rule
-from ._g2rpo import G2RPOStats, g2rpo_advantages, g2rpo_bonus, g2rpo_stats
-from ._methods import (
+from ._g2rpo import (
+    G2RPOBonusRule,
+    G2RPORule,
+    G2RPOStats,
+    g2rpo_advantages,
+    g2rpo_bonus,
+    g2rpo_clusters,
+    g2rpo_stats,
+)
+from ._methods import advantages
+from ._passk import PassAtKRule, PKPORule, pass_at_k_advantages, pkpo_advantages, pkpo_rewards
+from ._registry import (
     METHOD_PARAMETERS,
     METHOD_PARAMS,
     METHODS,
-    Groups,
-    Method,
-    advantages,
-    g2rpo_clusters,
     import_method,
     lookup_method,
-    meanfield_system,
     register_method,
     unregister_method,
 )
-from ._passk import pass_at_k_advantages, pkpo_advantages, pkpo_rewards
+from ._rule import AbstractRewardRule, AbstractRule, Groups, Method
 from ._rules import (
     IAC,
+    FGRPORule,
     Focal,
     G2RPOBonus,
+    GRPONRule,
+    IACRule,
     NegativeOnly,
+    NSRRule,
     Pipeline,
+    UnlikelinessRule,
+    WReinforceRule,
     dapo,
     dapo_iac,
     dapo_keep_mask,
@@ -80,7 +103,9 @@ from ._rules import (
     w_reinforce_advantages,
 )
 from ._schedule import G2RPOConfig, GainSchedule, RampedGain
+from ._systems import meanfield_system
 from ._token import (
+    ProGRPORule,
     grpo_tn_advantages,
     low_prob_confidence,
     prefix_tree,
@@ -88,7 +113,29 @@ from ._token import (
 )
 
 __all__ = [
+    "AbstractRewardRule",
+    "AbstractRule",
+    "DrGRPORule",
+    "FGRPORule",
     "Focal",
+    "G2RPOBonusRule",
+    "G2RPORule",
+    "GRPOBatchStdRule",
+    "GRPONRule",
+    "GRPORule",
+    "GRPOSampleStdRule",
+    "IACRule",
+    "LooStdRule",
+    "MeanShiftedRule",
+    "NSRRule",
+    "PKPORule",
+    "PassAtKRule",
+    "ProGRPORule",
+    "RLOORule",
+    "RawRule",
+    "ReinforcePPRule",
+    "UnlikelinessRule",
+    "WReinforceRule",
     "G2RPOBonus",
     "G2RPOConfig",
     "G2RPOStats",

@@ -13,17 +13,44 @@ another shape or with values other than 0/1, non-finite rewards or rewards beyon
 
 from __future__ import annotations
 
+import math
+from typing import ClassVar
+
+import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import as_int, check, check_finite, check_number, check_parameter, xp
+from .._checks import (
+    Param,
+    as_int,
+    check,
+    check_finite,
+    check_number,
+    check_parameter,
+    trusted_inputs,
+    xp,
+)
 from .._types import Mask, Rewards
+from ..theory import GRPO, AbstractGroupRule
+from ..theory.internal import binomial_pmf
+from ._rule import AbstractRewardRule, AbstractRule, finite_nonneg
 
 #: largest accepted |reward|: group statistics square the rewards (and sum G of them), so larger
 #: magnitudes overflow float64 into ±inf advantages or a zero std
 REWARD_MAX = 1e100
 
 __all__ = [
+    "STD_EPS",
+    "DrGRPORule",
+    "GRPOBatchStdRule",
+    "GRPORule",
+    "GRPOSampleStdRule",
+    "LooStdRule",
+    "MeanShiftedRule",
+    "RLOORule",
+    "RawRule",
+    "ReinforcePPRule",
     "dr_grpo_advantages",
     "grpo_advantages",
     "grpo_batch_std_advantages",
@@ -217,3 +244,166 @@ def reinforce_pp_advantages(rewards, mask=None, *, group_baseline: bool = True,
     d = d - jnp.sum(d * mf) / n  # two-pass centering: a constant batch gives d = 0 exactly
     sd = jnp.sqrt(jnp.sum(mf * d**2) / n)
     return jnp.where(m, d / (sd + eps), 0.0)
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+class RawRule(AbstractRewardRule):
+    """``raw``: :func:`raw_advantages`."""
+
+    formula = staticmethod(raw_advantages)
+
+
+class MeanShiftedRule(AbstractRewardRule):
+    """``mean_shifted``: :func:`mean_shifted_advantages`."""
+
+    formula = staticmethod(mean_shifted_advantages)
+
+
+class GRPORule(AbstractRewardRule):
+    """``grpo``: :func:`grpo_advantages`; its G → ∞ system is G²RPO eq. (22)."""
+
+    formula = staticmethod(grpo_advantages)
+
+    def limit_system(self, schedule, verifier, eta, step_time):
+        return GRPO(eta=eta, verifier=verifier)
+
+
+class DrGRPORule(AbstractRewardRule):
+    """``dr_grpo``: :func:`dr_grpo_advantages`."""
+
+    formula = staticmethod(dr_grpo_advantages)
+
+
+class RLOORule(AbstractRewardRule):
+    """``rloo``: :func:`rloo_advantages` (divides by ``G − 1``)."""
+
+    formula = staticmethod(rloo_advantages)
+    min_group_size: ClassVar[int] = 2
+
+
+class LooStdRule(AbstractRewardRule):
+    """``loo_std``: :func:`loo_std_advantages`."""
+
+    formula = staticmethod(loo_std_advantages)
+    min_group_size: ClassVar[int] = 2
+
+
+STD_EPS = Param("std_eps", 1e-6, finite_nonneg, "finite and >= 0", "ε",
+                "added to the sample std: 1e-6 is verl's GRPO, 1e-4 TRL's (scale_rewards group / "
+                "batch)")
+
+
+class GRPOSampleStdRule(AbstractRule):
+    """``grpo_sample_std``: :func:`grpo_advantages` with the sample std (``ddof = 1``) and
+    ``std_eps``."""
+
+    params: ClassVar[tuple[str, ...]] = ("std_eps",)
+    PARAMS: ClassVar[tuple[Param, ...]] = (STD_EPS,)
+    structure: ClassVar[str] = "counts"
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        return grpo_advantages(groups.rewards, groups.mask, eps=params["std_eps"], ddof=1)
+
+
+#: bound on the support of the other groups' sums in the batch-normalised rules' reductions
+_MAX_BATCH_SUPPORT = 2_000_000
+
+
+class ReinforcePPRule(AbstractRewardRule):
+    r"""``reinforce_pp``: :func:`reinforce_pp_advantages`, normalised over the whole batch.
+
+    Its finite-group reduction (batch of ``num_groups`` groups drawn from the same policy): a
+    rollout's advantage is ``(r − S/G)/(sd + ε)`` with ``sd² = Σ_b S_b(G − S_b)/(B G²)``; the law
+    of the other groups' sum by convolution."""
+
+    formula = staticmethod(reinforce_pp_advantages)
+    group_local: ClassVar[bool] = False
+    structure: ClassVar[str] = "general"
+
+    def reduction_size(self, bound, K, M, group_size, active):
+        G = group_size
+        support = (bound.num_groups - 1) * (G * G // 4) + 1
+        if support > _MAX_BATCH_SUPPORT:
+            return None
+        return support * (G * G // 4 + 1)
+
+    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active):
+        eps = 1e-8
+        G = group_size
+        dt = probs.dtype
+        B = bound.num_groups
+        Q = jnp.sum(q1)
+        s = np.arange(G + 1)
+        v = s * (G - s)
+        Lk = G * G // 4 + 1
+        pmf_S = binomial_pmf(G, Q)
+        kernel = jnp.zeros((Lk,), dt).at[jnp.asarray(v)].add(pmf_S)  # law of S_b (G − S_b)
+        L = (B - 1) * (Lk - 1) + 1
+        dist = jnp.zeros((L,), dt).at[0].set(1.0)
+        if B > 1:
+            dist = jax.lax.fori_loop(0, B - 1, lambda i, d: jnp.convolve(d, kernel)[:L], dist)
+        vo = jnp.arange(L, dtype=dt)
+        sp = jnp.arange(G, dtype=dt)  # the other G − 1 rollouts of the own group
+        pmf = binomial_pmf(G - 1, Q)
+        W = jnp.zeros((2, probs.shape[-1]), dt)
+        for r, q in ((1, q1), (0, q0)):
+            S = r + sp  # (G,)
+            sd = jnp.sqrt((S * (G - S))[:, None] + vo[None, :]) / (G * math.sqrt(B))
+            a = (r - S / G)[:, None] / (sd + eps)
+            W = W.at[r].set(G * q * jnp.sum(pmf[:, None] * dist[None, :] * a))
+        return W
+
+
+class GRPOBatchStdRule(AbstractRule):
+    r"""``grpo_batch_std``: :func:`grpo_batch_std_advantages` with ``std_eps`` (TRL's
+    ``scale_rewards="batch"``), normalised over the whole batch.
+
+    Its finite-group reduction: the own group's count of correct-scored rollouts and the other
+    ``B − 1`` groups' total, both binomial; the batch's sample std of ``T`` successes among
+    ``N = B G`` binary rewards is ``sqrt(T (N − T) / (N (N − 1)))``."""
+
+    params: ClassVar[tuple[str, ...]] = ("std_eps",)
+    PARAMS: ClassVar[tuple[Param, ...]] = (STD_EPS,)
+    group_local: ClassVar[bool] = False
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        return grpo_batch_std_advantages(groups.rewards, groups.mask, eps=params["std_eps"])
+
+    def reduction_size(self, bound, K, M, group_size, active):
+        G = group_size
+        support = (bound.num_groups - 1) * G + 1
+        return None if support > _MAX_BATCH_SUPPORT else support * G
+
+    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active):
+        G = group_size
+        dt = probs.dtype
+        B = bound.num_groups
+        N = B * G
+        Q = jnp.sum(q1)
+        eps = jnp.asarray(bound.params["std_eps"], dt)
+        others = jnp.arange((B - 1) * G + 1, dtype=dt)
+        pmf_o = binomial_pmf((B - 1) * G, Q) if B > 1 else jnp.ones((1,), dt)
+        sp = jnp.arange(G, dtype=dt)  # the other G − 1 rollouts of the own group
+        pmf = binomial_pmf(G - 1, Q)
+        W = jnp.zeros((2, probs.shape[-1]), dt)
+        for r, q in ((1, q1), (0, q0)):
+            S = r + sp
+            T = S[:, None] + others[None, :]
+            sd = jnp.sqrt(T * (N - T) / (N * (N - 1.0)))
+            a = (r - S / G)[:, None] / (sd + eps)
+            W = W.at[r].set(G * q * jnp.sum(pmf[:, None] * pmf_o[None, :] * a))
+        return W
+
+
+class ZScoreGroupRule(AbstractGroupRule):
+    """GRPO's z-score with a given ε as the finite-group theory sees it: the part of G²RPO and
+    ProGRPO that is a count rule (their reductions add its cell totals)."""
+
+    eps: float = eqx.field(static=True)
+    structure = "counts"
+
+    def advantages(self, rewards, modes, logp, t, num_clusters):
+        with trusted_inputs():
+            return grpo_advantages(rewards, eps=self.eps)

@@ -22,17 +22,21 @@ damping ``s(p̂/p_damp)`` (smoothstep) of the neutralizer; optional ``ŷ_j ≥ 1
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import math
+from typing import ClassVar, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import as_int, check
-from ..theory.internal import unchecked
-from ._advantages import grpo_advantages, prepare_group
+from .._checks import Param, as_int, check
+from ..theory.internal import compositions, counts_totals, poisson_pmf, unchecked
+from ._advantages import ZScoreGroupRule, grpo_advantages, prepare_group
+from ._rule import AbstractRule, Groups, finite
 from ._schedule import G2RPOConfig
 
-__all__ = ["G2RPOStats", "g2rpo_advantages", "g2rpo_bonus", "g2rpo_stats"]
+__all__ = ["GAIN", "G2RPOBonusRule", "G2RPORule", "G2RPOStats", "g2rpo_advantages",
+           "g2rpo_bonus", "g2rpo_clusters", "g2rpo_stats"]
 
 
 class G2RPOStats(NamedTuple):
@@ -121,18 +125,9 @@ def g2rpo_stats(rewards, good_cluster, bad_cluster=None, mask=None, *,
     L_z = jnp.where(has_bad, jnp.maximum(L_z, config.Lz_min), L_z)
 
     # Gain schedule (eq. 50/62, 67); λ = 0 where p̂ ∉ (0, 1) for schedules A/B (Listing 1 (a)).
-    interior = (p_hat > 0) & (p_hat < 1)
-    p_safe = jnp.where(interior, p_hat, 0.5)
     K_safe = jnp.maximum(K, 1.0)
     lam0 = jnp.asarray(config.gain, dt)
-    if config.schedule == "constant":
-        lam = jnp.broadcast_to(lam0, p_hat.shape)
-    elif config.schedule == "A":
-        lam = jnp.where(interior, unchecked.gain_schedule_a(p_safe, lam0, config.verifier), 0.0)
-    else:
-        L_z_safe = jnp.where(has_bad, L_z, 1.0)
-        lam = jnp.where(interior, unchecked.gain_schedule_b(p_safe, L_y, L_z_safe, K_safe, lam0,
-                                                            config.verifier), 0.0)
+    lam = config.gain_class.plugin_gain(lam0, p_hat, L_y, L_z, K, has_bad, config.verifier)
 
     # Good bonus B_j = λ(1/(K ŷ_j) − 1), eq. (44). reciprocal_bonus takes K from the last axis
     # (length C); rescaling ŷ by K/C makes that n·x equal K ŷ_j on the occupied clusters.
@@ -188,3 +183,255 @@ def g2rpo_advantages(rewards, good_cluster, bad_cluster=None, mask=None, *,
     bonus = g2rpo_bonus(rewards, good_cluster, bad_cluster, mask, config=config,
                         num_clusters=num_clusters)
     return grpo_advantages(rewards, mask, eps=config.eps) + bonus
+
+
+# --------------------------------------------------------------------------- the rules
+
+GAIN = Param("gain", 1.5, finite, "finite", "λ, λ0",
+             "G²RPO's gain: λ (constant schedule) or λ0 (schedules A, B; G2 eqs. 62, 67)")
+
+
+def g2rpo_clusters(g: Groups, cluster_bad: bool = True):
+    """G²RPO's cluster ids (G2 Alg. 1): a correct-scored rollout is clustered among the good by
+    its mode, an incorrect one among the bad (``cluster_bad=False``: ``None``, one aggregated bad
+    arm); ``−1`` elsewhere. Returns ``(good_cluster, bad_cluster)``."""
+    if g.modes is None:
+        raise ValueError("G²RPO clusters the rollouts by mode: Groups(rewards, modes=...) needs "
+                         "each rollout's mode id (modes=None)")
+    m = jnp.ones(jnp.shape(g.rewards), bool) if g.mask is None else g.mask
+    r = jnp.asarray(g.rewards)
+    good = jnp.where(m & (r == 1), g.modes, -1)
+    bad = jnp.where(m & (r == 0), g.modes, -1) if cluster_bad else None
+    return good, bad
+
+
+#: bound on the compositions of the incorrect-scored side in G²RPO's reduction
+_MAX_BAD_ROWS = 2_000_000
+
+
+class _AbstractG2RPORule(AbstractRule):
+    r"""G²RPO's rules (G2 Alg. 1), their rule from the schedule (a ``GainSchedule``).
+
+    Their exact finite-group reduction (Listing 1 with ``B_max = ∞`` and an inactive ``ŷ`` floor,
+    ``ρ <= 1/G``; the neutralizer only under schedule B, whose neutralizer is affine in
+    ``L̂_y``). With ``n_c`` the cluster's count, ``n_good`` the correct-scored rollouts and
+    ``K̂`` the occupied good clusters, the centred bonus is ``B_c = λ (n_good/(K̂ n_c) − 1)``
+    (centring is exact: ``Σ ŷ_j B_j = 0``), so a cluster's total bonus is ``n_c B_c = λ
+    (n_good/K̂ − n_c)`` and the neutralizer (53) is (55) at the plug-in statistics: ``B_b = λ
+    (1/K̂ − L̂_y)/(p̂ (L̂_y + L̂_z))``. Their expectations need the joint law of
+    ``(n_good, K̂)``, the first moment of ``Σ n_c²`` on it and the own cluster's count: a
+    dynamic programme over the correct-scored cells on ``(n_good, K̂)`` with Poissonised counts
+    (each cell's count Poisson(G q_c), the product conditioned on the total ``G``); the sums
+    over the other cells beside an own cell are the derivatives of the all-cells sums in that
+    cell's weights, so one reverse-mode pass through the programme gives every cell's (not one
+    programme per left-out cell); the incorrect-scored side (``L̂_z``) by its compositions,
+    summed by total. ``O(K² G²)``."""
+
+    params: ClassVar[tuple[str, ...]] = ("gain",)
+    PARAMS: ClassVar[tuple[Param, ...]] = (GAIN,)
+    binary: ClassVar[bool] = True
+    modes: ClassVar[bool] = True
+    schedule: ClassVar[bool] = True
+    structure: ClassVar[str] = "clusters"
+
+    def reduction_size(self, bound, K, M, group_size, active):
+        G = group_size
+        s = bound.schedule
+        if not (math.isinf(float(s.B_max)) and float(s.rho) <= 1.0 / G
+                and (not s.neutralize or s.gain_class.attenuated)):
+            return None
+        n1, n0 = len(active[0]), len(active[1])
+        bad = (math.comb(G + n0, n0) if s.cluster_bad
+               and (s.gain_class.attenuated or s.neutralize) else 0)
+        if bad > _MAX_BAD_ROWS:
+            return None
+        # the largest intermediates: a Toeplitz matrix per cell, kept for the reverse pass
+        return max(2 * n1 * (G + 1) ** 2, bad * max(n0, 1) * n1)
+
+
+class G2RPOBonusRule(_AbstractG2RPORule):
+    """``g2rpo_bonus``: the G²RPO bonus ``B_i`` alone (G2 Alg. 1 lines 5–11,
+    :func:`g2rpo_bonus`), to add to another estimator's normalized advantages (the TRL and verl
+    adapters add it to theirs)."""
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        good, bad = g2rpo_clusters(groups, schedule.cluster_bad)
+        return g2rpo_bonus(jnp.asarray(groups.rewards), good, bad, groups.mask,
+                           config=schedule.config(step, verifier), num_clusters=num_clusters)
+
+    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active):
+        return _bonus_totals(bound, q1, q0, probs, group_size, t, num_clusters, active)
+
+
+class G2RPORule(_AbstractG2RPORule):
+    """``g2rpo``: G²RPO (G2 Alg. 1, :func:`g2rpo_advantages`): GRPO's z-score plus the bonus of
+    :class:`G2RPOBonusRule`; its G → ∞ system is the schedule's (:meth:`GainSchedule.meanfield`:
+    eq. 56 with the neutralizer, eq. 48 without)."""
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        good, bad = g2rpo_clusters(groups, schedule.cluster_bad)
+        return g2rpo_advantages(jnp.asarray(groups.rewards), good, bad, groups.mask,
+                                config=schedule.config(step, verifier), num_clusters=num_clusters)
+
+    def limit_system(self, schedule, verifier, eta, step_time):
+        return schedule.meanfield(eta=eta, verifier=verifier, step_time=step_time)
+
+    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active):
+        W = _bonus_totals(bound, q1, q0, probs, group_size, t, num_clusters, active)
+        return W + counts_totals(ZScoreGroupRule(bound.schedule.eps), q1, q0, probs, group_size,
+                                 t, num_clusters)
+
+
+def _toeplitz(w, G):
+    """``T[a', a] = w[a' − a]`` for ``a' > a`` (adding a cell's count ``m >= 1``)."""
+    d = jnp.arange(G + 1)[:, None] - jnp.arange(G + 1)[None, :]
+    return jnp.where(d >= 1, w[jnp.clip(d, 0, G)], 0.0), d
+
+
+def _good_dp(weights, G, n1):
+    """``(F0, F1)`` ``(G+1, n1+1)``: over assignments of counts to the cells of ``weights``
+    ``(cells, G+1)``, ``Σ Π w`` and ``Σ Π w · Σ n²`` by total ``a`` and occupied cells ``κ``."""
+    dt = weights.dtype
+    F0 = jnp.zeros((G + 1, n1 + 1), dt).at[0, 0].set(1.0)
+    F1 = jnp.zeros((G + 1, n1 + 1), dt)
+
+    def shift(x):  # κ → κ + 1
+        return jnp.concatenate([jnp.zeros((G + 1, 1), dt), x[:, :-1]], 1)
+
+    for c in range(weights.shape[0]):
+        w = weights[c]
+        T, d = _toeplitz(w, G)
+        T2 = T * (d * d).astype(dt)
+        F0, F1 = (w[0] * F0 + shift(T @ F0), w[0] * F1 + shift(T @ F1 + T2 @ F0))
+    return F0, F1
+
+
+def _bonus_totals(rule, q1, q0, probs, G, t, C, active):
+    dt = probs.dtype
+    cfg = rule.schedule.config(rule.training_step(t), rule.verifier)
+    s = rule.schedule
+    good_ids, bad_ids = active
+    n1, n0 = len(good_ids), len(bad_ids)
+    lam0 = jnp.asarray(cfg.gain, dt)
+    n = jnp.arange(G + 1, dtype=dt)
+    Z = poisson_pmf(jnp.asarray(G, dt), jnp.asarray(G, dt))
+    gid, bid = jnp.asarray(good_ids), jnp.asarray(bad_ids)
+    w1 = poisson_pmf(G * q1[gid][:, None], n) if n1 else jnp.zeros((0, G + 1), dt)
+    lam_bad = G * q0[bid] if n0 else jnp.zeros((0,), dt)
+    Hb = poisson_pmf(jnp.sum(G * q0), n)  # Σ over incorrect-scored configs of total b
+    a = n  # the number of correct-scored rollouts
+    b = G - a
+    p_hat = b / G
+    interior = (b > 0) & (b < G)
+    gain_class = s.gain_class
+    lam_a = gain_class.p_gain(lam0, p_hat, interior, rule.verifier)
+    kappa = jnp.arange(1, n1 + 1, dtype=dt)  # occupied good clusters, 1..n1
+
+    # the incorrect-scored side: L̂_z by the compositions of b (only where it matters)
+    need_lz = gain_class.attenuated or s.neutralize
+    U1 = U2 = V = None
+    if need_lz and n0:
+        if s.cluster_bad:
+            m, bb, keep = _bad_rows(G, n0, dt)  # (R, n0), (R,), (R,)
+            # a row's weight is the product of its parts' Poisson pmfs (n0 pmfs, gathered)
+            pmf = poisson_pmf(lam_bad[:, None], n)  # (n0, G+1)
+            parts = pmf[jnp.arange(n0)[None, :], m.astype(jnp.int32)]  # (R, n0)
+            wrow = jnp.where(keep, jnp.prod(parts, -1), 0.0)
+            bf = bb.astype(dt)
+            Lz = jnp.where(bb > 0, jnp.sum(m * m, -1) / jnp.where(bb > 0, bf, 1.0) ** 2, 0.0)
+            Lz = jnp.where(bb > 0, jnp.maximum(Lz, s.Lz_min), Lz)
+            inv = 1.0 / (Lz[:, None] + 1.0 / kappa[None, :])  # (R, n1)
+            # Σ_rows of total b of wrow · (1, L̂_z, m) · inv: U1, U2 (G+1, n1), V (G+1, n0, n1)
+            X = wrow[:, None] * jnp.concatenate([jnp.ones_like(Lz)[:, None], Lz[:, None], m], 1)
+            out = _by_total_dot(X, inv, bb, G, n0)
+            U1, U2, V = out[:, 0], out[:, 1], out[:, 2:]
+        else:
+            Lz1 = jnp.maximum(1.0, s.Lz_min)
+            inv = 1.0 / (Lz1 + 1.0 / kappa)
+            U1 = Hb[:, None] * inv[None, :]
+            U2 = Lz1 * U1
+            share = lam_bad / jnp.maximum(jnp.sum(lam_bad), 1e-300)
+            V = (Hb * n)[:, None, None] * share[None, :, None] * inv[None, None, :]
+        U1 = U1.at[0].set(0.0)  # b = 0: no incorrect rollout (λ = 0 under A/B)
+        U2 = U2.at[0].set(0.0)
+
+    W = jnp.zeros((2, C), dt)
+    if n1:
+        # the own cell k (count n >= 1) beside the others (total a', κ' occupied): the sums
+        # over the others' assignments are the derivatives of the all-cells sums in cell k's
+        # weights, ∂F0[a, κ]/∂w1[k, n] = Σ_{others} Π w (a = a' + n, κ = κ' + 1) and
+        # ∂F1[a, κ]/∂w1[k, n] = Σ_{others} Π w · (Σ_{others} n_c² + n²), so each cell's total
+        # is one reverse-mode pass through the all-cells recursion (jax.vjp), not a recursion
+        # per left-out cell: with λ = λ(a), u1, u2 the incorrect side's sums at b = G − a,
+        #   W[1, k] = Σ_n w1[k, n] Σ λ (a/κ − n) [(E1 + n² E0) u1/a² + E0 u2]
+        #           = Σ_n w1[k, n] (gA[k, n] − n gB[k, n]),
+        # gX = ∂(⟨F1, ψX⟩ + ⟨F0, φX⟩)/∂w1 with ψA = λ a/κ u1/a², ψB = λ u1/a², φA = λ a/κ u2,
+        # φB = λ u2 (schedule A / constant: ψ = 0, u2 → the incorrect side's mass Hb(G − a))
+        (F0, F1), pull = jax.vjp(lambda w: _good_dp(w, G, n1), w1)
+        af = a[:, None]  # (a, 1)
+        kap = kappa[None, :]  # (1, κ = 1..n1)
+        lam = lam_a[:, None]
+        if gain_class.attenuated:
+            inv_a2 = jnp.where(af > 0, 1.0 / jnp.where(af > 0, af, 1.0) ** 2, 0.0)
+            psiB = lam * U1[::-1] * inv_a2  # (a, κ): U1, U2 at b = G − a
+            phiB = lam * U2[::-1]
+        else:
+            psiB = jnp.zeros((G + 1, n1), dt)
+            phiB = jnp.broadcast_to(lam * Hb[::-1][:, None], (G + 1, n1))
+
+        def pad(x):  # κ = 0 (no good rollout) gets nothing: the own cell is occupied
+            return jnp.concatenate([jnp.zeros((G + 1, 1), dt), x], 1)
+
+        cot = (jnp.stack([pad(phiB * af / kap), pad(phiB)]),
+               jnp.stack([pad(psiB * af / kap), pad(psiB)]))
+        gA, gB = jax.vmap(pull)(cot)[0]  # one reverse pass for both (A, B)
+        own = w1 * (gA - n[None, :] * gB)  # (n1, G+1); the count n = 0 is not the own cell's
+        W = W.at[1, jnp.asarray(good_ids)].add(jnp.sum(own[:, 1:], -1) / Z)
+
+        if s.neutralize and n0:
+            F0, F1 = F0[:, 1:], F1[:, 1:]  # all correct-scored cells, κ >= 1
+            good_part = F0 / kappa[None, :] - F1 / jnp.where(af > 0, af, 1.0) ** 2  # (a, κ)
+            on = (b > 0) & (a > 0) & (p_hat >= s.p_min)
+            coef = jnp.where(on, lam_a / jnp.where(b > 0, p_hat, 1.0), 0.0)
+            if s.p_damp > 0:
+                x = jnp.clip(p_hat / s.p_damp, 0.0, 1.0)
+                coef = coef * x * x * (3.0 - 2.0 * x)
+            Vb = V[G - jnp.arange(G + 1)]  # (a, n0, n1): the incorrect side of total G − a
+            tot = jnp.einsum("a,ak,ajk->j", coef, good_part, Vb)
+            W = W.at[0, jnp.asarray(bad_ids)].add(tot / Z)
+    return W
+
+
+def _by_total_dot(X, Y, b, G: int, n0: int):
+    """``out[t, r, k] = Σ_{rows of total b = t} X[row, r] Y[row, k]`` ``(G+1, R', K')`` over
+    the rows of :func:`_bad_rows`. One part: the rows are the totals; two parts: the rows come
+    grouped by their total, so one batched matrix product over the totals (at G = 64, 3x
+    faster than the products summed apart); more: a scatter (``segment_sum``)."""
+    if n0 == 2:
+        return jnp.einsum("bjr,bjk->brk", X.reshape((G + 1, G + 1, -1)),
+                          Y.reshape((G + 1, G + 1, -1)))
+    rows = X[:, :, None] * Y[:, None, :]
+    return rows if n0 == 1 else jax.ops.segment_sum(rows, b, num_segments=G + 1)
+
+
+def _bad_rows(G: int, n0: int, dtype):
+    """Every composition of every ``b <= G`` into ``n0`` parts: ``(m, b, keep)``, the rows
+    ``m`` ``(R, n0)``, their totals ``b`` and which rows are compositions (``keep``; the others
+    carry weight 0 and a total clipped to ``G``). One part: the rows ``m = b``; two parts: for
+    each total ``b`` the ``G + 1`` rows ``(j, b − j)``, ``j <= b`` kept (about twice the
+    compositions, grouped by total for :func:`_by_total_dot`), built in the program (iotas: at
+    G = 256 a 33,153-row literal made the compilation 3x slower); more parts: the
+    ``C(G + n0, n0)`` compositions themselves (a grid would be ``(G + 1)^n0``)."""
+    if n0 <= 2:
+        shape = (G + 1,) * n0
+        b = jax.lax.broadcasted_iota(jnp.int32, shape, 0).ravel()
+        if n0 == 1:
+            return b[:, None].astype(dtype), b, jnp.ones(b.shape, bool)
+        j = jax.lax.broadcasted_iota(jnp.int32, shape, 1).ravel()
+        keep = j <= b
+        m = jnp.stack([jnp.where(keep, j, 0), jnp.where(keep, b - j, 0)], -1)
+        return m.astype(dtype), b, keep
+    rows = [compositions(b, n0) for b in range(G + 1)]
+    b = np.concatenate([np.full(len(r), b) for b, r in enumerate(rows)])
+    return (jnp.asarray(np.concatenate(rows), dtype), jnp.asarray(b),
+            jnp.ones(b.shape, bool))

@@ -24,14 +24,19 @@ GRPO's ``r − mean r`` (pass@k training: divided by the population std).
 
 from __future__ import annotations
 
-import jax.numpy as jnp
+from typing import ClassVar
 
-from .._checks import check_integer_valued, check_pair
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import Param, check_integer_valued, check_pair, is_concrete, xp
 from ._advantages import group_mean
 from ._diversity import all_fail_ratio
+from ._rule import AbstractRule
 from ._rules import _binary
 
-__all__ = ["pass_at_k_advantages", "pkpo_advantages", "pkpo_rewards"]
+__all__ = ["PASS_K", "PKPORule", "PassAtKRule", "pass_at_k_advantages", "pkpo_advantages",
+           "pkpo_rewards"]
 
 
 def _subset_means(rewards, mask, k):
@@ -78,3 +83,42 @@ def pkpo_advantages(rewards, mask=None, *, k):
     sub, _, n, k, m, mf = _subset_means(rewards, mask, k)
     s = (k / n)[..., None] * sub
     return jnp.where(m, s - group_mean(s, mf), 0.0)
+
+
+# --------------------------------------------------------------------------- the rules
+
+PASS_K = Param("pass_k", 2.0, lambda a: ~(xp.isfinite(a) & (a >= 1) & (a == xp.round(a))),
+               "a whole number >= 1 (and <= the group size)", "k",
+               "the k of pass@k training and PKPO (lab default 2, PKPO's worked example)")
+
+
+class _PassK(AbstractRule):
+    """A rule of the pass@k objective: ``k`` of the ``G`` rollouts are drawn, so ``G >= k``."""
+
+    params: ClassVar[tuple[str, ...]] = ("pass_k",)
+    PARAMS: ClassVar[tuple[Param, ...]] = (PASS_K,)
+    binary: ClassVar[bool] = True
+    structure: ClassVar[str] = "counts"
+
+    def group_size_bound(self, params):
+        k = params.get("pass_k")
+        need = int(np.max(np.asarray(k))) if k is not None and is_concrete(k) else 0
+        return max(self.min_group_size, need)
+
+    def constraints(self, group_size="group_size"):
+        return [(("pass_k", group_size), lambda k, G: ~(k <= G),
+                 "<= the group size (pass@k needs k of the G rollouts)")]
+
+
+class PassAtKRule(_PassK):
+    """``pass_at_k``: :func:`pass_at_k_advantages` (Chen et al., 2025)."""
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        return pass_at_k_advantages(groups.rewards, groups.mask, k=params["pass_k"])
+
+
+class PKPORule(_PassK):
+    """``pkpo``: :func:`pkpo_advantages` (Walder & Karkhanis, 2025)."""
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        return pkpo_advantages(groups.rewards, groups.mask, k=params["pass_k"])

@@ -16,20 +16,32 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import as_int, check, check_finite, check_number, check_parameter
+from .._checks import Param, as_int, check, check_finite, check_number, check_parameter
 from ..theory import focal_weight
 from ._advantages import grpo_advantages, prepare_group
 from ._g2rpo import g2rpo_bonus
+from ._rule import AbstractRewardRule, AbstractRule, finite_nonneg
 from ._schedule import G2RPOConfig
 
 __all__ = [
+    "FOCAL_GAMMA",
     "IAC",
+    "IAC_ALPHA",
+    "RANK_PENALTY",
+    "W_REINFORCE_LAMBDA",
+    "FGRPORule",
     "Focal",
+    "GRPONRule",
+    "IACRule",
+    "NSRRule",
+    "UnlikelinessRule",
+    "WReinforceRule",
     "G2RPOBonus",
     "NegativeOnly",
     "Pipeline",
@@ -286,3 +298,77 @@ def g2rpo(config: G2RPOConfig | None = None, num_clusters: int | None = None) ->
     return Pipeline(baseline=functools.partial(grpo_advantages, eps=config.eps),
                     transforms=(G2RPOBonus(config=config, num_clusters=num_clusters),))
 
+
+
+# --------------------------------------------------------------------------- the rules
+
+FOCAL_GAMMA = Param("focal_gamma", 1.0, finite_nonneg, "finite and >= 0", "γ",
+                    "F-GRPO's focal exponent (FG eq. 15)")
+IAC_ALPHA = Param("iac_alpha", 1.0, finite_nonneg, "finite and >= 0", "α",
+                  "IAC's exponent of the inverse success count (SC §3.1)")
+W_REINFORCE_LAMBDA = Param("w_reinforce_lambda", 0.1, finite_nonneg, "finite and >= 0", "λ",
+                           "W-REINFORCE's weight of the correct rollouts (Zhu et al., 2025: 0.1)")
+RANK_PENALTY = Param("rank_penalty", 0.25, finite_nonneg, "finite and >= 0", "β",
+                     "the unlikeliness reward's rank penalty (He et al., 2025: 0.25)")
+
+
+class FGRPORule(AbstractRule):
+    """``f_grpo``: GRPO times the focal weight (:func:`f_grpo`, FG eq. 15–16)."""
+
+    params: ClassVar[tuple[str, ...]] = ("focal_gamma",)
+    PARAMS: ClassVar[tuple[Param, ...]] = (FOCAL_GAMMA,)
+    binary: ClassVar[bool] = True
+    structure: ClassVar[str] = "counts"
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        return f_grpo(params["focal_gamma"])(groups.rewards, groups.mask)
+
+
+class IACRule(AbstractRule):
+    """``iac``: DAPO + IAC (:func:`dapo_iac`, SC §3.1, Table 4)."""
+
+    params: ClassVar[tuple[str, ...]] = ("iac_alpha",)
+    PARAMS: ClassVar[tuple[Param, ...]] = (IAC_ALPHA,)
+    binary: ClassVar[bool] = True
+    structure: ClassVar[str] = "counts"
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        return dapo_iac(params["iac_alpha"])(groups.rewards, groups.mask)
+
+
+class GRPONRule(AbstractRewardRule):
+    """``grpo_n``: GRPO-N (:func:`grpo_n`, TS App. B.5)."""
+
+    formula = staticmethod(grpo_n())
+
+
+class WReinforceRule(AbstractRule):
+    """``w_reinforce``: :func:`w_reinforce_advantages`."""
+
+    params: ClassVar[tuple[str, ...]] = ("w_reinforce_lambda",)
+    PARAMS: ClassVar[tuple[Param, ...]] = (W_REINFORCE_LAMBDA,)
+    binary: ClassVar[bool] = True
+    structure: ClassVar[str] = "counts"
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        return w_reinforce_advantages(groups.rewards, groups.mask,
+                                      w_reinforce_lambda=params["w_reinforce_lambda"])
+
+
+class NSRRule(AbstractRewardRule):
+    """``nsr``: :func:`nsr_advantages`."""
+
+    formula = staticmethod(nsr_advantages)
+    binary: ClassVar[bool] = True
+
+
+class UnlikelinessRule(AbstractRule):
+    """``unlikeliness``: :func:`unlikeliness_advantages` with ``β = rank_penalty``."""
+
+    params: ClassVar[tuple[str, ...]] = ("rank_penalty",)
+    PARAMS: ClassVar[tuple[Param, ...]] = (RANK_PENALTY,)
+    logp: ClassVar[bool] = True
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        return unlikeliness_advantages(groups.rewards, groups.logp, groups.mask,
+                                       beta=params["rank_penalty"])

@@ -11,8 +11,9 @@ maps to
 * :meth:`GainSchedule.config` -- the :class:`G2RPOConfig` of training step ``step``: the same
   settings with the warmed-up gain and the verifier (the bonus of :func:`g2rpo_advantages`, used
   by the bandit and by the torch driver through the bridge);
-* :meth:`GainSchedule.theory_gain` -- the gain module of the mean-field ODE (time ``t = step · η``)
-  and :meth:`GainSchedule.meanfield` -- the mean-field system G²RPO with it follows;
+* :meth:`GainSchedule.theory_gain` -- the gain module of the mean-field ODE (the lab's time map
+  ``t = step · η``: one training step lasts ``step_time = η``) and :meth:`GainSchedule.meanfield`
+  -- the mean-field system G²RPO with it follows;
 * :meth:`GainSchedule.to_dict` / :meth:`GainSchedule.from_dict` -- the JSON the driver loads.
 
 There is no second copy of a schedule formula here: the constant, A and B gains are those of
@@ -39,7 +40,7 @@ from .._checks import (
 from ..theory import AbstractGain, GoodBonus, Neutralized, Verifier
 from ..theory.internal import SCHEDULE_KINDS, check_kind
 
-__all__ = ["G2RPOConfig", "GainSchedule", "RampedGain"]
+__all__ = ["G2RPOConfig", "GainSchedule", "RampedGain", "with_gain"]
 
 
 #: bounds of the safeguards: ``name -> (bad(value), what it must be)``
@@ -118,12 +119,10 @@ class GainSchedule(eqx.Module):
 
     #: the fields written to / read from JSON, in order (the fields above)
     FIELDS: ClassVar[tuple[str, ...]]
-    #: the name the kind goes by in messages (``G2RPOConfig`` calls it ``schedule``)
-    _KIND: ClassVar[str] = "kind"
 
     def __check_init__(self):
         who = type(self).__name__
-        check_kind(self.kind, f"{who}.{self._KIND}")
+        check_kind(self.kind, f"{who}.kind")
         check_parameter(self.gain, f"{who}.gain")
         if not is_int(self.ramp_steps) or self.ramp_steps < 0:
             raise ValueError(f"{who}.ramp_steps must be an integer >= 0; got "
@@ -144,6 +143,13 @@ class GainSchedule(eqx.Module):
         """The fields as a dict (:attr:`FIELDS` order)."""
         return {k: getattr(self, k) for k in self.FIELDS}
 
+    @property
+    def gain_class(self) -> type[AbstractGain]:
+        """The gain class of :attr:`kind` (:data:`simplexlab.theory.ConstantGain`,
+        :class:`~simplexlab.theory.ScheduleA` or :class:`~simplexlab.theory.ScheduleB`): the
+        schedule's formulas, mean-field and plug-in."""
+        return SCHEDULE_KINDS[self.kind]
+
     def config(self, step=0, verifier: Verifier | None = None) -> G2RPOConfig:
         """The :class:`G2RPOConfig` of training step ``step`` (an int or a traced step): these
         settings with the gain warmed up (``ramp_steps = 0`` then) and ``verifier``."""
@@ -156,16 +162,16 @@ class GainSchedule(eqx.Module):
             frac = jnp.asarray(step).astype(gain.dtype) / self.ramp_steps
             gain = jnp.minimum(1.0, frac).astype(gain.dtype) * gain
         s = {**self.settings(), "gain": gain, "ramp_steps": 0}
-        return G2RPOConfig(schedule=s.pop("kind"), verifier=verifier, **s)
+        return G2RPOConfig(verifier=verifier, **s)
 
-    def theory_gain(self, eta: float = 1.0) -> AbstractGain:
+    def theory_gain(self, step_time: float = 1.0) -> AbstractGain:
         """The mean-field gain module (``ConstantGain`` / ``ScheduleA`` / ``ScheduleB`` of
-        ``gain``, warmed up over ``t_ramp = ramp_steps · eta``: the time map ``t = step · η``)."""
-        inner = SCHEDULE_KINDS[self.kind](float(self.gain) if is_concrete(self.gain)
-                                          else self.gain)
+        ``gain``, warmed up over ``t_ramp = ramp_steps · step_time``: one training step lasts
+        ``step_time`` of mean-field time, ``η`` under the lab's time map ``t = step · η``)."""
+        inner = self.gain_class(float(self.gain) if is_concrete(self.gain) else self.gain)
         if self.ramp_steps == 0:
             return inner
-        return RampedGain(inner, float(self.ramp_steps * eta))
+        return RampedGain(inner, float(self.ramp_steps * step_time))
 
     def meanfield(self, *, eta=1.0, verifier: Verifier | None = None, step_time: float = 1.0):
         """The mean-field system G²RPO with this schedule follows: eq. (56)
@@ -210,31 +216,22 @@ GainSchedule.FIELDS = tuple(f.name for f in dataclasses.fields(GainSchedule))
 
 class G2RPOConfig(GainSchedule):
     r"""Hyper-parameters of the G²RPO bonus at one training step (G2 Listing 1 arguments and
-    App. D.4 safeguards): the settings of :class:`GainSchedule` -- whose ``kind`` is called
-    ``schedule`` here -- and ``verifier``, the verifier's ``J`` and ``σ(p)`` used by schedules
-    A/B (eq. 62/67). :meth:`GainSchedule.config` makes one per step; keyword-only arguments
-    (``gain`` -- base gain λ0, paper default 1.5).
+    App. D.4 safeguards): the settings of :class:`GainSchedule` and ``verifier``, the verifier's
+    ``J`` and ``σ(p)`` used by schedules A/B (eq. 62/67). :meth:`GainSchedule.config` makes one
+    per step; keyword-only arguments (``gain`` -- base gain λ0, paper default 1.5).
     """
 
-    verifier: Verifier = eqx.field(default_factory=Verifier, kw_only=True)
-
-    _KIND: ClassVar[str] = "schedule"
-
-    def __init__(self, *, schedule="B", gain=1.5, verifier=None, **settings):
-        unknown = sorted(k for k in settings if k not in self.FIELDS or k == "kind")
-        if unknown:  # the kind is ``schedule`` here
-            raise TypeError(f"G2RPOConfig() got unexpected keyword argument(s) {unknown}")
-        for f in dataclasses.fields(GainSchedule):
-            setattr(self, f.name, settings.get(f.name, f.default))
-        self.kind = schedule
-        self.gain = gain
-        self.verifier = Verifier() if verifier is None else verifier
-
-    @property
-    def schedule(self) -> str:
-        """The schedule kind (:attr:`GainSchedule.kind`)."""
-        return self.kind
+    verifier: Verifier = eqx.field(default_factory=Verifier, kw_only=True,
+                                   converter=lambda v: Verifier() if v is None else v)
 
     def __check_init__(self):
         if not isinstance(self.verifier, Verifier):
             raise ValueError(f"G2RPOConfig.verifier must be a Verifier; got {self.verifier!r}")
+
+
+def with_gain(schedule, gain=None) -> GainSchedule:
+    """``schedule`` (default :class:`GainSchedule`) with ``gain`` (when given) as its gain."""
+    schedule = GainSchedule() if schedule is None else schedule
+    if not isinstance(schedule, GainSchedule):
+        raise ValueError(f"schedule must be a GainSchedule; got {schedule!r}")
+    return schedule if gain is None else eqx.tree_at(lambda s: s.gain, schedule, gain)

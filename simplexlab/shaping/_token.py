@@ -2,12 +2,17 @@ r"""Token-aware shaping rules: GRPO-TN (TS App. C.5) and ProGRPO (PG eq. 4–6, 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.special import gammaln, xlogy
 
-from .._checks import check, check_finite, check_number, check_parameter
+from .._checks import Param, check, check_finite, check_number, check_parameter
+from ..theory.internal import binomial_pmf, counts_totals
 from ._advantages import (
+    ZScoreGroupRule,
     _check_ddof,
     _check_eps,
     _float,
@@ -16,8 +21,10 @@ from ._advantages import (
     grpo_advantages,
     prepare_group,
 )
+from ._rule import AbstractRule, finite
 
-__all__ = ["grpo_tn_advantages", "low_prob_confidence", "progrpo_advantages", "prefix_tree"]
+__all__ = ["PROGRPO_ALL_CORRECT", "PROGRPO_ALPHA", "ProGRPORule", "grpo_tn_advantages",
+           "low_prob_confidence", "progrpo_advantages", "prefix_tree"]
 
 
 def _token_inputs(rewards, tokens, token_mask, mask):
@@ -182,3 +189,57 @@ def progrpo_advantages(rewards, answer_logprobs, prompt_logprobs, answer_mask=No
     if all_correct is not False:  # eq. (4): all but the groups with Σ r = 0 (all equal to 0)
         reweight = reweight | (jnp.asarray(all_correct).astype(bool) & (lo != 0))
     return jnp.where(m & reweight[..., None], a + alpha * (c_q[..., None] - c_o), a)
+
+
+# --------------------------------------------------------------------------- the rule
+
+PROGRPO_ALPHA = Param("progrpo_alpha", 0.3, finite, "finite", "α",
+                      "ProGRPO's weight of the confidence term (PG eq. 6)")
+PROGRPO_ALL_CORRECT = Param(
+    "progrpo_all_correct", 0.0, lambda a: ~((a == 0) | (a == 1)),
+    "0 (skip all-correct groups, PG Alg. 1) or 1 (re-weight them, PG eq. 4)", "",
+    "ProGRPO's all-correct groups: 0 skips them as PG Alg. 1 does, 1 re-weights them as PG eq. 4 "
+    "read literally")
+
+
+class ProGRPORule(AbstractRule):
+    r"""``progrpo``: ProGRPO (PG eq. 4–6) with the rollout's probability as its confidence
+    ``c(o)`` and the geometric mean of the group's confidences as the prompt's ``c(q)``
+    (fraction 1); all-correct groups skipped (Alg. 1) unless ``progrpo_all_correct = 1`` (eq. 4
+    read literally).
+
+    Its finite-group reduction (the bandit's reading above): with ``α_r = Σ_k q_{r,k}
+    π_k^{1/G}``, ``E[c(q) 1{S'=s} | own c] = π_c^{1/G} C(G−1, s) α_1^s α_0^{G−1−s}``; ``O(G)``."""
+
+    params: ClassVar[tuple[str, ...]] = ("progrpo_alpha", "progrpo_all_correct")
+    PARAMS: ClassVar[tuple[Param, ...]] = (PROGRPO_ALPHA, PROGRPO_ALL_CORRECT)
+    logp: ClassVar[bool] = True
+
+    def __call__(self, groups, params, schedule, step, verifier, num_clusters):
+        g = groups
+        return progrpo_advantages(g.rewards, g.logp[..., None], g.logp, prompt_mask=g.mask,
+                                  mask=g.mask, alpha=params["progrpo_alpha"], fraction=1.0,
+                                  all_correct=params["progrpo_all_correct"])
+
+    def reduction_size(self, bound, K, M, group_size, active):
+        return 4 * (group_size + 1) * (K + M)
+
+    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active):
+        G = group_size
+        dt = probs.dtype
+        alpha = bound.params["progrpo_alpha"]
+        root = probs ** (1.0 / G)
+        a1, a0 = jnp.sum(q1 * root), jnp.sum(q0 * root)
+        s = jnp.arange(G, dtype=dt)  # the other G − 1 rollouts' successes
+        logc = gammaln(G + 0.0) - gammaln(s + 1.0) - gammaln(G - s)
+        geo = jnp.exp(logc + xlogy(s, a1) + xlogy(G - 1.0 - s, a0))
+        pmf = binomial_pmf(G - 1, jnp.sum(q1))
+        W = counts_totals(ZScoreGroupRule(1e-6), q1, q0, probs, G, t, num_clusters)
+        # all-correct groups too (eq. 4)
+        eq4 = jnp.asarray(bound.params.get("progrpo_all_correct", 0.0)).astype(bool)
+        for r, q in ((1, q1), (0, q0)):
+            mixed = ((r + s) > 0) & (((r + s) < G) | eq4)
+            e_cq = root * jnp.sum(jnp.where(mixed, geo, 0.0))
+            e_co = probs * jnp.sum(jnp.where(mixed, pmf, 0.0))
+            W = W.at[r].add(G * q * alpha * (e_cq - e_co))
+        return W

@@ -27,7 +27,6 @@ gains, group sizes and step sizes.
 from __future__ import annotations
 
 import dataclasses
-from collections import ChainMap
 from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple
 
@@ -36,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import error_if, is_concrete, is_int, trusted_inputs, xp
+from .._checks import Param, is_concrete, is_int, trusted_inputs, xp
 from ..shaping import (
     METHOD_PARAMETERS,
     METHOD_PARAMS,
@@ -89,16 +88,27 @@ METHODS: Mapping[str, tuple[str, ...]] = _MethodParams()
 """Advantage rules by name: the array parameters each uses (the rules themselves are those of
 :func:`simplexlab.shaping.advantages`, shared with the torch bridge)."""
 
-#: The bandit's own array parameters (swept inside one compiled program) and their defaults;
-#: a method's come from :data:`simplexlab.shaping.METHOD_PARAMETERS`.
-_OWN = {"eta": 0.05, "group_size": 16.0, "p0": 0.5, "instance": 0.0, "delta_fn": 0.0,
-        "delta_fp": 0.0}
-_COMMON = tuple(_OWN)
+def _whole(lower):
+    return lambda a: ~(xp.isfinite(a) & (a >= lower) & (a == xp.round(a)))
 
 
-#: Every array parameter of the bandit and its default: its own and every method's (a live view
-#: of both tables, so a rule registered later is in it; same order as ``{**_OWN, **METHOD_PARAMS}``)
-PARAMS: Mapping[str, Any] = ChainMap(METHOD_PARAMS, _OWN)
+#: The bandit's own array parameters (swept inside one compiled program), declared once; a
+#: method's come from :data:`simplexlab.shaping.METHOD_PARAMETERS`.
+OWN_PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("eta", 0.05, lambda a: ~(xp.isfinite(a) & (a > 0)), "finite and > 0 (the step size η)",
+          "η", "the optimizer's rate; with SGD the mean-field step size (t = step · η)"),
+    Param("group_size", 16, _whole(2), "a whole number >= 2 (the group size G)", "G",
+          "rollouts per group", kind="int"),
+    Param("p0", 0.5, lambda a: ~((a > 0) & (a < 1)), "in (0, 1) (the initial bad mass)", "p_0",
+          "the initial bad mass of every prompt"),
+    Param("instance", 0, _whole(0), "a whole number >= 0", "",
+          "which random initial compositions (y0, z0 ~ Dirichlet(1)) the prompts start from",
+          kind="int"),
+    Param("delta_fn", 0.0, lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]", "δ_FN",
+          "the verifier's false-negative rate (G2 App. A.2)"),
+    Param("delta_fp", 0.0, lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]", "δ_FP",
+          "the verifier's false-positive rate (G2 App. A.2)"),
+)}
 _SCHEDULE = GainSchedule(kind="constant", gain=METHOD_PARAMS["gain"])  # the default schedule
 _INSTANCE_KEY = 0x5EED  # initial compositions: key(_INSTANCE_KEY) folded with `instance`
 
@@ -181,6 +191,8 @@ class Bandit(AbstractSimulator, WithDtype):
 
     name: ClassVar[str] = "bandit"
     version: ClassVar[str] = "1"
+    cpu_batching: ClassVar[str] = "vmap"  # a few dozen numbers per run: batch them
+    bucket: ClassVar[tuple[str, str]] = ("group_size", "max_group_size")
 
     K: int = eqx.field(default=3, kw_only=True, static=True)
     M: int = eqx.field(default=2, kw_only=True, static=True)
@@ -305,54 +317,33 @@ class Bandit(AbstractSimulator, WithDtype):
 
     # ---- parameters ------------------------------------------------------------------------
 
-    def default_params(self) -> dict[str, Any]:
-        names = _COMMON + METHODS[self.method]
-        return {k: PARAMS[k] for k in names} | (
-            {"gain": self.schedule.gain} if "gain" in names else {})
+    def param_specs(self) -> dict[str, Param]:
+        """Its own array parameters (:data:`OWN_PARAMS`) and its method's (as the rule declares
+        them, :data:`simplexlab.shaping.METHOD_PARAMETERS`; ``gain`` defaults to the schedule's
+        gain)."""
+        own = {k: METHOD_PARAMETERS[k] for k in METHODS[self.method]}
+        if "gain" in own:
+            own["gain"] = own["gain"]._replace(default=self.schedule.gain)
+        return {**OWN_PARAMS, **own}
 
-    def _param_rules(self):
-        """``(names, bad, what)`` for every array parameter: ``bad(*values)`` is written with
-        ``xp`` as ``~(ok)``, so that NaN fails every rule (every comparison with NaN is false);
-        :meth:`check_params` evaluates it in NumPy on concrete values (``ValueError``) and
-        :meth:`init` with ``eqx.error_if`` on traced ones -- one rule, both paths."""
+    @classmethod
+    def all_param_specs(cls) -> dict[str, Param]:
+        """Its own array parameters and every method's (a rule registered later included)."""
+        return {**OWN_PARAMS, **METHOD_PARAMETERS}
+
+    def constraints(self):
+        """``group_size <= max_group_size``; the method's own joint rules (pass@k: ``k <= G``);
+        ``delta_fn + delta_fp < 1`` unless ``allow_flipped``."""
         Gmax = self.max_group_size
-        rules = [
-            (("eta",), lambda a: ~(xp.isfinite(a) & (a > 0)), "finite and > 0 (the step size η)"),
-            (("group_size",), lambda a: ~(xp.isfinite(a) & (a >= 2) & (a == xp.round(a))),
-             "a whole number >= 2 (the group size G)"),
-            (("group_size",), lambda a: ~(a <= Gmax),
-             f"<= max_group_size = {Gmax} (a static setting: the rollout arrays are padded to "
-             "it; raise it to sweep larger groups)"),
-            (("instance",), lambda a: ~(xp.isfinite(a) & (a >= 0) & (a == xp.round(a))),
-             "a whole number >= 0"),
-            (("delta_fn",), lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]"),
-            (("delta_fp",), lambda a: ~((a >= 0) & (a <= 1)), "a rate in [0, 1]"),
-        ]
-        # the method's own, as declared once (simplexlab.shaping.METHOD_PARAMETERS)
-        rules += [((k,), METHOD_PARAMETERS[k].bad, METHOD_PARAMETERS[k].what)
-                  for k in METHODS[self.method]]
-        if "pass_k" in METHODS[self.method]:  # pass@k of k draws needs k of the G rollouts
-            rules.append((("pass_k", "group_size"), lambda k, G: ~(k <= G),
-                          "<= the group size (pass@k needs k of the G rollouts)"))
-        if self.M > 0:
-            rules.append((("p0",), lambda a: ~((a > 0) & (a < 1)),
-                          "in (0, 1) (the initial bad mass)"))
+        rules = [(("group_size",), lambda a: ~(a <= Gmax),
+                  f"<= max_group_size = {Gmax} (a static setting: the rollout arrays are padded "
+                  "to it; raise it to sweep larger groups)")]
+        rules += _RULES[self.method].constraints("group_size")  # e.g. pass@k: k <= G
         if not self.allow_flipped:
             rules.append((("delta_fn", "delta_fp"), lambda fn, fp: ~(fn + fp < 1),
                           "< 1 (J = 1 − delta_fn − delta_fp <= 0 flips the flow; set "
                           "allow_flipped=True to study that regime)"))
         return rules
-
-    def check_params(self, params: dict[str, Any]) -> None:
-        """Unknown names and bad concrete values raise ``ValueError`` naming the value; traced
-        values are checked at run time (:meth:`init`)."""
-        super().check_params(params)
-        q = {k: np.asarray(v, float) for k, v in {**self.default_params(), **params}.items()
-             if is_concrete(v)}
-        for names, bad, what in self._param_rules():
-            if all(n in q for n in names) and np.any(bad(*(q[n] for n in names))):
-                raise ValueError(f"bandit: {' + '.join(names)} must be {what}; got "
-                                 + ", ".join(f"{n} = {q[n]}" for n in names))
 
     def gain_schedule(self, params) -> GainSchedule:
         """The run's G²RPO schedule: the ``schedule`` setting with the ``gain`` parameter."""
@@ -399,7 +390,7 @@ class Bandit(AbstractSimulator, WithDtype):
         bonus, which the ODE (bonus on the latent good modes) does not model -- measured: the
         ensemble's ``p`` leaves eq. (48) by 0.1–0.25 at ``δ = (0.1, 0.1)`` (NOTES.md)."""
         q, verifier = self._theory_inputs(params)
-        if _RULES[self.method].meanfield is None:
+        if not _RULES[self.method].has_limit_system:
             meanfield_system(self.method)  # raises, naming the methods that have one
         if self.M == 0:
             raise ValueError("bandit: the mean-field (p, y, z) system needs M >= 1 bad modes")
@@ -454,6 +445,19 @@ class Bandit(AbstractSimulator, WithDtype):
         p = pi[:, self.K:].sum(-1)
         return make_state(p, pi[:, :self.K] / (1.0 - p)[:, None], pi[:, self.K:] / p[:, None])
 
+    # ---- how a sweep runs it ---------------------------------------------------------------
+
+    def working_bytes(self) -> int:
+        """The ``(P, G, C)`` one-hot of the rollouts and a few ``(P, G)`` / ``(P, C)``
+        arrays."""
+        P, G, C = self.num_prompts, self.max_group_size, self.K + self.M
+        return 8 * P * (4 * G * C + 16 * G + 16 * C) + 4096
+
+    def observe_dims(self):
+        dims = {k: ("prompt",) for k in BanditMetrics._fields if k != "step"}
+        dims.update(y=("prompt", "good_mode"), z=("prompt", "bad_mode"))
+        return dims
+
     # ---- protocol --------------------------------------------------------------------------
 
     def initial_logits(self, params):
@@ -481,25 +485,17 @@ class Bandit(AbstractSimulator, WithDtype):
             return good
         return jnp.concatenate([good, jnp.log(block(self.z0, kz, M)) + jnp.log(p0)], -1)
 
-    def _checked(self, theta, params):
-        """``theta`` with run-time checks of every (possibly traced) parameter attached, once per
-        run (:meth:`_param_rules`). The step adds none (a branch per step costs a batch-wide
-        reduction), and the advantage rule's inputs, which the step builds itself, are not
-        re-checked (:func:`simplexlab._checks.trusted_inputs`); so :meth:`step` assumes
-        parameters that :meth:`init` has accepted."""
-        for names, bad, what in self._param_rules():
-            if all(n in params for n in names):
-                pred = jnp.any(bad(*(jnp.asarray(params[n]) for n in names)))
-                theta = error_if(theta, pred, f"bandit {' + '.join(names)} must be {what}")
-        return theta
-
     @property
     def _adaptive_entropy(self) -> bool:
         return self.entropy_bonus is not None and self.entropy_bonus.adaptive
 
     def init(self, key, params) -> BanditState:
         dt = self.float_dtype()
-        theta = self._checked(self.initial_logits(params), params)
+        # run-time checks of every (possibly traced) parameter, once per run: the step adds none
+        # (a branch per step costs a batch-wide reduction) and the rule's inputs, which the step
+        # builds itself, are not re-checked (trusted_inputs); so step assumes parameters that
+        # init has accepted
+        theta = self.checked(self.initial_logits(params), params)
         return BanditState(logits=theta, opt_state=optimizer_init(self._optimizer(params), theta),
                            key=key, step=jnp.zeros((), jnp.int32),
                            probs0=jax.nn.softmax(theta, -1),

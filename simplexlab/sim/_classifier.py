@@ -64,7 +64,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import error_if, is_concrete, is_int, trusted_inputs, xp
+from .._checks import Param, is_int, trusted_inputs, xp
 from ..shaping import METHODS as _RULES
 from ..shaping import Groups, advantages, iac_advantages
 from ..theory import TOY_LABELS, TOY_SIMILARITIES, toy_embeddings
@@ -84,9 +84,30 @@ __all__ = ["ESTIMATORS", "ClassifierMetrics", "ClassifierState", "SoftmaxClassif
 #: need only the verifier outcomes (no parameter of their own; IAC is ``iac_alpha`` on top).
 ESTIMATORS: tuple[str, ...] = tuple(name for name, m in _RULES.items() if m.function is not None)
 
-#: Array parameters (swept inside one compiled program) and their defaults.
-PARAMS = {"eta": 0.5, "group_size": 8.0, "iac_alpha": 0.0, "memory_weight": 0.0,
-          "memory_eta": 0.5, "init_scale": 0.0, "estimator_index": 0.0}
+def _nonneg(a):
+    return ~(xp.isfinite(a) & (a >= 0))
+
+
+#: Array parameters (swept inside one compiled program), declared once.
+PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("eta", 0.5, lambda a: ~(xp.isfinite(a) & (a > 0)),
+          "finite and > 0 (the optimizer rate)", "η", "the optimizer's rate"),
+    Param("group_size", 8, lambda a: ~(xp.isfinite(a) & (a >= 2) & (a == xp.round(a))),
+          "a whole number >= 2 (the group size G; group-relative advantages need two rollouts)",
+          "G", "labels sampled per step", kind="int"),
+    Param("iac_alpha", 0.0, _nonneg, "finite and >= 0 (IAC alpha)", "α",
+          "IAC's exponent (SC §3.1, Alg. 1 lines 11–18; 0: none)"),
+    Param("memory_weight", 0.0, _nonneg, "finite and >= 0 (DLC mu)", "μ",
+          "DLC's weight of the memory network (SC §3.2; 0: sample from the policy)"),
+    Param("memory_eta", 0.5, _nonneg, "finite and >= 0 (the memory network's rate)", "",
+          "the memory network's rate"),
+    Param("init_scale", 0.0, lambda a: ~xp.isfinite(a), "finite", "",
+          "W_0 = init_scale · E (E the embedding matrix)"),
+    Param("estimator_index", 0, lambda a: ~(xp.isfinite(a) & (a >= 0) & (a == xp.round(a))),
+          "a whole number >= 0", "",
+          "the run's estimator, its position in the tuple estimator (a tuple only)",
+          kind="int"),
+)}
 
 _PERSIAN = TOY_LABELS.index("Persian")
 _SIAMESE = TOY_LABELS.index("Siamese")
@@ -178,6 +199,7 @@ class SoftmaxClassifier(AbstractSimulator, WithDtype):
     name: ClassVar[str] = "classifier"
     #: 2: logits as elementwise products summed (:func:`_matvec`), not matrix products
     version: ClassVar[str] = "2"
+    cpu_batching: ClassVar[str] = "vmap"
 
     estimator: str | tuple[str, ...] = eqx.field(default="grpo", kw_only=True, static=True)
     optimizer: Any = eqx.field(default="sgd", kw_only=True, static=True)
@@ -249,44 +271,28 @@ class SoftmaxClassifier(AbstractSimulator, WithDtype):
 
     # ---- parameters ------------------------------------------------------------------------
 
-    def default_params(self) -> dict[str, Any]:
+    def param_specs(self) -> dict[str, Param]:
+        """:data:`PARAMS`; ``estimator_index`` only with a tuple of estimators, its domain the
+        positions in it."""
         q = dict(PARAMS)
         if isinstance(self.estimator, str):
             del q["estimator_index"]  # one estimator: nothing to pick
+        else:
+            n = len(self.estimators())
+            q["estimator_index"] = q["estimator_index"]._replace(
+                bad=lambda a: ~((a >= 0) & (a < n) & (a == xp.round(a))),
+                what=f"a whole number in [0, {n}) (the position in estimator = "
+                     f"{self.estimator!r})")
         return q
 
-    def _param_rules(self):
-        """``(name, bad, what)``; ``bad`` written with ``xp`` (NumPy eagerly, ``jax.numpy``
-        under ``eqx.error_if``)."""
-        Gmax = self.max_group_size
-        return [
-            ("eta", lambda a: ~(xp.isfinite(a) & (a > 0)), "finite and > 0 (the optimizer rate)"),
-            ("group_size", lambda a: ~(xp.isfinite(a) & (a >= 2) & (a == xp.round(a))),
-             "a whole number >= 2 (the group size G; group-relative advantages need two "
-             "rollouts)"),
-            ("group_size", lambda a: ~(a <= Gmax),
-             f"<= max_group_size = {Gmax} (a static setting: groups are padded to it)"),
-            ("iac_alpha", lambda a: ~(xp.isfinite(a) & (a >= 0)), "finite and >= 0 (IAC alpha)"),
-            ("memory_weight", lambda a: ~(xp.isfinite(a) & (a >= 0)),
-             "finite and >= 0 (DLC mu)"),
-            ("memory_eta", lambda a: ~(xp.isfinite(a) & (a >= 0)),
-             "finite and >= 0 (the memory network's rate)"),
-            ("init_scale", lambda a: ~xp.isfinite(a), "finite"),
-            ("estimator_index",
-             lambda a: ~((a >= 0) & (a < len(self.estimators())) & (a == xp.round(a))),
-             f"a whole number in [0, {len(self.estimators())}) (the position in estimator = "
-             f"{self.estimator!r})"),
-        ]
+    @classmethod
+    def all_param_specs(cls) -> dict[str, Param]:
+        return dict(PARAMS)
 
-    def check_params(self, params: dict[str, Any]) -> None:
-        """Unknown names and bad concrete values raise ``ValueError`` naming the value; traced
-        values are checked at run time (:meth:`init`, ``eqx.error_if``)."""
-        super().check_params(params)
-        q = {k: np.asarray(v, float) for k, v in {**self.default_params(), **params}.items()
-             if is_concrete(v)}
-        for name, bad, what in self._param_rules():
-            if name in q and np.any(bad(q[name])):
-                raise ValueError(f"classifier: {name} must be {what}; got {name} = {q[name]}")
+    def constraints(self):
+        Gmax = self.max_group_size
+        return [(("group_size",), lambda a: ~(a <= Gmax),
+                 f"<= max_group_size = {Gmax} (a static setting: groups are padded to it)")]
 
     def _optimizer(self, params):
         rate = jnp.asarray(params["eta"], self.float_dtype())
@@ -297,16 +303,23 @@ class SoftmaxClassifier(AbstractSimulator, WithDtype):
         opt = self.optimizer if self.memory_optimizer is None else self.memory_optimizer
         return lookup(OPTIMIZERS, opt, "memory_optimizer", "classifier")(rate)
 
+    # ---- how a sweep runs it ---------------------------------------------------------------
+
+    def working_bytes(self) -> int:
+        G, d = self.max_group_size, self.embedding_matrix().shape[1]
+        return 8 * (16 * G + 64 * d) + 4096
+
+    def observe_dims(self):
+        return {"pi_persian": ("label",), "sampling": ("label",), "memory": ("label",),
+                "pi_held_out": ("held_out", "label"), "siamese_accuracy": ("held_out",),
+                "counts": ("label",), "advantage": ("label",)}
+
     # ---- protocol --------------------------------------------------------------------------
 
     def init(self, key, params) -> ClassifierState:
         dt = self.float_dtype()
         E = jnp.asarray(self.embedding_matrix(), dt)
-        W = jnp.asarray(params["init_scale"], dt) * E
-        for name, bad, what in self._param_rules():
-            if name in params:
-                W = error_if(W, jnp.any(bad(jnp.asarray(params[name]))),
-                                 f"classifier {name} must be {what}")
+        W = self.checked(jnp.asarray(params["init_scale"], dt) * E, params)
         zeros = jnp.zeros((len(TOY_LABELS),), dt)
         return ClassifierState(W=W, memory=jnp.zeros_like(W),
                                memory_weight=jnp.asarray(params["memory_weight"], dt),

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import error_if, is_concrete, is_int, trusted_inputs, xp
+from .._checks import Param, is_int, trusted_inputs, xp
 from ..theory import product_log10_prob
 from ._protocol import AbstractSimulator, WithDtype, trajectory
 from ._sampler import uniforms
@@ -36,6 +36,10 @@ __all__ = ["Product", "ProductMetrics", "ProductState"]
 
 #: G²RPO App. E's token probabilities of A, B, C, D, E.
 PAPER_PROBS = (0.8, 0.1, 0.05, 0.03, 0.02)
+
+#: the one array parameter (G²RPO App. E: G = 10)
+GROUP_SIZE = Param("group_size", 10, lambda g: ~(xp.isfinite(g) & (g >= 2) & (g == xp.round(g))),
+                   "a whole number >= 2", "G", "sequences per batch", kind="int")
 
 
 class ProductState(NamedTuple):
@@ -92,6 +96,8 @@ class Product(AbstractSimulator, WithDtype):
 
     name: ClassVar[str] = "product"
     version: ClassVar[str] = "1"
+    cpu_batching: ClassVar[str] = "vmap"
+    pad: ClassVar[tuple[str, str]] = ("group_size", "max_group_size")
 
     probs: tuple = eqx.field(default=PAPER_PROBS, kw_only=True, static=True)
     length: int = eqx.field(default=80, kw_only=True, static=True)
@@ -129,31 +135,29 @@ class Product(AbstractSimulator, WithDtype):
         cls.check_settings(settings, {*cls.settings(), "group_size"})
         return cls(**settings)
 
-    def default_params(self) -> dict[str, Any]:
-        return {"group_size": self.group_size}
+    def param_specs(self) -> dict[str, Param]:
+        """``group_size``, its default the field ``group_size``."""
+        return {"group_size": GROUP_SIZE._replace(default=self.group_size)}
 
-    def _bad_group_size(self, g):
-        """Where ``group_size`` is not a whole number in ``[2, max_group_size]`` (``xp``: NumPy
-        on concrete values, ``jax.numpy`` on traced ones)."""
-        return ~(xp.isfinite(g) & (g >= 2) & (g == xp.round(g)) & (g <= self.max_group_size))
+    @classmethod
+    def all_param_specs(cls) -> dict[str, Param]:
+        return {"group_size": GROUP_SIZE}
 
-    def _what(self) -> str:
-        return (f"product: group_size must be a whole number in [2, max_group_size = "
-                f"{self.max_group_size}] (the batches are padded to max_group_size, a static "
-                "setting: raise it to sweep larger groups)")
+    def constraints(self):
+        Gmax = self.max_group_size
+        return [(("group_size",), lambda g: ~(g <= Gmax),
+                 f"<= max_group_size = {Gmax} (the batches are padded to max_group_size, a "
+                 "static setting: raise it to sweep larger groups)")]
 
-    def check_params(self, params: dict[str, Any]) -> None:
-        """Unknown names and a bad concrete ``group_size`` raise ``ValueError`` naming it;
-        a traced one is checked at run time (:meth:`init`)."""
-        super().check_params(params)
-        g = params.get("group_size")
-        if g is not None and is_concrete(g):
-            try:
-                a = np.asarray(g, dtype=float)
-            except (TypeError, ValueError):
-                a = np.asarray(np.nan)
-            if isinstance(g, bool | np.bool_) or np.any(self._bad_group_size(a)):
-                raise ValueError(f"{self._what()}; got {g!r}")
+    # ---- how a sweep runs it ---------------------------------------------------------------
+
+    def working_bytes(self) -> int:
+        """The ``(G, T, V)`` comparisons of the inverse CDF and the ``(G, T)`` uniforms."""
+        G, T, V = self.max_group_size, self.length, len(self.probs)
+        return 8 * G * T * (V + 2) + 4096
+
+    def observe_dims(self):
+        return {"counts": ("sequence", "token"), "log10_prob": ("sequence",)}
 
     # ---- protocol --------------------------------------------------------------------------
 
@@ -179,9 +183,7 @@ class Product(AbstractSimulator, WithDtype):
         return jnp.arange(self.max_group_size, dtype=G.dtype) < G
 
     def init(self, key, params) -> ProductState:
-        G = jnp.asarray(params["group_size"])
-        if not is_concrete(G):
-            G = error_if(G, jnp.any(self._bad_group_size(G)), self._what())
+        G = self.checked(jnp.asarray(params["group_size"]), params)
         step = jnp.zeros((), jnp.int32)
         return ProductState(key=key, step=step, counts=self.draw(key, step, G),
                             group_size=G.astype(jnp.int32))

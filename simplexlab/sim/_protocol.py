@@ -9,16 +9,19 @@ a whole batch under ``vmap`` / ``lax.map``:
 - ``step(state, params) -> state``: one update (pure; any randomness comes from ``state``);
 - ``observe(state) -> metrics``: a pytree (``NamedTuple``) of scalars or small arrays.
 
-:meth:`AbstractSimulator.default_params` names the array parameters and their defaults;
-:meth:`AbstractSimulator.check_params` validates concrete values (a ``ValueError`` naming the
-value). :func:`trajectory` runs any simulator with :func:`jax.lax.scan` and records ``observe``
-at step 0 and every ``stride`` steps.
+A simulator declares its array parameters once, as :class:`~simplexlab._checks.Param` specs
+(:meth:`AbstractSimulator.param_specs`, with the joint rules of
+:meth:`AbstractSimulator.constraints`); the defaults, the host check of concrete values (a
+``ValueError`` naming the value) and the traced check (``eqx.error_if``) all derive from them in
+:class:`AbstractSimulator`. :func:`trajectory` runs any simulator with :func:`jax.lax.scan` and
+records ``observe`` at step 0 and every ``stride`` steps.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -26,19 +29,46 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import host_memory_bytes, is_concrete, is_int
+from .._checks import Param, error_if, host_memory_bytes, is_concrete, is_int
 from ._policy import default_float
 
-__all__ = ["MAX_STEPS", "AbstractSimulator", "WithDtype", "trajectory"]
+__all__ = ["MAX_STEPS", "AbstractSimulator", "Constraint", "WithDtype", "trajectory"]
+
+
+#: a joint rule between array parameters (and static settings): ``(names, bad, what)``,
+#: ``bad(*values)`` written with :data:`~simplexlab._checks.xp` as ``~(ok)`` (NaN fails it)
+Constraint = tuple[tuple[str, ...], Callable, str]
 
 
 class AbstractSimulator(eqx.Module):
-    """Base class of every simulator (static configuration as fields)."""
+    """Base class of every simulator (static configuration as fields).
+
+    **Parameters, declared once.** A simulator declares its array parameters as
+    :class:`~simplexlab._checks.Param` specs (:meth:`param_specs`: name, default, domain, kind of
+    value, the paper's symbol, one line of doc) and the rules that join several of them or a
+    static setting (:meth:`constraints`); from these alone this class derives the defaults
+    (:meth:`default_params`), the host check of concrete values (:meth:`check_params`, a
+    ``ValueError`` naming the value) and the traced check (:meth:`checked`, ``eqx.error_if`` at
+    run time), so every simulator checks its parameters by the one mechanism.
+
+    **How a sweep runs it**, declared by the class (read by :mod:`simplexlab.sweep`, no central
+    list): :attr:`cpu_batching`, :attr:`bucket`, :attr:`pad`, :meth:`bucket_floor`,
+    :meth:`working_bytes`, :meth:`observe_dims`, :meth:`all_param_specs` (see
+    :class:`simplexlab.sweep.SweepAdapter`, which reads them)."""
 
     #: short name used by the sweep engine and ``simplexlab sweep`` configs
     name: ClassVar[str] = ""
     #: bump when the simulator's numerics change: the sweep store keys every chunk on it
     version: ClassVar[str] = "1"
+    #: on CPU, a sweep batches its runs with ``"map"`` (``lax.map``, run by run: large per-run
+    #: states) or ``"vmap"`` (small ones); accelerators always use ``vmap``
+    cpu_batching: ClassVar[str] = "map"
+    #: ``(parameter, bound)``: a sweep groups runs by ``parameter`` into power-of-two buckets,
+    #: each one program with the static setting ``bound`` set to the bucket's bound
+    bucket: ClassVar[tuple[str, str] | None] = None
+    #: ``(parameter, bound)``: one program for every run of a sweep, the static setting
+    #: ``bound`` set to the largest value of ``parameter`` (outputs of the bound's length)
+    pad: ClassVar[tuple[str, str] | None] = None
 
     @classmethod
     def make(cls, **settings) -> AbstractSimulator:
@@ -74,22 +104,84 @@ class AbstractSimulator(eqx.Module):
         own = sim.default_params()
         return sim, {k: v for k, v in values.items() if k in own}
 
+    # ---- parameters ----------------------------------------------------------------------
+
     @abc.abstractmethod
+    def param_specs(self) -> dict[str, Param]:
+        """The array parameters of this configuration, by name (:class:`Param` specs)."""
+
+    @classmethod
+    def all_param_specs(cls) -> dict[str, Param]:
+        """Every array parameter any configuration of the class takes (the names a sweep
+        accepts). Default: those of the default configuration, ``cls.make()``."""
+        return cls.make().param_specs()
+
+    def constraints(self) -> list[Constraint]:
+        """Rules joining several array parameters, or one with a static setting (default
+        none)."""
+        return []
+
     def default_params(self) -> dict[str, Any]:
         """The array parameters and their default values (scalars)."""
+        return {k: p.default for k, p in self.param_specs().items()}
+
+    def _rules(self) -> list[Constraint]:
+        """Every rule: each parameter's own domain, then the joint rules."""
+        return [((p.name,), p.bad, p.what) for p in self.param_specs().values()] \
+            + list(self.constraints())
 
     def check_params(self, params: dict[str, Any]) -> None:
-        """Raise ``ValueError`` naming any unknown parameter or bad concrete value. Here: unknown
-        names, and concrete values that are not real numbers (or arrays of them: a sweep checks
-        a whole grid at once) -- strings, ``None``, bools, ragged lists; subclasses add their
-        range rules after this."""
-        unknown = sorted(set(params) - set(self.default_params()))
+        """Raise ``ValueError`` naming any unknown parameter or bad concrete value: unknown
+        names, values that are not real numbers (or arrays of them: a sweep checks a whole grid
+        at once) -- strings, ``None``, bools, ragged lists --, and every rule of
+        :meth:`param_specs` and :meth:`constraints` on the concrete values (the defaults fill in
+        the missing ones). Traced values are left to :meth:`checked`."""
+        who = self.name or type(self).__name__
+        specs = self.param_specs()
+        unknown = sorted(set(params) - set(specs))
         if unknown:
             raise ValueError(f"{type(self).__name__}: unknown parameter(s) {unknown}; array "
-                             f"parameters are {sorted(self.default_params())}")
+                             f"parameters are {sorted(specs)}")
         for k, v in params.items():
             if is_concrete(v):
-                _numbers(v, f"{self.name or type(self).__name__}: {k}")
+                _numbers(v, f"{who}: {k}")
+        q = {k: np.asarray(v, float) for k, v in {**self.default_params(), **params}.items()
+             if is_concrete(v)}
+        for names, bad, what in self._rules():
+            if all(n in q for n in names) and np.any(bad(*(q[n] for n in names))):
+                raise ValueError(f"{who}: {' + '.join(names)} must be {what}; got "
+                                 + ", ".join(f"{n} = {_show(q[n])}" for n in names))
+
+    def checked(self, x, params: dict[str, Any]):
+        """``x`` with run-time checks (``eqx.error_if``) of every rule on the (possibly traced)
+        ``params`` attached, one per rule so that the error names it (none within
+        :func:`simplexlab._checks.trusted_inputs`: values checked on the host already)."""
+        who = self.name or type(self).__name__
+        for names, bad, what in self._rules():
+            if all(n in params for n in names):
+                pred = jnp.any(bad(*(jnp.asarray(params[n]) for n in names)))
+                x = error_if(x, pred, f"{who} {' + '.join(names)} must be {what}")
+        return x
+
+    # ---- how a sweep runs it ---------------------------------------------------------------
+
+    @classmethod
+    def bucket_floor(cls, static: dict[str, Any], values) -> int | None:
+        """With :attr:`bucket`: every run whose power-of-two bound is at most the returned ``F``
+        goes to the one bucket of bound ``F`` (``None``: no floor); it may depend on the static
+        settings and the values of the whole sweep, never on its chunking."""
+        return None
+
+    def working_bytes(self) -> int:
+        """An upper estimate of one run's working memory, for a sweep's memory budget."""
+        return 1 << 20
+
+    def observe_dims(self) -> dict[str, tuple[str, ...]]:
+        """Names of the trailing axes of each ``observe`` field, for a sweep's Dataset (fields
+        left out get ``<field>_0``, ...)."""
+        return {}
+
+    # ---- the protocol ----------------------------------------------------------------------
 
     @abc.abstractmethod
     def init(self, key, params: dict[str, Any]):
@@ -102,6 +194,11 @@ class AbstractSimulator(eqx.Module):
     @abc.abstractmethod
     def observe(self, state):
         """Metrics of ``state`` (a pytree of arrays)."""
+
+
+def _show(a: np.ndarray) -> str:
+    """A value for an error message: a scalar as itself, a grid of values as an array."""
+    return str(a.item()) if a.ndim == 0 else str(a)
 
 
 def _numbers(v, what: str) -> None:

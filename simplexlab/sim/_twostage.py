@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import error_if, is_concrete, is_int, trusted_inputs, xp
+from .._checks import Param, is_int, trusted_inputs, xp
 from ..shaping import METHODS as _RULES
 from ..shaping import Groups, advantages
 from ._policy import (
@@ -85,11 +85,25 @@ def logit0_name(i: int) -> str:
     return f"logit0_a{i + 1}"
 
 
-#: Array parameters (swept inside one program) and their defaults: TS §3.2's ``G = 2``,
+def _finite(a):
+    return ~xp.isfinite(a)
+
+
+#: Array parameters (swept inside one program), declared once: TS §3.2's ``G = 2``,
 #: ``η = 0.1``, temperature 1, and the reward and initial logit of each action.
-PARAMS = {"eta": 0.1, "group_size": 2.0, "temperature": 1.0,
-          **{reward_name(i): DEFAULT_REWARDS[i] for i in range(MAX_ACTIONS)},
-          **{logit0_name(i): DEFAULT_LOGITS0[i] for i in range(MAX_ACTIONS)}}
+PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("eta", 0.1, lambda a: ~(xp.isfinite(a) & (a > 0)), "finite and > 0 (the step size η)",
+          "η", "the step size"),
+    Param("group_size", 2, lambda a: ~(xp.isfinite(a) & (a >= 1) & (a == xp.round(a))),
+          "a whole number >= 1 (the group size G)", "G", "actions sampled per step", kind="int"),
+    Param("temperature", 1.0, lambda a: ~(xp.isfinite(a) & (a > 0)),
+          "finite and > 0 (π = softmax(z / temperature))", "τ", "the sampling temperature "
+          "(TS App. C.4)"),
+    *(Param(reward_name(i), DEFAULT_REWARDS[i], _finite, "finite", f"r(a{i + 1})",
+            f"the reward of action a{i + 1}") for i in range(MAX_ACTIONS)),
+    *(Param(logit0_name(i), DEFAULT_LOGITS0[i], _finite, "finite", f"z_0(a{i + 1})",
+            f"the initial logit of action a{i + 1}") for i in range(MAX_ACTIONS)),
+)}
 
 
 class TwoStageState(NamedTuple):
@@ -169,6 +183,7 @@ class TwoStage(AbstractSimulator, WithDtype):
 
     name: ClassVar[str] = "two_stage"
     version: ClassVar[str] = "1"
+    cpu_batching: ClassVar[str] = "vmap"
 
     num_actions: int = eqx.field(default=3, kw_only=True, static=True)
     method: str = eqx.field(default="mean_shifted", kw_only=True, static=True)
@@ -219,45 +234,25 @@ class TwoStage(AbstractSimulator, WithDtype):
 
     # ---- parameters ------------------------------------------------------------------------
 
-    def default_params(self) -> dict[str, Any]:
+    def param_specs(self) -> dict[str, Param]:
         A = self.num_actions
         names = ("eta", "group_size", "temperature", *map(reward_name, range(A)),
                  *map(logit0_name, range(A)))
         return {k: PARAMS[k] for k in names}
 
-    def _param_rules(self):
-        """``(name, bad, what)`` per array parameter; ``bad`` is written with ``xp`` so one rule
-        serves :meth:`check_params` (NumPy, ``ValueError``) and :meth:`init` (``error_if``)."""
-        Gmin, Gmax = TWO_STAGE_METHODS[self.method], self.max_group_size
-        rules = [
-            ("eta", lambda a: ~(xp.isfinite(a) & (a > 0)), "finite and > 0 (the step size η)"),
-            ("group_size", lambda a: ~(xp.isfinite(a) & (a >= Gmin) & (a == xp.round(a))),
-             f"a whole number >= {Gmin} (the group size G{' of rloo' if Gmin > 1 else ''})"),
-            ("group_size", lambda a: ~(a <= Gmax),
-             f"<= max_group_size = {Gmax} (a static setting: the rollout arrays are padded to "
-             "it; raise it for larger groups)"),
-            ("temperature", lambda a: ~(xp.isfinite(a) & (a > 0)),
-             "finite and > 0 (π = softmax(z / temperature))"),
-        ]
-        for i in range(self.num_actions):
-            rules.append((reward_name(i), lambda a: ~xp.isfinite(a), "finite"))
-            rules.append((logit0_name(i), lambda a: ~xp.isfinite(a), "finite"))
-        return rules
+    @classmethod
+    def all_param_specs(cls) -> dict[str, Param]:
+        return dict(PARAMS)
 
-    def check_params(self, params: dict[str, Any]) -> None:
-        """Unknown names and bad concrete values raise ``ValueError`` naming the value; traced
-        values are checked at run time (:meth:`init`)."""
-        super().check_params(params)
-        full = {**self.default_params(), **params}
-        for name, bad, what in self._param_rules():
-            v = full[name]
-            if is_concrete(v):
-                try:
-                    arr = np.asarray(v, dtype=float)
-                except (TypeError, ValueError):
-                    raise ValueError(f"two_stage: {name} must be a number; got {v!r}") from None
-                if np.any(bad(arr)):
-                    raise ValueError(f"two_stage: {name} must be {what}; got {name} = {v!r}")
+    def constraints(self):
+        Gmin, Gmax = TWO_STAGE_METHODS[self.method], self.max_group_size
+        rules = [(("group_size",), lambda a: ~(a <= Gmax),
+                  f"<= max_group_size = {Gmax} (a static setting: the rollout arrays are padded "
+                  "to it; raise it for larger groups)")]
+        if Gmin > 1:
+            rules.append((("group_size",), lambda a: ~(a >= Gmin),
+                          f">= {Gmin} (the group size G of {self.method})"))
+        return rules
 
     def rewards_of(self, params):
         """``r(a)`` ``(A,)`` from the parameters."""
@@ -275,6 +270,15 @@ class TwoStage(AbstractSimulator, WithDtype):
         rate = jnp.asarray(params["eta"], self.float_dtype())
         return lookup(OPTIMIZERS, self.optimizer, "optimizer", "two_stage")(rate)
 
+    # ---- how a sweep runs it ---------------------------------------------------------------
+
+    def working_bytes(self) -> int:
+        return 8 * (8 * self.num_actions + 4 * self.max_group_size) + 4096
+
+    def observe_dims(self):
+        return {"probs": ("action",), "logits": ("action",), "expected_reward": (),
+                "negative_advantage": ("action",)}
+
     # ---- protocol --------------------------------------------------------------------------
 
     def init(self, key, params) -> TwoStageState:
@@ -282,9 +286,7 @@ class TwoStage(AbstractSimulator, WithDtype):
         z = self.initial_logits(params)
         r = self.rewards_of(params)
         # run-time checks of traced parameters (each rule by itself, so the error names it)
-        for name, bad, what in self._param_rules():
-            z = error_if(z, jnp.any(bad(jnp.asarray(params[name]))),
-                             f"two_stage {name} must be {what}")
+        z = self.checked(z, params)
         opt = () if self.optimizer == "plain" else optimizer_init(self._optimizer(params), z)
         G = self.max_group_size
         return TwoStageState(logits=z, opt_state=opt,

@@ -6,14 +6,8 @@ Unstable: no compatibility promise, not for users; names may change or go withou
 name is re-exported from the layer's private modules.
 """
 
-from ._bandit import PARAMS as BANDIT_PARAMS
-from ._classifier import PARAMS as CLASSIFIER_PARAMS
 from ._protocol import MAX_STEPS
-from ._twostage import PARAMS as TWO_STAGE_PARAMS
 
 __all__ = [
-    "BANDIT_PARAMS",
     "MAX_STEPS",
-    "CLASSIFIER_PARAMS",
-    "TWO_STAGE_PARAMS",
 ]

@@ -9,11 +9,11 @@ all devices with ``jax.shard_map`` (on CPU, one device per core with
 :func:`jax.distributed.initialize`, sizes chunks to a memory budget, writes each finished chunk
 atomically and resumes an interrupted sweep without recomputing finished chunks.
 :func:`load_config` / :func:`run_config` read the TOML files of ``simplexlab sweep``.
-:class:`SweepAdapter` / :func:`register` hold what the engine knows about each simulator class
-beyond the simulator protocol (batching, memory per run, output dims, bucketing of runs).
+:class:`SweepAdapter` (:func:`adapter`) reads what each simulator class declares about how a sweep
+runs it (batching, memory per run, output dims, bucketing of runs).
 """
 
-from ._adapters import SweepAdapter, adapter, register
+from ._adapters import SweepAdapter, adapter
 from ._config import load_config, run_config
 from ._engine import SweepInterrupted, run
 from ._plan import parse_bytes
@@ -33,7 +33,6 @@ __all__ = [
     "load_config",
     "make_target",
     "parse_bytes",
-    "register",
     "run",
     "run_config",
 ]

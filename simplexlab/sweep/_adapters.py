@@ -1,18 +1,18 @@
-r"""What the sweep engine knows about each simulator beyond the simulator protocol.
+r"""What the sweep engine knows about each simulator beyond ``init`` / ``step`` / ``observe``.
 
-A simulator of :mod:`simplexlab.sim` is ``init`` / ``step`` / ``observe`` with its settings and
-array parameters; how a sweep batches, sizes, splits and labels its runs is the sweep's business,
-held here as one :class:`SweepAdapter` per simulator class (:func:`register`; a class without one
-gets the default adapter, that of its nearest registered base class first):
+A simulator class declares how a sweep runs it (class attributes and methods of
+:class:`simplexlab.sim.AbstractSimulator`, no central list here): :func:`adapter` reads them into
+one :class:`SweepAdapter` per class, which the engine uses:
 
 - ``cpu_batching``: ``"map"`` (``lax.map``, run by run: best for large per-run states) or
   ``"vmap"`` (best for small ones) on CPU; accelerators always use ``vmap``;
-- ``params``: every array parameter any configuration takes, with its default (the names a sweep
-  accepts; default: ``cls.make().default_params()``);
+- ``params``: every array parameter any configuration takes, as
+  :class:`~simplexlab._checks.Param` specs (the names a sweep accepts, their defaults and the
+  kind of their values: integers stay integers; the class's ``all_param_specs()``);
 - ``working_bytes(sim)``: an upper estimate of one run's working memory, for the memory budget
-  (default 1 MiB);
-- ``dims(sim)``: names of the trailing axes of each ``observe`` field, for the Dataset (fields
-  left out get ``<field>_0``, ...);
+  (the simulator's ``working_bytes()``);
+- ``dims(sim)``: names of the trailing axes of each ``observe`` field, for the Dataset (the
+  simulator's ``observe_dims()``; fields left out get ``<field>_0``, ...);
 - ``bucket = (parameter, bound)``: runs are grouped by ``parameter`` into power-of-two buckets,
   each one program with the static setting ``bound`` set to the bucket's bound, unless the sweep
   sets ``bound`` itself (a step costs what the bound says, so a group of 2 padded to 64 would
@@ -37,7 +37,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SweepAdapter", "adapter", "register"]
+from .._checks import Param
+
+__all__ = ["SweepAdapter", "adapter"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +47,7 @@ class SweepAdapter:
     """How the sweep engine runs one simulator class (module docstring)."""
 
     cpu_batching: str = "map"
-    params: Mapping[str, Any] | None = None
+    params: Mapping[str, Param] | None = None
     working_bytes: Callable[[Any], int] | None = None
     dims: Callable[[Any], Mapping[str, tuple[str, ...]]] | None = None
     bucket: tuple[str, str] | None = None
@@ -65,7 +67,11 @@ class SweepAdapter:
 
     def all_params(self, cls) -> dict[str, Any]:
         """Every array parameter of ``cls`` and its default."""
-        return dict(cls.make().default_params() if self.params is None else self.params)
+        return {k: p.default for k, p in self.param_specs(cls).items()}
+
+    def param_specs(self, cls) -> dict[str, Param]:
+        """Every array parameter of ``cls`` as its :class:`~simplexlab._checks.Param`."""
+        return dict(cls.all_param_specs() if self.params is None else self.params)
 
     def run_bytes(self, sim) -> int:
         """Working memory of one run of ``sim`` (bytes)."""
@@ -91,100 +97,22 @@ class SweepAdapter:
             return [({**static, bound: int(np.ceil(v[ok].max())) if ok.any() else 2}, None)]
         # bad values stay with the first bucket, whose validation names them
         b = np.where(ok, 2.0 ** np.ceil(np.log2(np.where(ok, v, 2.0))), 2.0).astype(int)
-        if self.bucket_floor is not None:
-            b = np.maximum(b, int(self.bucket_floor(static, v)))
+        floor = None if self.bucket_floor is None else self.bucket_floor(static, v)
+        if floor is not None:
+            b = np.maximum(b, int(floor))
         return [({**static, bound: int(x)}, np.flatnonzero(b == x)) for x in np.unique(b)]
 
 
-#: the registered adapters, by simulator class
-ADAPTERS: dict[type, SweepAdapter] = {}
-DEFAULT = SweepAdapter()
-
-
-def register(cls: type, adapter: SweepAdapter | None = None, **fields) -> SweepAdapter:
-    """Register how the sweep engine runs simulator class ``cls``: an adapter, or the fields of
-    one (``register(MySim, cpu_batching="vmap", bucket=("group_size", "max_group_size"))``).
-    Returns the adapter."""
-    if adapter is None:
-        adapter = SweepAdapter(**fields)
-    elif fields:
-        raise ValueError("give an adapter or its fields, not both")
-    if not isinstance(adapter, SweepAdapter):
-        raise ValueError(f"adapter must be a SweepAdapter; got {adapter!r}")
-    ADAPTERS[cls] = adapter
-    return adapter
+_ADAPTERS: dict[type, SweepAdapter] = {}
 
 
 def adapter(cls: type) -> SweepAdapter:
-    """The adapter of simulator class ``cls`` (its own, its nearest base class's, or the
-    default)."""
-    for base in getattr(cls, "__mro__", (cls,)):
-        if base in ADAPTERS:
-            return ADAPTERS[base]
-    return DEFAULT
-
-
-def _register_simulators() -> None:
-    from ..sim import Bandit, BanditMetrics, Categorical, Product, SoftmaxClassifier, TwoStage
-    from ..sim.internal import BANDIT_PARAMS, CLASSIFIER_PARAMS, TWO_STAGE_PARAMS
-
-    def categorical_bytes(sim):
-        """:meth:`CategoricalConfig.working_bytes`: about a dozen ``(A,)`` arrays live at once
-        plus ``(N,)`` draws."""
-        return sim.config.working_bytes()
-
-    def categorical_floor(static, values):
-        """On a CPU (runs one after another) a draw costs about as much as 13 actions of the
-        rest of a step (measured, float32, A = 128,000), so groups up to ~A/128 draws share one
-        program at < 10% extra cost; on an accelerator (runs batched) every group size of the
-        sweep shares one program."""
-        import jax
-
-        ok = np.isfinite(values) & (values >= 1)
-        top = int(2 ** np.ceil(np.log2(values[ok].max()))) if ok.any() else 2
-        if jax.default_backend() != "cpu":
-            return top
-        a = int(static.get("num_actions") or 2)
-        return min(top, max(64, 2 ** int(np.round(np.log2(max(a / 128, 1))))))
-
-    def bandit_bytes(sim):
-        """The ``(P, G, C)`` one-hot of the rollouts and a few ``(P, G)`` / ``(P, C)``
-        arrays."""
-        P, G, C = sim.num_prompts, sim.max_group_size, sim.K + sim.M
-        return 8 * P * (4 * G * C + 16 * G + 16 * C) + 4096
-
-    def bandit_dims(sim):
-        dims = {k: ("prompt",) for k in BanditMetrics._fields if k != "step"}
-        dims.update(y=("prompt", "good_mode"), z=("prompt", "bad_mode"))
-        return dims
-
-    def classifier_bytes(sim):
-        G, d = sim.max_group_size, sim.embedding_matrix().shape[1]
-        return 8 * (16 * G + 64 * d) + 4096
-
-    def product_bytes(sim):
-        """The ``(G, T, V)`` comparisons of the inverse CDF and the ``(G, T)`` uniforms."""
-        G, T, V = sim.max_group_size, sim.length, len(sim.probs)
-        return 8 * G * T * (V + 2) + 4096
-
-    register(Categorical, working_bytes=categorical_bytes,
-             bucket=("group_size", "max_group_size"), bucket_floor=categorical_floor)
-    # a few dozen numbers per run: batch them
-    register(Bandit, cpu_batching="vmap", params=BANDIT_PARAMS, working_bytes=bandit_bytes,
-             dims=bandit_dims, bucket=("group_size", "max_group_size"))
-    register(SoftmaxClassifier, cpu_batching="vmap", params=CLASSIFIER_PARAMS,
-             working_bytes=classifier_bytes,
-             dims=lambda sim: {"pi_persian": ("label",), "sampling": ("label",),
-                               "memory": ("label",), "pi_held_out": ("held_out", "label"),
-                               "siamese_accuracy": ("held_out",), "counts": ("label",),
-                               "advantage": ("label",)})
-    register(Product, cpu_batching="vmap", working_bytes=product_bytes,
-             pad=("group_size", "max_group_size"),
-             dims=lambda sim: {"counts": ("sequence", "token"), "log10_prob": ("sequence",)})
-    register(TwoStage, cpu_batching="vmap", params=TWO_STAGE_PARAMS,
-             working_bytes=lambda sim: 8 * (8 * sim.num_actions + 4 * sim.max_group_size) + 4096,
-             dims=lambda sim: {"probs": ("action",), "logits": ("action",),
-                               "expected_reward": (), "negative_advantage": ("action",)})
-
-
-_register_simulators()
+    """The :class:`SweepAdapter` of simulator class ``cls``, read from what the class declares
+    (:class:`simplexlab.sim.AbstractSimulator`'s ``cpu_batching``, ``bucket``, ``pad``,
+    ``bucket_floor``, ``working_bytes``, ``observe_dims``, ``all_param_specs``); one per class."""
+    if cls not in _ADAPTERS:
+        _ADAPTERS[cls] = SweepAdapter(
+            cpu_batching=cls.cpu_batching, working_bytes=lambda sim: sim.working_bytes(),
+            dims=lambda sim: sim.observe_dims(), bucket=cls.bucket, pad=cls.pad,
+            bucket_floor=cls.bucket_floor)
+    return _ADAPTERS[cls]

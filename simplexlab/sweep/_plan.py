@@ -322,7 +322,7 @@ def _groups(target: AbstractSweepTarget, grid: dict, fixed: dict, n_seeds: int):
                 rows = np.arange(len(idx))
             sub_arrays = {k: v[rows] for k, v in arrays.items()}
             target.validate(sub, sub_arrays)
-            yield sub, [idx[i] for i in rows], sub_arrays, seeds_of[rows]
+            yield sub, [idx[i] for i in rows], target.cast(sub_arrays), seeds_of[rows]
 
 
 def _per_device(batch, n: int, ndev: int, block: int, chunk_size: int | None,

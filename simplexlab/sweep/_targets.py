@@ -21,6 +21,7 @@ from ..shaping import METHODS, GainSchedule, meanfield_system
 from ..sim import SIMULATORS, AbstractSimulator, trajectory
 from ..theory.internal import SCHEDULE_KINDS
 from ._adapters import adapter
+from ._store import chunk_digest
 
 __all__ = ["Batch", "MeanFieldTarget", "SimulatorTarget", "AbstractSweepTarget", "make_target"]
 
@@ -77,6 +78,11 @@ class AbstractSweepTarget(abc.ABC):
         ``given``: the parameter names the user fixed or swept."""
         return [(static, None)]
 
+    def cast(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The ``(n,)`` parameter arrays in the dtypes the program takes them in, after
+        :meth:`validate` has accepted their values (default: as they are, float64)."""
+        return arrays
+
     @abc.abstractmethod
     def validate(self, static: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """Raise ``ValueError`` naming any bad value (called before any compute)."""
@@ -131,10 +137,19 @@ class SimulatorTarget(AbstractSweepTarget):
         self.name = cls.name
         self.version = cls.version
         self.adapter = adapter(cls)
-        self._default = cls.make()
+        self._sims: dict[str, AbstractSimulator] = {}
 
     def array_params(self):
-        return {k: float(v) for k, v in self.adapter.all_params(self.cls).items()}
+        return self.adapter.all_params(self.cls)
+
+    def cast(self, arrays):
+        """Integer parameters (a :class:`~simplexlab._checks.Param` of kind ``"int"``: group
+        sizes, counts, indices) as ``int32``, the rest as they are: an integer stays an integer
+        from the sweep file to the kernel (its values were checked whole numbers by
+        :meth:`validate`)."""
+        specs = self.adapter.param_specs(self.cls)
+        return {k: (v.astype(np.int32) if k in specs and specs[k].kind == "int" else v)
+                for k, v in arrays.items()}
 
     def static_params(self):
         return {**self.cls.settings(), "num_steps": 100, "stride": 1}
@@ -146,8 +161,12 @@ class SimulatorTarget(AbstractSweepTarget):
         return self.adapter.groups(static, arrays, given)
 
     def _make(self, static):
-        return self.cls.make(**{k: v for k, v in static.items()
-                                if k not in ("num_steps", "stride")})
+        """The simulator of the static settings ``static``, built once per setting."""
+        settings = {k: v for k, v in static.items() if k not in ("num_steps", "stride")}
+        key = chunk_digest({"settings": settings})
+        if key not in self._sims:
+            self._sims[key] = self.cls.make(**settings)
+        return self._sims[key]
 
     def steps_per_run(self, static):
         return static["num_steps"]

@@ -9,6 +9,7 @@ name is re-exported from the layer's private modules.
 from ._closed_forms import unchecked
 from ._ensemble import map_blocks, solve_block
 from ._finite_paths import (
+    STRUCTURES,
     active_cells,
     binomial_pmf,
     compositions,
@@ -20,6 +21,7 @@ from ._solve import check_result_codes, solve_each
 
 __all__ = [
     "SCHEDULE_KINDS",
+    "STRUCTURES",
     "active_cells",
     "binomial_pmf",
     "compositions",

@@ -56,7 +56,7 @@ import numpy as np
 
 from .._env import fast_compile_options
 from ..shaping import METHODS, GainSchedule, group_rule, lookup_method, meanfield_system
-from ..theory import State, Verifier, activity, tail_miss
+from ..theory import FiniteGroup, State, Verifier, activity, tail_miss
 
 __all__ = ["DEFAULT_GROUP_SIZES", "PlanReport", "REGIMES", "plan"]
 
@@ -67,7 +67,7 @@ REGIMES = ("collision", "cancel", "anti-collision")
 """The regimes of the within-good drift, by the sign of ``dL_y/dt`` (``L_y`` grows, stays
 within the cancel band, falls)."""
 #: methods with a G → ∞ mean-field system in the package (the report's reference column)
-_LIMIT_METHODS = tuple(k for k, v in METHODS.items() if v.meanfield is not None)
+_LIMIT_METHODS = tuple(k for k, v in METHODS.items() if v.has_limit_system)
 #: bound on the table of an exact path of the finite-group field (the library's default: the
 #: enumerate / clusters paths hold a few arrays of this many entries)
 _MAX_SIZE = 4_000_000
@@ -298,11 +298,11 @@ def _run_programs(jobs, *, fast_compile: bool, workers: int | None):
     return {k: float(compiled[k](*lowered[k][1])) for k in compiled}
 
 
-def _finite_system(method, schedule, G, verifier, num_groups, extra, K, M):
-    """The finite-group system at ``G`` with an exact path that fits (``None``: none does)."""
+def _finite_system(rule, G, verifier, K, M):
+    """The finite-group system of ``rule`` (the one rule of the plan, built once) at ``G`` with
+    an exact path that fits (``None``: none does)."""
     for bound in (_MAX_SIZE, _MAX_RULE_SIZE):
-        dyn = meanfield_system(method, schedule, group_size=G, verifier=verifier,
-                               num_groups=num_groups, max_size=bound, **extra)
+        dyn = FiniteGroup(rule, group_size=G, verifier=verifier, max_size=bound)
         try:
             path = dyn.resolve_path(K, M)
         except ValueError:
@@ -408,13 +408,12 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
     # ---- the drift: one compiled program per size, plus the G → ∞ references
     state = State(jnp.asarray(p, dt), jnp.asarray(y, dt), jnp.asarray(z, dt))
     t = float(schedule.ramp_steps) if schedule is not None else 0.0  # after any warm-up
-    extra = {"params": params} if params else {}
     notes: list[str] = []
 
     def drifts(sizes_now, references=()):
         jobs = list(references)
         for g in sizes_now:
-            dyn = _finite_system(method, schedule, g, verifier, num_groups, extra, K, M)
+            dyn = _finite_system(rule, g, verifier, K, M)
             if dyn is None:
                 notes.append(f"G = {g}: no exact path of the finite-group field fits at K = {K}, "
                              f"M = {M} (the rule's own reduction up to {_MAX_RULE_SIZE:,} "
