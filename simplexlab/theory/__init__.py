@@ -40,6 +40,11 @@ from ._finite import (
     FiniteGroup,
     expected_update,
 )
+from ._finite_moments import (
+    MOMENT_PATHS,
+    StepMoments,
+    expected_moments,
+)
 from ._finite_paths import (
     AbstractGroupRule,
     cell_totals,
@@ -85,6 +90,15 @@ from ._montecarlo import (
     mc_conditional_sampled_masses,
     mc_grpo_advantage_magnitude,
     mc_tail_miss,
+)
+from ._optimizers import (
+    SGD,
+    AbstractOptimizerLimit,
+    Adam,
+    AdamW,
+    Momentum,
+    RMSprop,
+    optimizer_limit,
 )
 from ._portraits import (
     bad_mass_envelopes,
@@ -162,8 +176,13 @@ from ._verifier import (
 )
 
 __all__ = [
+    "MOMENT_PATHS",
+    "SGD",
     "AbstractDynamics",
     "AbstractGain",
+    "AbstractOptimizerLimit",
+    "Adam",
+    "AdamW",
     "CategoricalBatch",
     "ConstantGain",
     "DiscreteDistribution",
@@ -175,14 +194,17 @@ __all__ = [
     "GoodBonus",
     "AbstractGroupRule",
     "MCEstimate",
+    "Momentum",
     "Neutralized",
     "ProductMoments",
+    "RMSprop",
     "Rates",
     "ScheduleA",
     "ScheduleB",
     "Solution",
     "State",
     "StatisticLaw",
+    "StepMoments",
     "TOY_LABELS",
     "TOY_SIMILARITIES",
     "TailMissPeak",
@@ -213,6 +235,7 @@ __all__ = [
     "entropy_gradient",
     "expected_group_advantages",
     "expected_logit_update",
+    "expected_moments",
     "expected_trajectory",
     "expected_update",
     "find_fixed_points",
@@ -249,6 +272,7 @@ __all__ = [
     "neutralizer_schedule_b",
     "noncollinearity_witness",
     "normalized_binary_advantages",
+    "optimizer_limit",
     "point_with_concentration",
     "probability_drift",
     "product_log10_distribution",
