@@ -24,6 +24,13 @@ from ._closed_forms import (
     neutralizer_schedule_b,
     reciprocal_bonus,
 )
+from ._diffusion import (
+    Diffusion,
+    LinearNoise,
+    NoisePaths,
+    linear_noise,
+    sde_paths,
+)
 from ._ensemble import solve_ensemble
 from ._entropy import EntropyBonus, entropy_gradient
 from ._fields import (
@@ -185,6 +192,7 @@ __all__ = [
     "AdamW",
     "CategoricalBatch",
     "ConstantGain",
+    "Diffusion",
     "DiscreteDistribution",
     "EntropyBonus",
     "ExpectedUpdate",
@@ -192,10 +200,12 @@ __all__ = [
     "FixedPoint",
     "GRPO",
     "GoodBonus",
+    "LinearNoise",
     "AbstractGroupRule",
     "MCEstimate",
     "Momentum",
     "Neutralized",
+    "NoisePaths",
     "ProductMoments",
     "RMSprop",
     "Rates",
@@ -254,6 +264,7 @@ __all__ = [
     "inner_gain",
     "kappa",
     "kl_optimal_policy",
+    "linear_noise",
     "log_activity",
     "log_batch_partition_function",
     "log_tail_miss",
@@ -285,6 +296,7 @@ __all__ = [
     "reciprocal_bonus",
     "relatively_negative_action",
     "sampled_logit_update",
+    "sde_paths",
     "softmax_jacobian",
     "solve",
     "solve_ensemble",
