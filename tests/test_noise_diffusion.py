@@ -18,6 +18,7 @@ from simplexlab.theory import (
     Diffusion,
     FiniteGroup,
     linear_noise,
+    mode_survival,
     sde_paths,
 )
 
@@ -77,6 +78,37 @@ def test_sde_paths_reproducible_and_matching_the_linear_noise():
         assert abs(v - pred) < 4.5 * se, (name, v, se, pred)
         np.testing.assert_allclose(np.mean(getattr(a, name)[:, -1]), ln.mean[name][-1],
                                    atol=4.5 * np.sqrt(pred / 300))
+
+
+def test_mode_extinction_against_the_bandit():
+    """A rare good mode (y0 = (0.6, 0.3, 0.1)) under GRPO, G = 8, η = 0.05, to t = 2: the
+    probability that its y falls to 0.067 or below (the mean stays at 0.0695: a loss by noise
+    alone) and E[K̂] with that threshold, from 300 SDE paths, against 3,000 bandit prompts
+    (whose own K_hat counts the modes) within 4.5 combined standard errors."""
+    y0, thr = (0.6, 0.3, 0.1), 0.067
+    s0 = sl.make_state(P0, np.array(y0), np.array(Z0))
+    d = Diffusion(FiniteGroup(group_rule("grpo"), group_size=G), eta=ETA)
+    surv = mode_survival(sde_paths(d, s0, t1=T, num_paths=300, n_save=3, dt=ETA,
+                                   key=jax.random.key(4)), threshold=thr)
+    N = 3000
+    sim = Bandit(K=3, M=2, method="grpo", num_prompts=N, max_group_size=G, y0=y0, z0=Z0,
+                 mode_threshold=thr)
+    params = {**sim.default_params(), "group_size": float(G), "eta": ETA, "p0": P0}
+    n = int(round(T / ETA))
+    rec = jax.jit(lambda k: trajectory(sim, k, params, num_steps=n, stride=n // 2)[1])(
+        jax.random.key(3))
+    lost = np.mean(np.asarray(rec.y)[-1, :, 2] <= thr)
+    k_hat = np.asarray(rec.K_hat)[-1]
+    assert 0.05 < lost < 0.5  # a probability the test can resolve
+    se = np.hypot(float(surv.extinct_stderr[-1, 2]), np.sqrt(lost * (1 - lost) / N))
+    assert abs(float(surv.extinct[-1, 2]) - lost) < 4.5 * se, (surv.extinct[-1], lost)
+    se = np.hypot(float(surv.expected_modes_stderr[-1]), k_hat.std(ddof=1) / np.sqrt(N))
+    assert abs(float(surv.expected_modes[-1]) - k_hat.mean()) < 4.5 * se
+    # first passage on the save grid: never below the fraction extinct at the end
+    assert np.all(np.asarray(surv.ever) >= np.asarray(surv.extinct))
+    assert float(surv.extinct[0, 2]) == 0.0 and float(surv.expected_modes[0]) == 3.0
+    with pytest.raises(ValueError, match=r"threshold must be a number in \(0, 1\)"):
+        mode_survival(sde_paths(d, s0, t1=T, num_paths=300, n_save=3, dt=ETA), threshold=0.0)
 
 
 def test_second_order_drift_against_finite_differences():

@@ -28,7 +28,9 @@ from ._diffusion import (
     Diffusion,
     LinearNoise,
     NoisePaths,
+    Survival,
     linear_noise,
+    mode_survival,
     sde_paths,
 )
 from ._ensemble import solve_ensemble
@@ -215,6 +217,7 @@ __all__ = [
     "State",
     "StatisticLaw",
     "StepMoments",
+    "Survival",
     "TOY_LABELS",
     "TOY_SIMILARITIES",
     "TailMissPeak",
@@ -271,6 +274,7 @@ __all__ = [
     "logit_drift",
     "logit_update",
     "make_state",
+    "mode_survival",
     "mass_balance",
     "mc_activity",
     "mc_conditional_sampled_masses",

@@ -41,8 +41,8 @@ from ._finite import FiniteGroup
 from ._optimizers import SGD
 from ._state import State, check_state
 
-__all__ = ["Diffusion", "LinearNoise", "NoisePaths", "linear_noise", "observables",
-           "sde_paths", "state_from_theta", "theta_from_state"]
+__all__ = ["Diffusion", "LinearNoise", "NoisePaths", "Survival", "linear_noise",
+           "mode_survival", "observables", "sde_paths", "state_from_theta", "theta_from_state"]
 
 #: the coordinates :func:`observables` returns, in order (``y`` and ``z`` one entry per mode)
 OBSERVABLES = ("p", "y", "z", "L_y")
@@ -250,3 +250,48 @@ def _linear_noise(diffusion, theta0, ts, rtol, atol, K):
                               stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
                               max_steps=100_000)
     return sol.ys
+
+
+class Survival(eqx.Module):
+    r"""Mode extinction in an ensemble of paths, at each save point ``ts``: ``extinct``
+    ``(n_save, K)`` the fraction of paths whose good mode ``j`` has ``y_j <= threshold`` there;
+    ``ever`` the fraction that have had it at some save point up to there (first passage on the
+    save grid: a lower bound on the continuous-time one); ``expected_modes`` ``E[K̂]``, the mean
+    number of good modes above the threshold; ``*_stderr`` their standard errors (binomial; the
+    sample's for ``expected_modes``)."""
+
+    ts: jax.Array
+    extinct: jax.Array
+    extinct_stderr: jax.Array
+    ever: jax.Array
+    ever_stderr: jax.Array
+    expected_modes: jax.Array
+    expected_modes_stderr: jax.Array
+    threshold: float = eqx.field(static=True)
+
+
+def mode_survival(paths: NoisePaths, threshold: float = 0.05) -> Survival:
+    r"""The probability that a good mode's within-good mass ``y_j`` falls to ``threshold`` or
+    below (by each save point, and at it) and the expected number of surviving good modes
+    ``E[K̂(t)] = E #{j : y_j(t) > threshold}`` (the bandit's ``K_hat`` with ``mode_threshold =
+    threshold``), from the sample paths of :func:`sde_paths`. Returns :class:`Survival`."""
+    if not isinstance(paths, NoisePaths):
+        raise ValueError(f"mode_survival: paths must be NoisePaths (from sde_paths); got "
+                         f"{type(paths).__name__}")
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.floating) \
+            or not 0.0 < threshold < 1.0:
+        raise ValueError(f"mode_survival: threshold must be a number in (0, 1); got "
+                         f"{threshold!r}")
+    y = paths.y  # (paths, n_save, K)
+    n = y.shape[0]
+    below = y <= threshold
+    ever = jax.lax.cummax(below.astype(y.dtype), axis=1)
+    frac, frac_ever = jnp.mean(below, 0), jnp.mean(ever, 0)
+
+    def binomial(q):
+        return jnp.sqrt(q * (1.0 - q) / n)
+
+    modes = jnp.sum(~below, -1).astype(y.dtype)
+    spread = jnp.std(modes, 0, ddof=1) if n > 1 else jnp.zeros(modes.shape[1:], y.dtype)
+    return Survival(paths.ts, frac, binomial(frac), frac_ever, binomial(frac_ever),
+                    jnp.mean(modes, 0), spread / jnp.sqrt(n), float(threshold))
