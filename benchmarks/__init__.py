@@ -43,6 +43,10 @@ The CPU goals alone (the float32 step against the bound, the float64 sweep again
   agreement of the signs of ΔL_y. ``finite-group-plan``: ``simplexlab plan`` in fresh
   processes (cold start, compile cache off; then an empty persistent cache filled and read)
   against the CLI's start-up floor.
+- ``noise`` (:mod:`benchmarks.noise`): the covariance of one group step at K + M = 8, G = 16
+  (≤ 2 ms for the count rules, ≤ 10× the mean on the same path), the Adam field against the SGD
+  field (≤ 3×), and the η ladder of the Adam and momentum fields against the bandit with optax's
+  optimizer (the error and its order in η).
 - ``user-rule`` (:mod:`benchmarks.user_rule`): the bandit grid with a rule registered from user
   code (Dr. GRPO written outside the package) within 10 % of the same rule built in, with the
   same bits.
@@ -74,12 +78,13 @@ from . import (
     finite_group,
     meanfield,
     modes,
+    noise,
     user_rule,
 )
 
 #: benchmarks by ``--only`` name, in the order they run
 BENCHMARKS = {m.NAME: m for m in (categorical, categorical64, meanfield, ensemble, bandit,
                                     bridge, modes, compile_cache, finite_group,
-                                    finite_group.PLAN, user_rule)}
+                                    finite_group.PLAN, user_rule, noise)}
 
 __all__ = ["BENCHMARKS"]

@@ -24,6 +24,15 @@ from ._closed_forms import (
     neutralizer_schedule_b,
     reciprocal_bonus,
 )
+from ._diffusion import (
+    Diffusion,
+    LinearNoise,
+    NoisePaths,
+    Survival,
+    linear_noise,
+    mode_survival,
+    sde_paths,
+)
 from ._ensemble import solve_ensemble
 from ._entropy import EntropyBonus, entropy_gradient
 from ._fields import (
@@ -39,6 +48,11 @@ from ._finite import (
     ExpectedUpdate,
     FiniteGroup,
     expected_update,
+)
+from ._finite_moments import (
+    MOMENT_PATHS,
+    StepMoments,
+    expected_moments,
 )
 from ._finite_paths import (
     AbstractGroupRule,
@@ -85,6 +99,15 @@ from ._montecarlo import (
     mc_conditional_sampled_masses,
     mc_grpo_advantage_magnitude,
     mc_tail_miss,
+)
+from ._optimizers import (
+    SGD,
+    AbstractOptimizerLimit,
+    Adam,
+    AdamW,
+    Momentum,
+    RMSprop,
+    optimizer_limit,
 )
 from ._portraits import (
     bad_mass_envelopes,
@@ -162,10 +185,16 @@ from ._verifier import (
 )
 
 __all__ = [
+    "MOMENT_PATHS",
+    "SGD",
     "AbstractDynamics",
     "AbstractGain",
+    "AbstractOptimizerLimit",
+    "Adam",
+    "AdamW",
     "CategoricalBatch",
     "ConstantGain",
+    "Diffusion",
     "DiscreteDistribution",
     "EntropyBonus",
     "ExpectedUpdate",
@@ -173,16 +202,22 @@ __all__ = [
     "FixedPoint",
     "GRPO",
     "GoodBonus",
+    "LinearNoise",
     "AbstractGroupRule",
     "MCEstimate",
+    "Momentum",
     "Neutralized",
+    "NoisePaths",
     "ProductMoments",
+    "RMSprop",
     "Rates",
     "ScheduleA",
     "ScheduleB",
     "Solution",
     "State",
     "StatisticLaw",
+    "StepMoments",
+    "Survival",
     "TOY_LABELS",
     "TOY_SIMILARITIES",
     "TailMissPeak",
@@ -213,6 +248,7 @@ __all__ = [
     "entropy_gradient",
     "expected_group_advantages",
     "expected_logit_update",
+    "expected_moments",
     "expected_trajectory",
     "expected_update",
     "find_fixed_points",
@@ -231,12 +267,14 @@ __all__ = [
     "inner_gain",
     "kappa",
     "kl_optimal_policy",
+    "linear_noise",
     "log_activity",
     "log_batch_partition_function",
     "log_tail_miss",
     "logit_drift",
     "logit_update",
     "make_state",
+    "mode_survival",
     "mass_balance",
     "mc_activity",
     "mc_conditional_sampled_masses",
@@ -249,6 +287,7 @@ __all__ = [
     "neutralizer_schedule_b",
     "noncollinearity_witness",
     "normalized_binary_advantages",
+    "optimizer_limit",
     "point_with_concentration",
     "probability_drift",
     "product_log10_distribution",
@@ -261,6 +300,7 @@ __all__ = [
     "reciprocal_bonus",
     "relatively_negative_action",
     "sampled_logit_update",
+    "sde_paths",
     "softmax_jacobian",
     "solve",
     "solve_ensemble",

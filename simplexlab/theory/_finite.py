@@ -46,6 +46,7 @@ from ._finite_paths import (
     choose_path,
     known_zero_rates,
 )
+from ._optimizers import AbstractOptimizerLimit
 from ._state import State, check_state
 from ._verifier import Verifier
 
@@ -182,8 +183,11 @@ class FiniteGroup(AbstractDynamics):
     ``reduction`` (``"mean"`` or ``"sum"``), ``path`` (:data:`PATHS`; ``"auto"`` never takes
     Monte Carlo here: it raises, naming the sizes; an explicit ``"montecarlo"`` gives a field
     that is piecewise constant in the state, for fixed-step solvers), ``max_size``,
-    ``num_samples``, ``seed``. Only SGD is covered: a momentum or Adam step is not the mean of
-    its gradient.
+    ``num_samples``, ``seed``. ``optimizer``: ``None`` (SGD) or the small-step limit of another
+    optimizer (:class:`~simplexlab.theory.Adam`, :class:`~simplexlab.theory.Momentum`, ...;
+    :func:`~simplexlab.theory.optimizer_limit`), whose field may need the second moment of the
+    step (:func:`~simplexlab.theory.expected_moments`, on ``moments_path`` with ``num_groups``
+    groups per step on the same parameters; :meth:`moments`).
     """
 
     rule: AbstractGroupRule
@@ -201,6 +205,15 @@ class FiniteGroup(AbstractDynamics):
     #: an entropy bonus ``c(t) H(π)`` added to the objective (:class:`EntropyBonus`; ``None``:
     #: none): the field gains ``η c(t) ∇_θ H``, exactly
     entropy_bonus: EntropyBonus | None = eqx.field(default=None, kw_only=True)
+    #: the optimizer's small-step limit (:mod:`simplexlab.theory._optimizers`); ``None``: SGD,
+    #: ``dθ/dt = E[Δθ]/η``
+    optimizer: AbstractOptimizerLimit | None = eqx.field(default=None, kw_only=True)
+    #: groups per step on the same parameters (``P``: the step's covariance is ``Σ / P``; the
+    #: bandit's prompts hold their own parameters, ``P = 1``)
+    num_groups: int = eqx.field(default=1, kw_only=True, static=True)
+    #: the path of the second moment (:data:`~simplexlab.theory.MOMENT_PATHS`; ``"auto"`` never
+    #: takes Monte Carlo here)
+    moments_path: str = eqx.field(default="auto", kw_only=True, static=True)
     #: the exact field compiles to a large program: one copy per solve, not one per stage
     stage_loop: ClassVar[bool] = True
 
@@ -216,6 +229,25 @@ class FiniteGroup(AbstractDynamics):
         if self.entropy_bonus is not None and not isinstance(self.entropy_bonus, EntropyBonus):
             raise ValueError("FiniteGroup: entropy_bonus must be an EntropyBonus or None; got "
                              f"{self.entropy_bonus!r}")
+        self._check_optimizer()
+
+    def _check_optimizer(self):
+        from ._finite_moments import MOMENT_PATHS, check_num_groups
+
+        check_num_groups(self.rule, self.num_groups, "FiniteGroup")
+        if self.moments_path not in MOMENT_PATHS:
+            raise ValueError(f"FiniteGroup: moments_path must be one of {MOMENT_PATHS}; got "
+                             f"{self.moments_path!r}")
+        if self.optimizer is None:
+            return
+        if not isinstance(self.optimizer, AbstractOptimizerLimit):
+            raise ValueError("FiniteGroup: optimizer must be None (SGD) or an optimizer's "
+                             "small-step limit (simplexlab.theory.optimizer_limit(name)); got "
+                             f"{self.optimizer!r}")
+        if self.entropy_bonus is not None and self.entropy_bonus.adaptive:
+            raise ValueError("FiniteGroup: an adaptive entropy bonus is covered under SGD only "
+                             f"(its controller's limit is SGD's); got optimizer="
+                             f"{self.optimizer!r}")
 
     def checked(self):
         return eqx.tree_at(lambda d: d.rule, super().checked(), self.rule.checked())
@@ -249,7 +281,58 @@ class FiniteGroup(AbstractDynamics):
         drift = _theta(W, probs, scale, self.surrogate)
         if self.entropy_bonus is not None:
             drift = drift + self.entropy_bonus.field_term(t, probs, drift, self.eta)
+        if self.optimizer is not None:
+            drift = self._optimizer_drift(t, probs, K, drift)
         return self.eta * drift
+
+    def _optimizer_drift(self, t, probs, K, mean):
+        """The optimizer's field from the step's mean ``E[ĝ]`` (the SGD drift, bonus included)
+        and, where it needs it, ``E[ĝ∘ĝ] = E[ĝ]² + diag Cov[ĝ]``."""
+        squared = None
+        if self.optimizer.uses_second_moment:
+            cov = self._moments_one(t, probs, K, self.moments_path,
+                                    jax.random.key(self.seed), False).covariance
+            squared = mean**2 + jnp.diagonal(cov)
+        return self.optimizer.drift(t, mean, squared, probs)
+
+    def _moments_one(self, t, probs, K, path, key, allow_montecarlo):
+        from ._finite_moments import group_step_moments
+
+        return group_step_moments(self.rule, probs, K, self.group_size, verifier=self.verifier,
+                                  surrogate=self.surrogate, reduction=self.reduction,
+                                  num_groups=self.num_groups, path=path, t=t,
+                                  max_size=self.max_size, num_samples=self.num_samples, key=key,
+                                  zero_rates=self.zero_rates, allow_montecarlo=allow_montecarlo)
+
+    def resolve_moments_path(self, K: int, M: int) -> str:
+        """The second-moment path for ``K`` good and ``M`` bad modes (``ValueError`` where no
+        exact one fits and ``moments_path`` is ``"auto"``)."""
+        from ._finite_moments import choose_moments_path
+
+        return choose_moments_path(self.rule, K, M, self.group_size,
+                                   active_cells(self.verifier, K, M, self.zero_rates),
+                                   self.moments_path, self.max_size, allow_montecarlo=False)
+
+    def moments(self, state: State, t=0.0, *, path: str | None = None, key=None):
+        """The moments of one step's gradient at ``state`` (one point):
+        :func:`~simplexlab.theory.expected_moments` of this system's rule, settings and
+        ``num_groups``, the entropy bonus (a deterministic part of the gradient) added to the
+        mean. Per unit step size, whatever this system's ``eta``."""
+        from ._finite_moments import expected_moments
+
+        state = check_state(state)
+        probs = state.policy()
+        out = expected_moments(self.rule, probs, state.K, self.group_size,
+                               verifier=self.verifier, surrogate=self.surrogate,
+                               reduction=self.reduction, num_groups=self.num_groups,
+                               path=path or self.moments_path, t=t, max_size=self.max_size,
+                               num_samples=self.num_samples, key=key,
+                               zero_rates=self.zero_rates)
+        if self.entropy_bonus is None:
+            return out
+        mean = out.mean + self.entropy_bonus.field_term(t, probs, out.mean, self.eta)
+        return eqx.tree_at(lambda m: (m.mean, m.second_moment), out,
+                           (mean, out.covariance + jnp.outer(mean, mean)))
 
     def _batched(self, f, state: State):
         """``f(self, state)`` on one point, vmapped over one leading batch axis of ``state``

@@ -43,8 +43,9 @@ from jax.scipy.special import gammaln, xlogy
 from ._verifier import Verifier
 
 __all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "AbstractGroupRule", "active_cells", "binomial_pmf",
-           "cell_totals", "choose_path", "cluster_size", "compositions", "counts_totals",
-           "enumeration_size", "known_zero_rates", "poisson_pmf"]
+           "cell_totals", "choose_path", "cluster_size", "compositions", "count_advantages",
+           "counts_totals", "enumeration_outcomes", "enumeration_size", "known_zero_rates",
+           "pick_path", "poisson_pmf", "sampled_cell_totals"]
 
 #: the ways :func:`cell_totals` computes an expectation ("auto" picks one)
 PATHS = ("auto", "rule", "counts", "clusters", "enumerate", "montecarlo")
@@ -157,8 +158,10 @@ def active_cells(verifier: Verifier, K: int, M: int, zero_rates=None):
 # --------------------------------------------------------------------------- the paths
 
 
-def counts_totals(rule, q1, q0, probs, G, t, C):
-    """The ``"counts"`` path: the rule on ``G + 1`` groups (``s`` correct, then incorrect)."""
+def count_advantages(rule, probs, G, t, C):
+    """``(a0, a1)``: a count rule's advantage ``A(0, s)`` of an incorrect rollout in a group of
+    ``s = 0..G−1`` successes and ``A(1, s)`` of a correct one, ``s = 1..G``: the rule on the
+    ``G + 1`` groups of ``s`` correct rollouts (mode 0), then incorrect ones (mode ``C − 1``)."""
     dt = probs.dtype
     # group s has its first s rollouts correct: built in the program (iotas), not as (G+1, G)
     # literals (at G = 256 they made up most of the program's text and its compilation time)
@@ -167,8 +170,13 @@ def counts_totals(rule, q1, q0, probs, G, t, C):
     modes = jnp.where(correct, 0, C - 1).astype(jnp.int32)
     logp = jnp.log(jnp.where(correct, probs[0], probs[C - 1]))
     adv = rule.advantages(correct.astype(dt), modes, logp, t, C)
-    a1 = adv[1:, 0]  # a correct rollout when the group has s = 1..G successes
-    a0 = adv[:-1, G - 1]  # an incorrect one when it has s = 0..G-1
+    # a correct rollout when the group has s = 1..G successes; an incorrect one at s = 0..G-1
+    return adv[:-1, G - 1], adv[1:, 0]
+
+
+def counts_totals(rule, q1, q0, probs, G, t, C):
+    """The ``"counts"`` path: the rule on ``G + 1`` groups (``s`` correct, then incorrect)."""
+    a0, a1 = count_advantages(rule, probs, G, t, C)
     pmf = binomial_pmf(G - 1, jnp.sum(q1))  # the other G - 1 rollouts' successes
     return jnp.stack([G * q0 * jnp.sum(pmf * a0), G * q1 * jnp.sum(pmf * a1)])
 
@@ -207,13 +215,23 @@ def _enumeration_tables(G: int, cells: tuple):
     return counts, r, m, cell_of, logc
 
 
-def _enumerate_totals(rule, q1, q0, probs, G, t, C, cells):
+def enumeration_outcomes(rule, q1, q0, probs, G, t, C, cells):
+    """``(prob, adv)``: the probability of every multinomial outcome of the ``G`` draws over
+    ``cells`` ``((r, mode), ...)`` and the rule's advantages on its representative group (the
+    rows of :func:`_enumeration_tables`)."""
     counts, r, m, cell_of, logc = _enumeration_tables(G, cells)
     dt = probs.dtype
     qc = jnp.stack([(q1 if rr == 1 else q0)[mm] for rr, mm in cells])
     logp_out = jnp.asarray(logc, dt) + jnp.sum(xlogy(jnp.asarray(counts, dt), qc), -1)
     prob = jnp.exp(logp_out)
     adv = rule.advantages(jnp.asarray(r, dt), jnp.asarray(m), jnp.log(probs)[m], t, C)
+    return prob, adv
+
+
+def _enumerate_totals(rule, q1, q0, probs, G, t, C, cells):
+    cell_of = _enumeration_tables(G, cells)[3]
+    dt = probs.dtype
+    prob, adv = enumeration_outcomes(rule, q1, q0, probs, G, t, C, cells)
     # an outcome of probability 0 may have a non-finite advantage (a log-probability of -inf)
     mass = jnp.where(prob[:, None] > 0, prob[:, None] * adv, 0.0)
     per_cell = jnp.zeros((len(cells),), dt).at[jnp.asarray(cell_of)].add(mass)
@@ -385,7 +403,10 @@ def _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
 # ---- Monte Carlo
 
 
-def _montecarlo_totals(rule, probs, verifier, K, G, t, C, num_samples, key):
+def sampled_cell_totals(rule, probs, verifier, K, G, t, C, num_samples, key):
+    """The cell totals of ``num_samples`` sampled batches of ``rule.num_groups`` groups:
+    ``(num_samples, num_groups, 2 C)``, entry ``r C + c`` the total advantage of the group's
+    rollouts of mode ``c`` scored ``r``."""
     dt = probs.dtype
     B = rule.num_groups
     k1, k2 = jax.random.split(key)
@@ -395,17 +416,60 @@ def _montecarlo_totals(rule, probs, verifier, K, G, t, C, num_samples, key):
     adv = jax.vmap(lambda r, m: rule.advantages(r, m, jnp.log(probs)[m], t, C))(rewards, modes)
     cell = rewards.astype(jnp.int32) * C + modes
     onehot = cell[..., None] == jnp.arange(2 * C, dtype=jnp.int32)
-    per = jnp.sum(jnp.where(onehot, adv[..., None], 0.0), -2).reshape(num_samples * B, 2, C)
+    return jnp.sum(jnp.where(onehot, adv[..., None], 0.0), -2)
+
+
+def _montecarlo_totals(rule, probs, verifier, K, G, t, C, num_samples, key):
+    B = rule.num_groups
+    per = sampled_cell_totals(rule, probs, verifier, K, G, t, C, num_samples, key).reshape(
+        num_samples * B, 2, C)
     return jnp.mean(per, 0), jnp.std(per, 0, ddof=1) / jnp.sqrt(num_samples * B)
 
 
 # --------------------------------------------------------------------------- dispatch
 
 
+#: why an exact path does not apply to a rule
+_WHY = {"rule": "the rule has no exact reduction of its own for these settings",
+        "counts": "the rule does not declare that it sees only its own reward and the success "
+                  "count (structure='counts')",
+        "clusters": "the rule does not declare the cluster symmetry (structure='clusters')",
+        "enumerate": "the rule is not group-local (its batch of groups is not enumerable)"}
+
+
+def pick_path(sizes: dict, path, G, K, M, max_size, *, allow_montecarlo, what="path",
+              applies="", per_entry=None):
+    """``path`` itself, checked against the table ``sizes`` (name -> entries, ``None`` where
+    it does not apply), or ("auto") the first that fits within ``max_size``, else
+    ``"montecarlo"`` where allowed; ``what``, ``applies`` name the quantity in the errors,
+    ``per_entry`` (bytes) adds the table's memory to them."""
+    if path == "montecarlo":
+        return path
+    if path != "auto":
+        size = sizes[path]
+        if size is None:
+            raise ValueError(f"path={path!r} does not apply{applies}: {_WHY[path]}; use "
+                             f"path='auto' or 'montecarlo'")
+        if size > max_size:
+            mem = "" if per_entry is None else f" (about {per_entry * size / 2**30:.2f} GiB)"
+            raise ValueError(f"path={path!r} at G = {G} with K = {K}, M = {M} needs "
+                             f"{size:,} table entries{mem} > max_size = {max_size:,}; use "
+                             f"path='montecarlo' (a stated confidence bound) or a smaller G")
+        return path
+    for name, size in sizes.items():
+        if size is not None and size <= max_size:
+            return name
+    if allow_montecarlo:
+        return "montecarlo"
+    known = {k: v for k, v in sizes.items() if v is not None}
+    raise ValueError(f"no exact {what} fits at G = {G} with K = {K}, M = {M} (C = {K + M}): "
+                     f"table entries {known} > max_size = {max_size:,}; pass "
+                     "path='montecarlo' (a stated confidence bound) or a smaller G")
+
+
 def choose_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *, allow_montecarlo):
     """The path to take (static): ``path`` itself, checked, or the first that applies."""
     good_ids, bad_ids = active
-    C = K + M
     local = rule.group_local
     symmetric = rule.structure in ("counts", "clusters") and local
     sizes = {
@@ -414,34 +478,7 @@ def choose_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *, all
         "clusters": cluster_size(G, len(good_ids), len(bad_ids)) if symmetric else None,
         "enumerate": enumeration_size(G, len(good_ids) + len(bad_ids)) * G if local else None,
     }
-    if path == "montecarlo":
-        return path
-    if path != "auto":
-        size = sizes[path]
-        if size is None:
-            why = {"rule": "the rule has no exact reduction of its own for these settings",
-                   "counts": "the rule does not declare that it sees only its own reward and "
-                             "the success count (structure='counts')",
-                   "clusters": "the rule does not declare the cluster symmetry "
-                               "(structure='clusters')",
-                   "enumerate": "the rule is not group-local (its batch of groups is not "
-                                "enumerable)"}[path]
-            raise ValueError(f"path={path!r} does not apply: {why}; use path='auto' or "
-                             f"'montecarlo'")
-        if size > max_size:
-            raise ValueError(f"path={path!r} at G = {G} with K = {K}, M = {M} needs "
-                             f"{size:,} table entries > max_size = {max_size:,}; use "
-                             f"path='montecarlo' (a stated confidence bound) or a smaller G")
-        return path
-    for name in ("rule", "counts", "clusters", "enumerate"):
-        if sizes[name] is not None and sizes[name] <= max_size:
-            return name
-    if allow_montecarlo:
-        return "montecarlo"
-    known = {k: v for k, v in sizes.items() if v is not None}
-    raise ValueError(f"no exact path fits at G = {G} with K = {K}, M = {M} (C = {C}): table "
-                     f"entries {known} > max_size = {max_size:,}; pass path='montecarlo' "
-                     "(a stated confidence bound) or a smaller G")
+    return pick_path(sizes, path, G, K, M, max_size, allow_montecarlo=allow_montecarlo)
 
 
 def cell_totals(rule: AbstractGroupRule, probs, K: int, group_size: int, *, verifier: Verifier,

@@ -8,25 +8,43 @@ name is re-exported from the layer's private modules.
 
 from ._closed_forms import unchecked
 from ._ensemble import map_blocks, solve_block
+from ._finite_moments import (
+    cell_second_moments,
+    counts_second_moments,
+    gradient_map,
+    group_step_moments,
+)
 from ._finite_paths import (
     STRUCTURES,
     active_cells,
     binomial_pmf,
     compositions,
+    count_advantages,
     counts_totals,
+    enumeration_outcomes,
     poisson_pmf,
+    sampled_cell_totals,
 )
 from ._gains import SCHEDULE_KINDS, check_kind
+from ._optimizers import LIMITS
 from ._solve import check_result_codes, solve_each
 
 __all__ = [
+    "LIMITS",
     "SCHEDULE_KINDS",
     "STRUCTURES",
     "active_cells",
     "binomial_pmf",
+    "cell_second_moments",
     "compositions",
+    "count_advantages",
+    "counts_second_moments",
     "counts_totals",
+    "enumeration_outcomes",
+    "gradient_map",
+    "group_step_moments",
     "poisson_pmf",
+    "sampled_cell_totals",
     "check_kind",
     "check_result_codes",
     "map_blocks",

@@ -1,0 +1,297 @@
+r"""The noise of the bandit's SGD run: the diffusion approximation and the linear-noise
+approximation of :class:`~simplexlab.theory.FiniteGroup`.
+
+An SGD run at rate ``η`` steps ``θ ← θ + η ĝ``, the step's gradient ``ĝ`` with mean ``f(θ)``
+(:class:`~simplexlab.theory.FiniteGroup`'s field) and covariance ``Σ(θ)/P``
+(:func:`~simplexlab.theory.expected_moments`, ``P`` groups per step on the same parameters). In
+the time ``t = step · η`` one step lasts ``η`` and adds the variance ``η² Σ/P = η dt Σ/P``, so
+the run is approximated by the Itô SDE
+
+    ``dθ = f(θ) dt + √(η/P) Σ(θ)^{1/2} dW``
+
+(the diffusion approximation; Li, Tai & E, arXiv 1511.06251, Thm. 1: weak error ``O(η)``).
+With ``modified=True`` the drift is the second-order stochastic modified equation's
+``f − (η/2)(∂f) f`` (ibid., Thm. 3, written for a field that need not be a gradient: weak error
+``O(η²)``, the ``O(η)`` bias of the mean closed).
+
+The **linear-noise approximation** follows the mean ``θ̄`` and the covariance ``C`` of ``θ``
+across seeds without sampling, ``dθ̄/dt = f(θ̄)``,
+``dC/dt = J C + C Jᵀ + (η/P) Σ(θ̄)`` (``J = ∂f/∂θ``, by forward-mode differentiation), and
+pushes ``C`` to the coordinates ``(p, y, z, L_y)`` with their Jacobian ``D``: ``D C Dᵀ``. Its
+error is of the order of the spread itself (``√η``): it holds while the seeds stay close.
+
+``θ`` is the policy's log-probabilities (``θ = log π``; the softmax forgets a constant, which
+neither the field nor the noise moves: both sum to zero on the log-likelihood surrogate). Only
+SGD is covered here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import as_int, error_if, is_concrete
+from ._closed_forms import concentration
+from ._finite import FiniteGroup
+from ._optimizers import SGD
+from ._state import State, check_state
+
+__all__ = ["Diffusion", "LinearNoise", "NoisePaths", "Survival", "linear_noise",
+           "mode_survival", "observables", "sde_paths", "state_from_theta", "theta_from_state"]
+
+#: the coordinates :func:`observables` returns, in order (``y`` and ``z`` one entry per mode)
+OBSERVABLES = ("p", "y", "z", "L_y")
+
+
+def theta_from_state(state: State):
+    """``θ = log π`` of a state (one point or a batch)."""
+    return jnp.log(state.policy())
+
+
+def state_from_theta(theta, K: int) -> State:
+    """The ``(p, y, z)`` state of the softmax policy of logits ``θ`` (the first ``K`` good),
+    without validation (inside a trace)."""
+    pi = jax.nn.softmax(theta, -1)
+    good, bad = pi[..., :K], pi[..., K:]
+    p = jnp.sum(bad, -1)
+    return State(p, good / jnp.sum(good, -1, keepdims=True), bad / p[..., None])
+
+
+def observables(theta, K: int):
+    """``(p, y_1..y_K, z_1..z_M, L_y)`` of the logits ``θ`` (last axis), one vector."""
+    s = state_from_theta(theta, K)
+    return jnp.concatenate([s.p[..., None], s.y, s.z, concentration(s.y)[..., None]], -1)
+
+
+def _split(obs, K: int) -> dict:
+    return {"p": obs[..., 0], "y": obs[..., 1:K + 1], "z": obs[..., K + 1:-1],
+            "L_y": obs[..., -1]}
+
+
+class Diffusion(eqx.Module):
+    r"""The diffusion approximation of an SGD run of :attr:`dynamics` at rate ``eta`` (module
+    docstring): ``dynamics`` a :class:`~simplexlab.theory.FiniteGroup` (SGD; its own ``eta`` 1,
+    the time map ``t = step · η``; its ``num_groups`` ``P`` and ``moments_path`` set the noise),
+    ``eta`` the run's step size ``η > 0``, ``modified`` the second-order drift
+    ``f − (η/2)(∂f) f`` (Li, Tai & E, arXiv 1511.06251, Thm. 3)."""
+
+    dynamics: FiniteGroup
+    eta: float = eqx.field(static=True, kw_only=True)
+    modified: bool = eqx.field(default=False, static=True, kw_only=True)
+
+    def __check_init__(self):
+        if not isinstance(self.dynamics, FiniteGroup):
+            raise ValueError(f"Diffusion: dynamics must be a FiniteGroup; got "
+                             f"{type(self.dynamics).__name__}")
+        opt = self.dynamics.optimizer
+        if opt is not None and not isinstance(opt, SGD):
+            raise ValueError(f"Diffusion: the diffusion approximation here is SGD's; got "
+                             f"optimizer={opt!r}")
+        e = self.eta
+        if isinstance(e, bool) or not isinstance(e, int | float | np.integer | np.floating) \
+                or not (math.isfinite(e) and e > 0):
+            raise ValueError(f"Diffusion: eta (the run's step size η) must be a finite number "
+                             f"> 0; got {e!r}")
+        d = self.dynamics.eta
+        if is_concrete(d) and np.any(np.asarray(d) != 1.0):
+            raise ValueError(f"Diffusion: the system's own eta must be 1 (the time map t = step "
+                             f"· η; the run's η is Diffusion.eta); got {d!r}")
+        if not isinstance(self.modified, bool):
+            raise ValueError(f"Diffusion: modified must be True or False; got "
+                             f"{self.modified!r}")
+
+    def field(self, t, theta, K: int):
+        """``f(θ)``: the mean step per unit time (:meth:`FiniteGroup.theta_drift`)."""
+        return self.dynamics._theta_one(t, state_from_theta(theta, K))
+
+    def drift(self, t, theta, K: int):
+        """The SDE's drift: ``f``, or ``f − (η/2)(∂f) f`` with ``modified``."""
+        if not self.modified:
+            return self.field(t, theta, K)
+        f, jf = jax.jvp(lambda th: self.field(t, th, K), (theta,),
+                        (self.field(t, theta, K),))
+        return f - 0.5 * self.eta * jf
+
+    def step_covariance(self, t, theta, K: int):
+        """``Σ(θ)/P``: the covariance of one step's gradient (checked finite at run time)."""
+        probs = jax.nn.softmax(theta, -1)
+        cov = self.dynamics._moments_one(t, probs, K, self.dynamics.moments_path,
+                                         jax.random.key(self.dynamics.seed), False).covariance
+        return error_if(cov, ~jnp.all(jnp.isfinite(cov)),
+                        "Diffusion: the step covariance is not finite (the rule's advantages "
+                        "are not finite at this policy)")
+
+    def diffusion(self, t, theta, K: int):
+        """``√η (Σ/P)^{1/2}`` (symmetric square root; the covariance's round-off negative
+        eigenvalues clipped to 0)."""
+        lam, vec = jnp.linalg.eigh(self.step_covariance(t, theta, K))
+        return math.sqrt(self.eta) * (vec * jnp.sqrt(jnp.clip(lam, 0.0))[None, :]) @ vec.T
+
+
+class NoisePaths(eqx.Module):
+    """Sample paths of the diffusion approximation: ``ts`` ``(n_save,)``, ``theta`` ``(paths,
+    n_save, C)`` and the coordinates ``p``, ``y``, ``z``, ``L_y`` at the save points."""
+
+    ts: jax.Array
+    theta: jax.Array
+    p: jax.Array
+    y: jax.Array
+    z: jax.Array
+    L_y: jax.Array
+
+
+class LinearNoise(eqx.Module):
+    """The linear-noise approximation along the mean: ``ts``; the mean ``theta`` ``(n_save, C)``
+    and its coordinates ``mean`` (``p``, ``y``, ``z``, ``L_y``); ``theta_cov`` ``C`` ``(n_save,
+    C, C)``; ``cov`` the covariance of the coordinates ``(p, y, z, L_y)`` ``(n_save, n, n)``;
+    ``std`` their across-seed standard deviations (a dict of ``p``, ``y``, ``z``, ``L_y``)."""
+
+    ts: jax.Array
+    theta: jax.Array
+    theta_cov: jax.Array
+    mean: dict
+    cov: jax.Array
+    std: dict
+
+
+def _prepare(who, diffusion, state0, t1, n_save):
+    if not isinstance(diffusion, Diffusion):
+        raise ValueError(f"{who}: diffusion must be a Diffusion; got {diffusion!r}")
+    state0 = check_state(state0)
+    if np.ndim(state0.p) != 0:
+        raise ValueError(f"{who}: state0 must be one point; got p of shape "
+                         f"{np.shape(state0.p)}")
+    if not (isinstance(t1, int | float | np.floating) and math.isfinite(t1) and t1 > 0):
+        raise ValueError(f"{who}: t1 must be a finite number > 0; got {t1!r}")
+    n_save = as_int(n_save, f"{who}: n_save", lower=2)
+    return state0, jnp.linspace(0.0, float(t1), n_save)
+
+
+def _dt(who, dt, t1):
+    if dt is None:
+        return float(t1) / 200
+    if not (isinstance(dt, int | float | np.floating) and math.isfinite(dt) and 0 < dt <= t1):
+        raise ValueError(f"{who}: dt must be a finite number in (0, t1]; got {dt!r}")
+    return float(dt)
+
+
+def sde_paths(diffusion: Diffusion, state0: State, *, t1: float, num_paths: int, key=None,
+              n_save: int = 11, dt: float | None = None,
+              solver: diffrax.AbstractSolver | None = None) -> NoisePaths:
+    r"""``num_paths`` sample paths of the diffusion approximation from ``state0`` over
+    ``[0, t1]``: Euler–Maruyama (Itô; ``solver``: another diffrax SDE solver) at step ``dt``
+    (default ``t1/200``) on a :class:`diffrax.VirtualBrownianTree` per path (keys split from
+    ``key``): a path's Brownian motion is fixed by its key, whatever the save points, the step
+    and the interval asked for, so a run is reproducible and can be resumed or refined.
+    Returns :class:`NoisePaths`."""
+    who = "sde_paths"
+    state0, ts = _prepare(who, diffusion, state0, t1, n_save)
+    num_paths = as_int(num_paths, f"{who}: num_paths", lower=1)
+    dt = _dt(who, dt, t1)
+    key = jax.random.key(0) if key is None else key
+    keys = jax.random.split(key, num_paths)
+    theta = _sde_paths(diffusion, theta_from_state(state0), keys, ts, dt,
+                       diffrax.Euler() if solver is None else solver, state0.K)
+    obs = _split(observables(theta, state0.K), state0.K)
+    return NoisePaths(ts, theta, **obs)
+
+
+@eqx.filter_jit
+def _sde_paths(diffusion, theta0, keys, ts, dt, solver, K):
+    t1 = ts[-1]
+
+    def one(key):
+        bm = diffrax.VirtualBrownianTree(0.0, t1, tol=dt / 4, shape=theta0.shape, key=key)
+        terms = diffrax.MultiTerm(
+            diffrax.ODETerm(lambda t, th, a: diffusion.drift(t, th, K)),
+            diffrax.ControlTerm(lambda t, th, a: diffusion.diffusion(t, th, K), bm))
+        sol = diffrax.diffeqsolve(terms, solver, 0.0, t1, dt, theta0,
+                                  saveat=diffrax.SaveAt(ts=ts), max_steps=None)
+        return sol.ys
+
+    return jax.vmap(one)(keys)
+
+
+def linear_noise(diffusion: Diffusion, state0: State, *, t1: float, n_save: int = 11,
+                 rtol: float = 1e-7, atol: float = 1e-10) -> LinearNoise:
+    r"""The linear-noise approximation from ``state0`` (seeds start together: ``C(0) = 0``)
+    over ``[0, t1]`` (module docstring): the mean by ``dθ̄/dt = f(θ̄)`` (the drift of
+    ``diffusion``, modified or not), the covariance by ``dC/dt = J C + C Jᵀ + (η/P) Σ``,
+    integrated together with diffrax's Tsit5 at ``rtol``/``atol``; pushed to ``(p, y, z, L_y)``.
+    Returns :class:`LinearNoise`."""
+    state0, ts = _prepare("linear_noise", diffusion, state0, t1, n_save)
+    K = state0.K
+    theta, C = _linear_noise(diffusion, theta_from_state(state0), ts, rtol, atol, K)
+    D = jax.vmap(jax.jacfwd(lambda th: observables(th, K)))(theta)
+    cov = jnp.einsum("tia,tab,tjb->tij", D, C, D)
+    var = jnp.clip(jnp.diagonal(cov, axis1=-2, axis2=-1), 0.0)
+    return LinearNoise(ts, theta, C, _split(observables(theta, K), K), cov,
+                       _split(jnp.sqrt(var), K))
+
+
+@eqx.filter_jit
+def _linear_noise(diffusion, theta0, ts, rtol, atol, K):
+    def rhs(t, y, args):
+        th, C = y
+        f, J = jax.linearize(lambda x: diffusion.drift(t, x, K), th)
+        JC = jax.vmap(J, in_axes=1, out_axes=1)(C)  # J C, column by column
+        dC = JC + JC.T + diffusion.eta * diffusion.step_covariance(t, th, K)
+        return f, dC
+
+    n = theta0.shape[-1]
+    y0 = (theta0, jnp.zeros((n, n), theta0.dtype))
+    sol = diffrax.diffeqsolve(diffrax.ODETerm(rhs), diffrax.Tsit5(), 0.0, ts[-1], None, y0,
+                              saveat=diffrax.SaveAt(ts=ts),
+                              stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+                              max_steps=100_000)
+    return sol.ys
+
+
+class Survival(eqx.Module):
+    r"""Mode extinction in an ensemble of paths, at each save point ``ts``: ``extinct``
+    ``(n_save, K)`` the fraction of paths whose good mode ``j`` has ``y_j <= threshold`` there;
+    ``ever`` the fraction that have had it at some save point up to there (first passage on the
+    save grid: a lower bound on the continuous-time one); ``expected_modes`` ``E[K̂]``, the mean
+    number of good modes above the threshold; ``*_stderr`` their standard errors (binomial; the
+    sample's for ``expected_modes``)."""
+
+    ts: jax.Array
+    extinct: jax.Array
+    extinct_stderr: jax.Array
+    ever: jax.Array
+    ever_stderr: jax.Array
+    expected_modes: jax.Array
+    expected_modes_stderr: jax.Array
+    threshold: float = eqx.field(static=True)
+
+
+def mode_survival(paths: NoisePaths, threshold: float = 0.05) -> Survival:
+    r"""The probability that a good mode's within-good mass ``y_j`` falls to ``threshold`` or
+    below (by each save point, and at it) and the expected number of surviving good modes
+    ``E[K̂(t)] = E #{j : y_j(t) > threshold}`` (the bandit's ``K_hat`` with ``mode_threshold =
+    threshold``), from the sample paths of :func:`sde_paths`. Returns :class:`Survival`."""
+    if not isinstance(paths, NoisePaths):
+        raise ValueError(f"mode_survival: paths must be NoisePaths (from sde_paths); got "
+                         f"{type(paths).__name__}")
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.floating) \
+            or not 0.0 < threshold < 1.0:
+        raise ValueError(f"mode_survival: threshold must be a number in (0, 1); got "
+                         f"{threshold!r}")
+    y = paths.y  # (paths, n_save, K)
+    n = y.shape[0]
+    below = y <= threshold
+    ever = jax.lax.cummax(below.astype(y.dtype), axis=1)
+    frac, frac_ever = jnp.mean(below, 0), jnp.mean(ever, 0)
+
+    def binomial(q):
+        return jnp.sqrt(q * (1.0 - q) / n)
+
+    modes = jnp.sum(~below, -1).astype(y.dtype)
+    spread = jnp.std(modes, 0, ddof=1) if n > 1 else jnp.zeros(modes.shape[1:], y.dtype)
+    return Survival(paths.ts, frac, binomial(frac), frac_ever, binomial(frac_ever),
+                    jnp.mean(modes, 0), spread / jnp.sqrt(n), float(threshold))
