@@ -37,12 +37,19 @@ import numpy as np
 from .._checks import as_int
 from ._entropy import EntropyBonus
 from ._fields import AbstractDynamics
+from ._finite_moments import (
+    MOMENT_PATHS,
+    check_num_groups,
+    choose_moments_path,
+    expected_moments,
+    group_step_moments,
+)
 from ._finite_paths import (
     MAX_SIZE,
-    PATHS,
     AbstractGroupRule,
     active_cells,
     cell_totals,
+    check_settings,
     choose_path,
     known_zero_rates,
 )
@@ -52,8 +59,6 @@ from ._verifier import Verifier
 
 __all__ = ["ExpectedUpdate", "FiniteGroup", "expected_update"]
 
-SURROGATES = ("log_likelihood", "probability")
-REDUCTIONS = ("mean", "sum")
 
 
 class ExpectedUpdate(eqx.Module):
@@ -80,23 +85,6 @@ def _theta(W, probs, scale, surrogate):
     return w - probs * jnp.sum(w)
 
 
-def _check_settings(who, group_size, surrogate, reduction, path, rule):
-    if not isinstance(rule, AbstractGroupRule):
-        raise ValueError(f"{who}: rule must be a AbstractGroupRule (e.g. from simplexlab.shaping."
-                         f"group_rule(method)); got {rule!r}")
-    G = as_int(group_size, f"{who}: group_size (G)", lower=2)
-    if G < rule.min_group_size:
-        raise ValueError(f"{who}: group_size must be >= {rule.min_group_size} for this rule; "
-                         f"got {G}")
-    if surrogate not in SURROGATES:
-        raise ValueError(f"{who}: surrogate must be one of {SURROGATES}; got {surrogate!r}")
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"{who}: reduction must be one of {REDUCTIONS}; got {reduction!r}")
-    if path not in PATHS:
-        raise ValueError(f"{who}: unknown path {path!r}; choose one of {PATHS}")
-    return G
-
-
 def expected_update(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
                     verifier: Verifier | None = None, surrogate: str = "log_likelihood",
                     reduction: str = "mean", path: str = "auto", t=0.0,
@@ -110,7 +98,7 @@ def expected_update(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     ``zero_rates``: ``(δ_FN == 0, δ_FP == 0)`` if known (default: read from ``verifier``).
     One compiled program per setting."""
     verifier = Verifier() if verifier is None else verifier
-    G = _check_settings("expected_update", group_size, surrogate, reduction, path, rule)
+    G = check_settings("expected_update", group_size, surrogate, reduction, path, rule)
     probs = jnp.asarray(probs, dtype=jnp.result_type(float))
     if probs.ndim != 1:
         raise ValueError(f"expected_update: probs must be one policy of shape (C,); got shape "
@@ -222,7 +210,7 @@ class FiniteGroup(AbstractDynamics):
             object.__setattr__(self, "zero_rates", known_zero_rates(self.verifier))
 
     def __check_init__(self):
-        _check_settings("FiniteGroup", self.group_size, self.surrogate, self.reduction,
+        check_settings("FiniteGroup", self.group_size, self.surrogate, self.reduction,
                         self.path, self.rule)
         as_int(self.max_size, "FiniteGroup: max_size", lower=1)
         as_int(self.num_samples, "FiniteGroup: num_samples", lower=1)
@@ -232,7 +220,6 @@ class FiniteGroup(AbstractDynamics):
         self._check_optimizer()
 
     def _check_optimizer(self):
-        from ._finite_moments import MOMENT_PATHS, check_num_groups
 
         check_num_groups(self.rule, self.num_groups, "FiniteGroup")
         if self.moments_path not in MOMENT_PATHS:
@@ -296,7 +283,6 @@ class FiniteGroup(AbstractDynamics):
         return self.optimizer.drift(t, mean, squared, probs)
 
     def _moments_one(self, t, probs, K, path, key, allow_montecarlo):
-        from ._finite_moments import group_step_moments
 
         return group_step_moments(self.rule, probs, K, self.group_size, verifier=self.verifier,
                                   surrogate=self.surrogate, reduction=self.reduction,
@@ -307,7 +293,6 @@ class FiniteGroup(AbstractDynamics):
     def resolve_moments_path(self, K: int, M: int) -> str:
         """The second-moment path for ``K`` good and ``M`` bad modes (``ValueError`` where no
         exact one fits and ``moments_path`` is ``"auto"``)."""
-        from ._finite_moments import choose_moments_path
 
         return choose_moments_path(self.rule, K, M, self.group_size,
                                    active_cells(self.verifier, K, M, self.zero_rates),
@@ -318,7 +303,6 @@ class FiniteGroup(AbstractDynamics):
         :func:`~simplexlab.theory.expected_moments` of this system's rule, settings and
         ``num_groups``, the entropy bonus (a deterministic part of the gradient) added to the
         mean. Per unit step size, whatever this system's ``eta``."""
-        from ._finite_moments import expected_moments
 
         state = check_state(state)
         probs = state.policy()

@@ -57,6 +57,7 @@ from ._finite_paths import (
     _enumeration_tables,
     active_cells,
     binomial_pmf,
+    check_settings,
     count_advantages,
     enumeration_outcomes,
     enumeration_size,
@@ -259,10 +260,8 @@ def expected_moments(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     takes ``"counts"``, then ``"enumerate"`` where they apply within ``max_size`` table
     entries, else Monte Carlo (``num_samples`` groups or batches, ``key``); the result names
     the path and, for Monte Carlo, the standard errors. One compiled program per setting."""
-    from ._finite import _check_settings
-
     verifier = Verifier() if verifier is None else verifier
-    G = _check_settings("expected_moments", group_size, surrogate, reduction, "auto", rule)
+    G = check_settings("expected_moments", group_size, surrogate, reduction, "auto", rule)
     P = check_num_groups(rule, num_groups, "expected_moments")
     if np.ndim(probs) != 1:
         raise ValueError(f"expected_moments: probs must be one policy of shape (C,); got shape "

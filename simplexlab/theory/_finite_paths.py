@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, xlogy
 
+from .._checks import as_int
 from ._verifier import Verifier
 
 __all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "AbstractGroupRule", "active_cells", "binomial_pmf",
@@ -507,3 +508,24 @@ def cell_totals(rule: AbstractGroupRule, probs, K: int, group_size: int, *, veri
     key = jax.random.key(0) if key is None else key
     W, se = _montecarlo_totals(rule, probs, verifier, K, G, t, C, num_samples, key)
     return W, se, chosen
+
+
+SURROGATES = ("log_likelihood", "probability")
+REDUCTIONS = ("mean", "sum")
+
+
+def check_settings(who, group_size, surrogate, reduction, path, rule):
+    if not isinstance(rule, AbstractGroupRule):
+        raise ValueError(f"{who}: rule must be an AbstractGroupRule (e.g. from simplexlab.shaping."
+                         f"group_rule(method)); got {rule!r}")
+    G = as_int(group_size, f"{who}: group_size (G)", lower=2)
+    if G < rule.min_group_size:
+        raise ValueError(f"{who}: group_size must be >= {rule.min_group_size} for this rule; "
+                         f"got {G}")
+    if surrogate not in SURROGATES:
+        raise ValueError(f"{who}: surrogate must be one of {SURROGATES}; got {surrogate!r}")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{who}: reduction must be one of {REDUCTIONS}; got {reduction!r}")
+    if path not in PATHS:
+        raise ValueError(f"{who}: unknown path {path!r}; choose one of {PATHS}")
+    return G
