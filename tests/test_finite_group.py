@@ -11,6 +11,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 import simplexlab as sl
@@ -273,8 +274,8 @@ def test_bad_input_is_refused_with_a_clear_error():
         expected_update(group_rule("progrpo"), PI, 3, 4, path="counts")
     with pytest.raises(ValueError, match="no exact path fits"):
         FiniteGroup(group_rule("progrpo"), group_size=40, max_size=10).resolve_path(3, 2)
-    with pytest.raises(ValueError, match="not covered"):
-        Bandit(K=3, M=2, optimizer="adam").finite_group()
+    with pytest.raises(ValueError, match="callable optimizer"):
+        Bandit(K=3, M=2, optimizer=lambda lr: optax.sgd(lr)).finite_group()
     with pytest.raises(ValueError, match="group_size"):
         meanfield_system("rloo", group_size=1)
     with pytest.raises(ValueError, match="pass group_size"):

@@ -129,3 +129,25 @@ def test_bad_input_is_refused_with_a_clear_error():
         FiniteGroup(group_rule("grpo"), group_size=4, optimizer=Adam(),
                     entropy_bonus=EntropyBonus(adaptive=True))
     assert Adam().lag(2e-4) == pytest.approx(0.2) and SGD().lag(0.1) == 0.0
+
+
+def test_the_bandits_finite_group_system_takes_its_optimizers_limit():
+    """``Bandit.finite_group`` builds the small-step limit of the bandit's own optimizer (the
+    names of ``OPTIMIZERS``, optax's defaults): Adam's field is not SGD's, momentum's is SGD's
+    over 1 − β after its transient."""
+    from simplexlab.sim import Bandit
+    from simplexlab.theory import Adam, AdamW, Momentum
+
+    params = {"eta": 0.01, "p0": 0.6, "group_size": 8}
+    kinds = {}
+    for name in ("sgd", "adam", "adamw", "momentum"):
+        dyn, s0 = Bandit(K=2, M=2, optimizer=name, max_group_size=8).finite_group(params)
+        kinds[name] = (dyn.optimizer, np.asarray(dyn.vector_field(1.0, s0).p))
+    assert kinds["sgd"][0] is None
+    assert isinstance(kinds["adam"][0], Adam) and isinstance(kinds["adamw"][0], AdamW)
+    mom = kinds["momentum"][0]
+    assert isinstance(mom, Momentum) and mom.beta == 0.9 and mom.eta == 0.01
+    # at t = 1, step n = t/η + 1 = 101: SGD's field times (1 − 0.9^101)/(1 − 0.9)
+    np.testing.assert_allclose(kinds["momentum"][1], 10 * (1 - 0.9**101) * kinds["sgd"][1],
+                               rtol=1e-9)
+    assert not np.allclose(kinds["adam"][1], kinds["sgd"][1], rtol=0.1)

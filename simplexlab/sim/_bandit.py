@@ -49,7 +49,14 @@ from ..shaping import (
 )
 from ..shaping import METHODS as _RULES
 from ..shaping.internal import unchecked
-from ..theory import EntropyBonus, Verifier, concentration, entropy_gradient, make_state
+from ..theory import (
+    EntropyBonus,
+    Verifier,
+    concentration,
+    entropy_gradient,
+    make_state,
+    optimizer_limit,
+)
 from ..theory.internal import check_kind
 from ._policy import (
     OPTIMIZERS,
@@ -399,7 +406,8 @@ class Bandit(AbstractSimulator, WithDtype):
             raise ValueError("bandit: the mean-field system describes SGD on the mean-reduced "
                              "log-likelihood surrogate; got optimizer="
                              f"{self.optimizer!r}, surrogate={self.surrogate!r}, "
-                             f"reduction={self.reduction!r}")
+                             f"reduction={self.reduction!r} (finite_group covers the others: "
+                             "both surrogates and reductions, momentum, Adam, AdamW)")
         # the time map t = step · η: one step lasts η (a warm-up over ramp_steps steps, t_ramp)
         dyn = meanfield_system(self.method, self.schedule, verifier=verifier, eta=1.0,
                                gain=float(q["gain"]) if "gain" in q else None,
@@ -414,13 +422,20 @@ class Bandit(AbstractSimulator, WithDtype):
         REINFORCE++ the batch is the run's ``num_prompts`` groups, taken as drawn from one
         policy). No ``O(1/G)`` error is left: the ensemble mean follows it up to ``O(η)``.
         ``options`` go to :class:`~simplexlab.theory.FiniteGroup` (``path``, ``max_size``,
-        ...). Only SGD is covered (a momentum or Adam step is not the mean of its gradient:
-        ``ValueError``), and ``M >= 1``."""
+        ...). The optimizer by name: SGD's field, or the small-step limit of momentum, Adam or
+        AdamW (:func:`~simplexlab.theory.optimizer_limit`, optax's defaults as
+        :data:`OPTIMIZERS` builds them; a prompt's parameters see one group per step, ``P = 1``);
+        an optimizer given as a callable has no limit the theory knows (``ValueError``), and
+        ``M >= 1``."""
         q, verifier = self._theory_inputs(params)
+        if not isinstance(self.optimizer, str):
+            raise ValueError(f"bandit: the finite-group theory covers the optimizers by name "
+                             f"({sorted(OPTIMIZERS)}: their small-step limits); got the callable "
+                             f"optimizer={self.optimizer!r}")
         if self.optimizer != "sgd":
-            raise ValueError(f"bandit: the finite-group theory is that of SGD (E[Δθ] = η E[g]); "
-                             f"optimizer={self.optimizer!r} is not covered (its step is not the "
-                             "mean of its gradient)")
+            limit = optimizer_limit(self.optimizer, **(
+                {"eta": float(q["eta"])} if self.optimizer == "momentum" else {}))
+            options = {"optimizer": limit, **options}
         if self.M == 0:
             raise ValueError("bandit: the (p, y, z) system needs M >= 1 bad modes")
         own = {k: float(q[k]) for k in METHODS[self.method] if k != "gain"}
