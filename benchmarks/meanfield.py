@@ -82,7 +82,7 @@ def engine(opts: dict) -> dict:
     gains = np.linspace(0.0, 3.0, sh["gains"])
     fixed = {"system": "neutralized", "schedule": "B", "K": K, "M": M, "t1": T,
              "n_save": N_SAVE, "rtol": RTOL, "atol": ATOL, "block": int(block),
-             "outputs": "p,y,z", "delta_fn": DFN, "delta_fp": DFP, "eta": ETA, "p0": P0}
+             "outputs": "p,y,z", "delta_fn": DFN, "delta_fp": DFP, "p0": P0}
     timer = CompileTimer()
     t0 = time.perf_counter()
     ds = sweep.run("meanfield", {"gain": gains}, fixed=fixed, seeds=sh["seeds"], seed=0,

@@ -7,6 +7,7 @@ exact expected step, :class:`~simplexlab.theory.FiniteGroup`) or in the papers' 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from ..theory import EntropyBonus, FiniteGroup, Verifier
@@ -19,7 +20,7 @@ __all__ = ["meanfield_system"]
 
 def meanfield_system(method: str, schedule: GainSchedule | None = None, *,
                      verifier: Verifier | None = None, eta=1.0, gain=None,
-                     step_time: float = 1.0, group_size: int | None = None,
+                     step_time: float = 1.0, group_size: float = math.inf,
                      params: dict[str, Any] | None = None, num_groups: int | None = None,
                      surrogate: str = "log_likelihood", reduction: str = "mean",
                      path: str = "auto", entropy_bonus=None, **options):
@@ -34,19 +35,25 @@ def meanfield_system(method: str, schedule: GainSchedule | None = None, *,
     takes them; ``entropy_bonus``: a :class:`~simplexlab.theory.EntropyBonus` added to the
     objective, its steps timed by ``step_time``).
 
-    With ``group_size=None``: the papers' ``G → ∞`` limit, where the package has one: ``grpo``
+    With ``group_size = inf`` (the default; ``math.inf``, TOML's ``inf``: the one spelling of
+    ``G → ∞`` in the package): the papers' limit, where the package has one: ``grpo``
     -> :class:`~simplexlab.theory.GRPO` (eq. 22); ``g2rpo`` -> the schedule's
     (:meth:`GainSchedule.meanfield`, default :class:`GainSchedule`):
     :class:`~simplexlab.theory.Neutralized` (eq. 56) with ``neutralize``, else
     :class:`~simplexlab.theory.GoodBonus` (eq. 48), with its gain (eq. 62 / 67); other rules
     raise ``ValueError`` (pass ``group_size``).
 
-    ``gain`` (may be traced) replaces the schedule's; ``eta``: the system's step size;
+    ``gain`` (may be traced) replaces the schedule's; ``eta``: the system's step size (1 under
+    the lab's time map ``t = step · η``, where one training step at rate ``η`` lasts
+    ``step_time = η``; the papers write their fields with ``η`` inside, time ``t = step``);
     ``step_time``: the mean-field time of one training step (a warm-up lasts
     ``ramp_steps · step_time``); ``verifier``: default perfect."""
     m = lookup_method(method)
     verifier = Verifier() if verifier is None else verifier
-    if group_size is not None:
+    if group_size is None or (isinstance(group_size, float) and math.isnan(group_size)):
+        raise ValueError(f"group_size must be an integer >= 2 or math.inf (G → ∞, the papers' "
+                         f"limit); got {group_size!r}")
+    if not (isinstance(group_size, float) and math.isinf(group_size) and group_size > 0):
         q = dict(params or {})
         if gain is not None:
             q["gain"] = gain

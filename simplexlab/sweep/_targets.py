@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import math
 from typing import Any
 
 import jax
@@ -17,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_int, trusted_inputs
-from ..shaping import METHODS, GainSchedule, meanfield_system
+from ..shaping import METHOD_PARAMS, METHODS, GainSchedule, meanfield_system
 from ..sim import SIMULATORS, AbstractSimulator, trajectory
 from ..theory.internal import SCHEDULE_KINDS
 from ._adapters import adapter
@@ -243,9 +244,11 @@ class MeanFieldTarget(AbstractSweepTarget):
     :func:`simplexlab.theory.solve_ensemble`; the blocks of a device run one after another),
     ``outputs`` (which of :attr:`OUTPUTS` to return: ``"all"``, a comma-separated
     string or a list; fewer outputs, less memory: ``"p,y,z"`` is 6/10 of the bytes of
-    ``"all"``, the rest can be recomputed from it). Array: ``gain`` (λ, or λ0 of a schedule),
-    ``eta``, ``delta_fn``, ``delta_fp``, ``p0``. ``group_size``: ``0`` for the papers' ``G → ∞``
-    systems (the default), ``G >= 2`` for the finite-group system
+    ``"all"``, the rest can be recomputed from it). Array: ``gain`` (λ, or λ0 of a schedule;
+    default G2's 1.5), ``delta_fn``, ``delta_fp``, ``p0``. The time is the lab's mean-field time
+    ``t = step · η`` (the systems have ``eta = 1``), so no parameter is the step size.
+    ``group_size``: ``inf`` for the papers' ``G → ∞`` systems (the default; TOML's ``inf``),
+    ``G >= 2`` for the finite-group system
     (:class:`~simplexlab.theory.FiniteGroup`) of ``method`` (any rule of
     :data:`simplexlab.shaping.METHODS` with its default parameters; ``""``: ``grpo`` or
     ``g2rpo`` by ``system``; REINFORCE++ as one group per batch). Each seed draws the initial
@@ -277,12 +280,12 @@ class MeanFieldTarget(AbstractSweepTarget):
     OUTPUTS = ("p", "L_y", "L_z", "y", "z", "t", "tau", "stopped", "t_end")
 
     def array_params(self):
-        return {"gain": 1.0, "eta": 1.0, "delta_fn": 0.0, "delta_fp": 0.0, "p0": 0.5}
+        return {"gain": METHOD_PARAMS["gain"], "delta_fn": 0.0, "delta_fp": 0.0, "p0": 0.5}
 
     def static_params(self):
         return {"system": "neutralized", "schedule": "B", "K": 3, "M": 2, "t1": 20.0,
                 "n_save": 21, "time": "physical", "rtol": 1e-6, "atol": 1e-9, "block": 1024,
-                "outputs": "all", "group_size": 0, "method": ""}
+                "outputs": "all", "group_size": math.inf, "method": ""}
 
     def unsweepable(self):
         return ("K", "M", "t1", "n_save", "time", "outputs", "method")
@@ -317,13 +320,14 @@ class MeanFieldTarget(AbstractSweepTarget):
         if static["n_save"] < 2:
             raise ValueError(f"meanfield: n_save must be >= 2; got {static['n_save']}")
         G = static["group_size"]
-        if not is_int(G) or G < 0 or G == 1:
-            raise ValueError(f"meanfield: group_size must be 0 (the G → ∞ limit) or an integer "
-                             f">= 2 (the finite-group system); got {G!r}")
+        infinite = isinstance(G, float) and G == math.inf
+        if not infinite and (not is_int(G) or G < 2):
+            raise ValueError(f"meanfield: group_size must be inf (the G → ∞ limit; TOML's inf) "
+                             f"or an integer >= 2 (the finite-group system); got {G!r}")
         if static["method"] not in ("", *METHODS):
             raise ValueError(f"meanfield: unknown method {static['method']!r}; choose one of "
                              f"{sorted(METHODS)} (or '' for the system's own)")
-        if static["method"] and G == 0 and static["method"] not in ("grpo", "g2rpo"):
+        if static["method"] and infinite and not METHODS[static["method"]].has_limit_system:
             raise ValueError(f"meanfield: method {static['method']!r} has no G → ∞ system; "
                              "give group_size >= 2 for its finite-group system")
         for name in ("t1", "rtol", "atol"):
@@ -339,8 +343,6 @@ class MeanFieldTarget(AbstractSweepTarget):
         for k, v in a.items():
             if not np.all(np.isfinite(v)):
                 raise ValueError(f"meanfield: {k} must be finite; got {v}")
-        if np.any(a["eta"] <= 0):
-            raise ValueError(f"meanfield: eta must be > 0; got {a['eta']}")
         if np.any(a["gain"] < 0):
             raise ValueError(f"meanfield: gain must be >= 0; got {a['gain']}")
         for k in ("delta_fn", "delta_fp"):
@@ -362,17 +364,16 @@ class MeanFieldTarget(AbstractSweepTarget):
         method = static["method"] or ("grpo" if static["system"] == "grpo" else "g2rpo")
         schedule = GainSchedule(kind=static["schedule"],
                                 neutralize=static["system"] == "neutralized")
-        G = static["group_size"] or None
+        G = static["group_size"]
 
         def dynamics(a):
             verifier = Verifier(a["delta_fn"], a["delta_fp"])
-            if G is None:
-                return meanfield_system(method, schedule, eta=a["eta"], gain=a["gain"],
-                                        verifier=verifier)
+            if G == math.inf:
+                return meanfield_system(method, schedule, gain=a["gain"], verifier=verifier)
             gain = a["gain"] if METHODS[method].schedule else None
             # the verifier's rates are traced here: every cell counts as fillable
-            return meanfield_system(method, schedule, eta=a["eta"], gain=gain,
-                                    verifier=verifier, group_size=G, num_groups=1)
+            return meanfield_system(method, schedule, gain=gain, verifier=verifier,
+                                    group_size=G, num_groups=1)
 
         def simplex(key, n):
             e = jax.random.exponential(key, (n,))
