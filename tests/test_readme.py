@@ -88,6 +88,35 @@ def test_readme_links_resolve():
         assert (ROOT / link).exists(), f"README links to a missing {link}"
 
 
+#: the most words of prose the README spends before its first example (diffrax's whole README
+#: is about 315)
+PROSE_BEFORE_EXAMPLE = 150
+
+
+def _prose_words(markdown: str) -> list[str]:
+    """The words a reader reads in ``markdown``: no fenced block, HTML comment, link target or
+    image path (a link's text counts, an image's alt text does not)."""
+    text = re.sub(r"^```.*?^```$", " ", markdown, flags=re.S | re.M)
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", " ", text)  # an image
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # a link's target
+    return [w for w in text.split() if re.search(r"\w", w)]
+
+
+def test_the_readme_comes_to_its_example_in_few_words():
+    """What it is, its figure, the two set-up commands: at most PROSE_BEFORE_EXAMPLE words of
+    prose before the first example (a ```python block), and no time stated in the README (the
+    times live in BENCHMARKS.md's current table, which it links)."""
+    before = README.split("```python\n", 1)[0]
+    words = _prose_words(before)
+    assert len(words) <= PROSE_BEFORE_EXAMPLE, (len(words), " ".join(words))
+    assert _prose_words("A [link](to/x.md) ![alt](f.png) `code` <!-- c -->") == ["A", "[link]",
+                                                                               "`code`"]
+    assert "BENCHMARKS.md#current-table" in before
+    times = re.findall(r"\b\d+(?:\.\d+)? ?(?:s|min|minutes|h|hours)\b|½", README)
+    assert not times, times
+
+
 def _env():
     """The blocks' environment: this checkout first, no progress bars (torch's one thread per
     process comes from tests/conftest.py's ``OMP_NUM_THREADS``)."""
@@ -100,7 +129,7 @@ def _env():
 def test_every_block_runs():
     blocks = _blocks()
     assert len(blocks) >= 15  # the regex still finds the blocks
-    assert sum(name == "README.md" for name, *_ in blocks) >= 5
+    assert sum(name == "README.md" for name, *_ in blocks) >= 4  # set-up, example, synopsis
     for path in SOURCES:
         assert "not run" not in path.read_text(), path
     for name, line, lang, code, harness in blocks:
