@@ -273,3 +273,17 @@ def test_a_registered_rule_reaches_the_verl_estimator_by_name():
         unregister_method("docs_scaled")
     with pytest.raises(ValueError, match="log-probabilities"):
         VerlEstimator("progrpo")
+
+
+def test_the_pages_state_no_run_time_of_their_own():
+    """How long a command takes is stated once, in BENCHMARKS.md's current table (the site
+    includes it); the README and the pages link it rather than quote a time that drifts from it
+    (the README said "under 5 minutes" and "5 min 34 s", the home page "about 5½")."""
+    times = re.compile(r"\b\d+(?:[.,]\d+)? ?(?:min|minutes?|hours?)\b|½|\bunder (?:a|\w+) "
+                       r"minutes?\b|\babout \w+ minutes?\b")
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = {p.relative_to(ROOT).as_posix(): times.findall(p.read_text()) for p in pages}
+    assert {k: v for k, v in found.items() if v} == {}
+    assert times.findall("it takes about 5½ minutes, under five minutes, 5 min 34 s") == [
+        "about 5½ minutes", "under five minutes", "5 min"]
+    assert "#current-table" in (ROOT / "docs" / "index.md").read_text()
