@@ -287,19 +287,17 @@ def _extra_requirements(extras) -> set[str]:
 
 
 def _missing_distributions(command: str) -> list[str]:
-    """The distributions that the extras ``command`` installs (``-e ".[a,b]"``) beside ``dev``
-    require and this environment lacks (``dev`` runs this test; its ``wheel`` is needed only
-    where setuptools predates its own ``bdist_wheel``)."""
+    """The distributions that the extras ``command`` installs (``-e ".[a,b]"``) require and
+    this environment's site-packages lack: the fresh copy's pip sees only those
+    (:func:`_fresh_copy`) and, with no package index, cannot fetch the rest. (Not
+    ``importlib.metadata.version``: setuptools puts its vendored ``wheel`` on ``sys.path``.)"""
     import importlib.metadata
+    import site
 
+    here = [p for p in site.getsitepackages() if Path(p).is_dir()]
     extras = re.search(r'-e "\.\[([\w,]+)\]"', command)[1].split(",")
-    missing = []
-    for name in sorted(_extra_requirements(e for e in extras if e != "dev")):
-        try:
-            importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(name)
-    return missing
+    return [name for name in sorted(_extra_requirements(extras))
+            if not any(importlib.metadata.distributions(name=name, path=here))]
 
 
 def test_the_dev_extra_can_build_the_package_offline():
