@@ -61,7 +61,7 @@ print("largest gap in L_y:", result.gap("L_y"))
 # %% [markdown]
 # A sweep over the rule's parameter is one call too:
 # `simplexlab.sweep.run("bandit", {"tau": [0.5, 1.0, 2.0]}, fixed={"method": "tempered", ...},
-# seeds=32)` returns an `xarray.Dataset` with a seed axis ([sweeps](sweeps.md)).
+# seeds=32)` returns an `xarray.Dataset` with a seed axis ([sweeps](sweeps.html)).
 
 # %% [markdown]
 # **In verl**, the rule goes by its name too, with no subclass: `register_verl(method="tempered",
