@@ -57,7 +57,8 @@ BASIC = {
     "sweep": ("run", "run_config", "load_config"),
     "verify": ("verify_schedule", "plan", "save_schedule", "load_schedule"),
     "lab": ("experiment", "Context", "claim", "ClaimContext", "Verdict", "load_experiments",
-            "evaluate_claims", "plot_solution", "plot_training", "use_style"),
+            "evaluate_claims", "plot_portrait", "bandit_vs_theory", "plot_solution",
+            "plot_training", "use_style"),
     "llm": ("advantages", "to_torch", "to_jax", "TrainConfig", "train", "G2RPOTrainer",
             "register_verl", "discover_modes"),
 }

@@ -55,10 +55,10 @@ def use_every_cpu_core() -> None:
 
 
 #: XLA's CPU code generation at LLVM optimisation level 0 (and, on jaxlib 0.10, the older loop
-#: emitters): programs compile several times faster and run somewhat slower; the quick atlas,
-#: whose programs mostly run once, took 235 s instead of 375 s (2026-11-27, 2-core CPU). The
-#: numbers may differ from the default code generation's in the last bits (and a sampled
-#: trajectory that depends on them, after that); quick runs always use the same flags.
+#: emitters): programs compile several times faster and run somewhat slower, a gain for quick
+#: runs, whose programs mostly run once (measured in BENCHMARKS.md). The numbers may differ from
+#: the default code generation's in the last bits (and a sampled trajectory that depends on
+#: them, after that); quick runs always use the same flags.
 OPT_FLAG = "--xla_backend_optimization_level"
 
 

@@ -346,8 +346,8 @@ def test_report_top_counts_and_says_why_each_no(tmp_path, claims, monkeypatch):
     write_report([_entry(a, "yes", 0.64), no], tmp_path, quick=True, maps=False)
     md = (tmp_path / "claims" / "claims.md").read_text()
     head = md.split("## Claims")[0]
-    assert ("**2 claims: 1 hold, 0 partly, 1 do not hold at the paper's setting; 1 statements "
-            "not checkable.**") in head
+    assert ("**2 claims: 1 hold, 0 partly, 1 do not hold at the paper's setting (1 where the "
+            "lab's computation contradicts the paper); 1 statements not checkable.**") in head
     why = head.split('## Why each "no"')[1]
     assert f"`{b}`" in why and "change of L_y (> 0) = 0.1 [0, 0.2]" in why
     assert "the bonus reaches only sampled modes" in why and f"`{a}`" not in why
@@ -359,3 +359,62 @@ def test_report_top_counts_and_says_why_each_no(tmp_path, claims, monkeypatch):
     from simplexlab.lab import _claims as cl
 
     assert set(cl.PAPERS) - set(cl._NOT_PAPERS) == set(lab.BIBLIOGRAPHY)
+
+
+def test_the_headline_splits_the_noes_by_what_their_claims_check(tmp_path, claims):
+    """"N do not hold" is split by the claims' kind (``claim(kind=...)``, declared once per claim;
+    by default from the source and ``uses_committed_result``): a paper the lab's computation
+    contradicts, a figure its committed run does not reproduce, the finite-group bandit not
+    showing a statement at the paper's G, the lab's own predictions. A report written before
+    kinds (entries without ``kind``) is drawn again with the registered claims' kinds."""
+    from simplexlab.lab._claims import KINDS
+    from simplexlab.lab._report import claim_kind, count_line
+
+    assert claims["g2-fig1-portraits-sim"].kind == "finite-group"  # declared
+    assert claims["fg-fig4-only-largest-n-keeps-mass"].kind == "committed-run"  # derived
+    assert claims["simplexlab-flip-threshold"].kind == "own"
+    assert claims["sc-fig1-normalized-slower"].kind == "paper"
+    with pytest.raises(ValueError, match="kind must be one of"):
+        lab.claim("x-y", paper="G2", source="s", sentence="s" * 30, experiment="collision",
+                  paper_setting={"a": 1}, grid={"a": [1]}, kind="typo")
+    entries = [
+        {**_entry("sc-fig1-normalized-slower", "no", 0.0), "paper": "SC"},
+        {**_entry("sc-eq3-batch-objective", "no", 0.0), "paper": "SC"},
+        {**_entry("fg-fig4-only-largest-n-keeps-mass", "no", 0.0), "paper": "FG",
+         "uses_committed_result": True},
+        _entry("g2-fig1-portraits-sim", "no", 0.0),
+        _entry("g2-grpo-collision", "yes", 1.0),
+        {**_entry("simplexlab-flip-threshold", "partly", 0.5), "paper": "SL"},
+    ]
+    expected = ("6 claims: 1 hold, 1 partly, 4 do not hold at the paper's setting (2 "
+                f"{KINDS['paper'][1]}, 1 {KINDS['committed-run'][1]}, 1 "
+                f"{KINDS['finite-group'][1]})")
+    assert count_line(entries) == expected
+    assert [claim_kind(e) for e in entries] == [claims[e["name"]].kind for e in entries]
+    # a new report carries each entry's kind (simplexlab.lab._claims._entry writes it)
+    write_report([{**e, "kind": claims[e["name"]].kind} for e in entries], tmp_path,
+                 quick=False, maps=False)
+    md = (tmp_path / "claims" / "claims.md").read_text()
+    assert f"**{expected}" in md
+    why = md.split('## Why each "no"')[1].split("## Claims")[0]
+    parts = why.split("**")  # bold heading, its claims, the next bold heading, ...
+    assert [p.split(" ", 1)[1] for p in parts[1::2]] == [
+        KINDS[k][1] for k in ("paper", "committed-run", "finite-group")]
+    assert "`g2-fig1-portraits-sim`" in parts[-1] and "`sc-eq3-batch-objective`" in parts[2]
+    # a report of before the kinds: the same headline, drawn again from its claims.json
+    path = tmp_path / "claims" / "claims.json"
+    rep = json.loads(path.read_text())
+    for e in rep["claims"]:
+        e.pop("kind")
+    path.write_text(json.dumps(rep))
+    assert main(["claims", "--full", "--redraw", "--out", str(tmp_path)]) == 0
+    assert f"**{expected}" in (tmp_path / "claims" / "claims.md").read_text()
+    # the committed report's "no"s, as --redraw counts them
+    from pathlib import Path
+
+    committed = json.loads((Path(__file__).parent.parent / "figures" / "claims" /
+                            "claims.json").read_text())
+    kinds = {e["name"]: claim_kind(e) for e in committed["claims"] if e["holds_at_paper"] == "no"}
+    assert kinds.pop("fg-fig4-only-largest-n-keeps-mass") == "committed-run"
+    assert kinds.pop("g2-fig1-portraits-sim") == "finite-group"
+    assert set(kinds.values()) == {"paper"}, kinds

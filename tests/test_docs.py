@@ -218,3 +218,72 @@ def test_every_public_function_gets_arguments_and_returns_and_every_module_its_f
                 if "\n\nAttributes:\n" not in text:
                     missing.append(f"{layer}.{name}: Attributes")
     assert checked > 100 and not missing, missing
+
+
+#: the pages that tell a reader how a rule of their own reaches TRL and verl
+RULE_PAGES = ("docs/concepts/own-rule.md", "docs/concepts/own_rule.py", "docs/llm/take-a-rule.md")
+
+
+def test_the_rule_pages_agree_that_trl_and_verl_take_a_users_rule_by_name():
+    """A rule registered from user code goes to TRL as ``G2RPOTrainer(method=...)`` and to verl
+    as ``register_verl(method=...)``, with no subclass or estimator of the user's own: every
+    page that says how says this, and none says otherwise (the adapters' behaviour:
+    ``test_a_registered_rule_reaches_the_verl_estimator_by_name`` and tests/test_trl.py)."""
+    for page in RULE_PAGES:
+        text = " ".join((ROOT / page).read_text().split())
+        assert "G2RPOTrainer" in text and "method=" in text, page
+        assert "no subclass" in text, page
+        for wrong in ("subclass as", "@register_adv_est", "register_adv_est in verl"):
+            assert wrong not in text, (page, wrong)
+    for page in RULE_PAGES[0::2]:
+        text = " ".join((ROOT / page).read_text().split())
+        assert "register_verl(method=" in text, page
+
+
+def test_a_registered_rule_reaches_the_verl_estimator_by_name():
+    """What the pages say of verl, on the adapter (verl itself not needed): a rule registered
+    from user code computes through ``VerlEstimator`` by name, with its parameters; a rule that
+    reads log-probabilities is refused, naming it."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from simplexlab.llm import VerlEstimator
+    from simplexlab.shaping import (
+        Method,
+        Param,
+        dr_grpo_advantages,
+        register_method,
+        unregister_method,
+        xp,
+    )
+
+    def scaled(groups, params, schedule, step, verifier, num_clusters):
+        return params["docs_scale"] * dr_grpo_advantages(groups.rewards, groups.mask)
+
+    register_method("docs_scaled", Method(("docs_scale",), scaled, binary=True),
+                    params=[Param("docs_scale", 1.0, lambda a: ~(xp.isfinite(a) & (a > 0)),
+                                  "finite and > 0", "s", "a scale")])
+    try:
+        est = VerlEstimator("docs_scaled", params={"docs_scale": 0.5})
+        r = torch.tensor([[1.0], [0.0], [1.0], [1.0], [0.0], [0.0], [1.0], [0.0]])
+        adv, _ = est(r, torch.ones_like(r), index=np.array(["a"] * 4 + ["b"] * 4))
+        expected = 0.5 * np.array([0.25, -0.75, 0.25, 0.25, -0.25, -0.25, 0.75, -0.25])
+        np.testing.assert_allclose(adv.squeeze(-1).numpy(), expected, rtol=1e-6)
+    finally:
+        unregister_method("docs_scaled")
+    with pytest.raises(ValueError, match="log-probabilities"):
+        VerlEstimator("progrpo")
+
+
+def test_the_pages_state_no_run_time_of_their_own():
+    """How long a command takes is stated once, in BENCHMARKS.md's current table (the site
+    includes it); the README and the pages link it rather than quote a time that drifts from it
+    (the README said "under 5 minutes" and "5 min 34 s", the home page "about 5½")."""
+    times = re.compile(r"\b\d+(?:[.,]\d+)? ?(?:min|minutes?|hours?)\b|½|\bunder (?:a|\w+) "
+                       r"minutes?\b|\babout \w+ minutes?\b")
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = {p.relative_to(ROOT).as_posix(): times.findall(p.read_text()) for p in pages}
+    assert {k: v for k, v in found.items() if v} == {}
+    assert times.findall("it takes about 5½ minutes, under five minutes, 5 min 34 s") == [
+        "about 5½ minutes", "under five minutes", "5 min"]
+    assert "#current-table" in (ROOT / "docs" / "index.md").read_text()

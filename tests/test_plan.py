@@ -208,3 +208,89 @@ def test_avoid_collision_bisects_the_grid_to_the_first_size_that_does_not_collid
     r = plan(0.3, method="grpo", avoid_collision=True, max_tail_miss=0.2)
     assert [k for k in asked if isinstance(k, int)] == [4, 16, 64, 256, 48]
     assert r.recommended == 48 and r.regime[r.group_sizes.index(16)] == "anti-collision"
+
+
+# ---- the printed report: what its columns are, what set G, when no G avoids collision
+
+
+def _hand_report(signal, miss, regime, *, recommended, limit_regime="collision",
+                 avoid_collision=False, method="grpo", tau=0.0375, mu=0.3, K=4):
+    """A :class:`PlanReport` built by hand (no compute), over the grid of ``signal``."""
+    sizes = tuple(2 ** i for i in range(1, len(signal) + 1))
+    ref = recommended or sizes[0]
+    drift = tuple(math.nan if r is None else (1e-3 if r == "collision" else -1e-3)
+                  for r in regime)
+    return PlanReport(
+        group_sizes=sizes, signal=tuple(signal), tail_miss=tuple(miss),
+        modes_seen=(1.0,) * len(sizes), drift=drift, regime=tuple(regime),
+        cost=tuple(g / ref for g in sizes), recommended=recommended,
+        reasons=() if recommended else ("collision at every G whose drift was computed",),
+        limit_drift=None if limit_regime is None else 1e-3, limit_regime=limit_regime,
+        scale=1e-3, state={"p": 1 - mu, "y": [0.125, 0.29, 0.29, 0.29], "z": [0.5, 0.5]},
+        inputs={"method": method, "schedule": None, "delta_fn": 0.0, "delta_fp": 0.0,
+                "tau": tau, "mu": mu, "K": K, "min_signal": 0.9, "max_tail_miss": 0.2,
+                "avoid_collision": avoid_collision, "cancel_tol": 0.05})
+
+
+def _first(sizes, met):
+    return next((g for g, ok in zip(sizes, met, strict=True) if ok), None)
+
+
+def test_the_report_says_what_tail_miss_and_cost_are():
+    r = _hand_report([0.5, 0.95, 0.99], [0.5, 0.3, 0.1], [None] * 3, recommended=8)
+    legend = {line.split(":")[0].strip(): line for line in r.to_text().splitlines()
+              if line.startswith("  ") and ":" in line and "GRPOConfig" not in line
+              and "rollout.n" not in line}
+    assert "probability that a group is mixed yet has no correct rollout of the rarest" \
+        in legend["tail-miss"] and "tau = 0.0375, the default" in legend["tail-miss"]
+    assert "G over the recommended G" in legend["cost"]
+    assert "probability that a group is mixed" in legend["signal"]
+    given = _hand_report([0.5, 0.95, 0.99], [0.5, 0.3, 0.1], [None] * 3, recommended=8,
+                         tau=0.02)
+    assert "the default" not in given.to_text()  # a tau the user gave is not called default
+
+
+@pytest.mark.parametrize(("signal", "miss", "binding"), [
+    ([0.5, 0.95, 0.99, 1.0], [0.3, 0.4, 0.25, 0.1], "tail-miss"),  # the rare mode sets G
+    ([0.5, 0.7, 0.85, 0.95], [0.1, 0.1, 0.1, 0.1], "signal"),     # the pass rate sets G
+])
+def test_the_recommendation_names_the_target_that_set_g(signal, miss, binding):
+    r = _hand_report(signal, miss, [None] * 4, recommended=16)
+    sizes = r.group_sizes
+    first = {"signal": _first(sizes, [s >= 0.9 for s in signal]),
+             "tail-miss": _first(sizes, [m <= 0.2 for m in miss])}
+    assert first[binding] == 16 and r.first_met() == first
+    assert r.set_by() == (binding,)
+    text = r.recommendation()
+    assert f"set by the {binding} target" in text
+    other = ({"signal", "tail-miss"} - {binding}).pop()
+    word = "signal >= 0.9" if other == "signal" else "tail-miss <= 0.2"
+    assert f"{word} from G = {first[other]}" in text
+    assert r.to_dict()["set_by"] == [binding]
+
+
+def test_the_smallest_size_is_set_by_no_target():
+    r = _hand_report([0.95, 0.99], [0.1, 0.05], [None, None], recommended=2)
+    assert r.set_by() == () and "the grid's smallest size" in r.recommendation()
+
+
+def test_it_says_when_no_group_size_avoids_collision(grpo_report):
+    r = _hand_report([0.5, 0.95, 0.99], [0.3, 0.1, 0.1], ["collision", None, "collision"],
+                     recommended=4)
+    assert r.collides_everywhere()
+    assert "no group size avoids collision for grpo" in r.recommendation()
+    assert "meets the sampling targets only" in r.recommendation()
+    turned = _hand_report([0.5, 0.95, 0.99], [0.3, 0.1, 0.1],
+                          ["collision", None, "anti-collision"], recommended=4,
+                          limit_regime="anti-collision", method="g2rpo")
+    assert not turned.collides_everywhere()
+    assert "avoids collision" not in turned.recommendation()
+    limit_turns = _hand_report([0.5, 0.95], [0.3, 0.1], ["collision", "collision"],
+                               recommended=4, limit_regime="anti-collision", method="g2rpo")
+    assert not limit_turns.collides_everywhere()  # a larger G than the grid's may turn
+    none = _hand_report([0.5, 0.6], [0.3, 0.3], ["collision", "collision"], recommended=None,
+                        avoid_collision=True)
+    assert "No group size avoids collision for grpo" in none.recommendation()
+    # the planner's own GRPO report (FG / G2 eq. 22: GRPO collides at every G) says it
+    assert grpo_report.collides_everywhere()
+    assert "no group size avoids collision for grpo" in grpo_report.to_text()

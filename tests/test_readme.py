@@ -88,6 +88,35 @@ def test_readme_links_resolve():
         assert (ROOT / link).exists(), f"README links to a missing {link}"
 
 
+#: the most words of prose the README spends before its first example (diffrax's whole README
+#: is about 315)
+PROSE_BEFORE_EXAMPLE = 150
+
+
+def _prose_words(markdown: str) -> list[str]:
+    """The words a reader reads in ``markdown``: no fenced block, HTML comment, link target or
+    image path (a link's text counts, an image's alt text does not)."""
+    text = re.sub(r"^```.*?^```$", " ", markdown, flags=re.S | re.M)
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", " ", text)  # an image
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # a link's target
+    return [w for w in text.split() if re.search(r"\w", w)]
+
+
+def test_the_readme_comes_to_its_example_in_few_words():
+    """What it is, its figure, the two set-up commands: at most PROSE_BEFORE_EXAMPLE words of
+    prose before the first example (a ```python block), and no time stated in the README (the
+    times live in BENCHMARKS.md's current table, which it links)."""
+    before = README.split("```python\n", 1)[0]
+    words = _prose_words(before)
+    assert len(words) <= PROSE_BEFORE_EXAMPLE, (len(words), " ".join(words))
+    assert _prose_words("A [link](to/x.md) ![alt](f.png) `code` <!-- c -->") == ["A", "[link]",
+                                                                               "`code`"]
+    assert "BENCHMARKS.md#current-table" in before
+    times = re.findall(r"\b\d+(?:\.\d+)? ?(?:s|min|minutes|h|hours)\b|½", README)
+    assert not times, times
+
+
 def _env():
     """The blocks' environment: this checkout first, no progress bars (torch's one thread per
     process comes from tests/conftest.py's ``OMP_NUM_THREADS``)."""
@@ -100,7 +129,7 @@ def _env():
 def test_every_block_runs():
     blocks = _blocks()
     assert len(blocks) >= 15  # the regex still finds the blocks
-    assert sum(name == "README.md" for name, *_ in blocks) >= 5
+    assert sum(name == "README.md" for name, *_ in blocks) >= 4  # set-up, example, synopsis
     for path in SOURCES:
         assert "not run" not in path.read_text(), path
     for name, line, lang, code, harness in blocks:
@@ -248,6 +277,36 @@ def _fresh_copy(tmp_path: Path) -> Path:
     return repo
 
 
+def _extra_requirements(extras) -> set[str]:
+    """The distribution names the extras of pyproject.toml require."""
+    import tomllib
+
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {re.match(r"[A-Za-z0-9_.-]+", req)[0]
+            for extra in extras for req in table["optional-dependencies"][extra]}
+
+
+def _missing_distributions(command: str) -> list[str]:
+    """The distributions that the extras ``command`` installs (``-e ".[a,b]"``) require and
+    this environment's site-packages lack: the fresh copy's pip sees only those
+    (:func:`_fresh_copy`) and, with no package index, cannot fetch the rest. (Not
+    ``importlib.metadata.version``: setuptools puts its vendored ``wheel`` on ``sys.path``.)"""
+    import importlib.metadata
+    import site
+
+    here = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    extras = re.search(r'-e "\.\[([\w,]+)\]"', command)[1].split(",")
+    return [name for name in sorted(_extra_requirements(extras))
+            if not any(importlib.metadata.distributions(name=name, path=here))]
+
+
+def test_the_dev_extra_can_build_the_package_offline():
+    """The set-up test installs a copy without build isolation and without a package index:
+    in a fresh environment with only the ``dev`` extra, setuptools < 70.1 needs ``wheel`` for
+    ``bdist_wheel`` (``invalid command 'bdist_wheel'`` otherwise), so the extra brings it."""
+    assert "wheel" in _extra_requirements(["dev"])
+
+
 @pytest.mark.parametrize("which", ["main", "tests"])
 @pytest.mark.slow
 def test_the_setup_commands_run_as_written(which, tmp_path):
@@ -257,6 +316,9 @@ def test_the_setup_commands_run_as_written(which, tmp_path):
     copy, not this checkout, is imported). ``.ci/run`` runs the test command in full."""
     pytest.importorskip("setuptools")
     command = _setup_commands()[0 if which == "main" else 1]
+    if which == "tests" and (missing := _missing_distributions(command)):
+        # no package index here: the test command's extras must already be installed
+        pytest.skip(f"the test command's extras are not installed here: {', '.join(missing)}")
     repo = _fresh_copy(tmp_path)
     env = {k: v for k, v in os.environ.items()
            if k not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTEST_XDIST_WORKER"}}

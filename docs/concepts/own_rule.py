@@ -2,10 +2,10 @@
 # # Your own rule, end to end
 #
 # One rule written in your own code, from the function to its phase portrait, a bandit run
-# checked against its finite-group theory, and a TRL trainer, on one page (executed when the
-# site is built). The rule is one the papers do not have: Dr. GRPO's centred reward scaled by a
-# temperature τ > 0. What each part of the declaration means is in
-# [Write your own rule](own-rule.html).
+# checked against its finite-group theory (one call each), a verl estimator and a TRL trainer,
+# on one page (executed when the site is built). The rule is one the papers do not have:
+# Dr. GRPO's centred reward scaled by a temperature τ > 0. What each part of the declaration
+# means is in [Write your own rule](own-rule.html).
 
 # %%
 import jax
@@ -14,10 +14,10 @@ jax.config.update("jax_enable_x64", True)
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from simplexlab import shaping, theory  # noqa: E402
-from simplexlab.lab import mark_fixed_points, stream_on_simplex, ternary_axes  # noqa: E402
+from simplexlab import shaping  # noqa: E402
+from simplexlab.lab import bandit_vs_theory, plot_portrait  # noqa: E402
 from simplexlab.shaping import Groups, Method, Param, dr_grpo_advantages, xp  # noqa: E402
-from simplexlab.sim import Bandit, trajectory  # noqa: E402
+from simplexlab.sim import Bandit  # noqa: E402
 
 
 def tempered(groups, params, schedule, step, verifier, num_clusters):
@@ -35,52 +35,59 @@ print(shaping.advantages("tempered", Groups(np.array([[1.0, 0.0, 1.0, 1.0]])),
                          params={"tau": 2.0}))
 
 # %% [markdown]
-# **Its phase portrait at the group size you train with.** The finite-group theory gives any
-# rule's exact expected step at group size G (`Bandit.finite_group`: the system and the bandit's
-# initial state); here the flow of the good-mode composition `y` at G = 8, the other
-# coordinates frozen at the bandit's first prompt, with its fixed points. A count rule like this
-# one collides (the flow runs to the vertices), as GRPO does.
+# **Its phase portrait at the group size you train with**, in one call: `plot_portrait` streams
+# the flow of the good-mode composition `y` of the rule's exact finite-group field at G = 8
+# (`shaping.meanfield_system("tempered", group_size=8, params=...)`), the bad mass and the bad
+# composition frozen, and marks its fixed points. A count rule like this one collides (the flow
+# runs to the vertices), as GRPO does.
 
 # %%
-G, ETA, STEPS = 8, 0.05, 400
+plot_portrait("tempered", group_size=8, params={"tau": 2.0}, p=0.7)
+plt.show()
+
+# %% [markdown]
+# **A bandit run against its theory**, in one call: `bandit_vs_theory` runs 32 seeds of the
+# finite-group bandit with the rule (groups of G rollouts, SGD steps) and integrates the
+# finite-group ODE its seed mean follows over the same time `t = step · η` (to O(η)).
+
+# %%
 bandit = Bandit(K=3, M=2, method="tempered", num_prompts=4)
-params = {"group_size": G, "tau": 2.0, "eta": ETA, "p0": 0.7}
-dyn, s0 = bandit.finite_group(params)
-first = jax.tree_util.tree_map(lambda a: a[0], s0)
-field = theory.block_field(dyn, first, "y")
-fig, ax = plt.subplots(figsize=(4.5, 4))
-ternary_axes(ax, title=f"'tempered' (τ = 2) at G = {G}: flow of y")
-stream_on_simplex(ax, lambda y: np.asarray(field(y)), n=20)
-mark_fixed_points(ax, theory.find_fixed_points(field, 3, n_starts=2), legend=True)
+result = bandit_vs_theory(bandit, {"group_size": 8, "tau": 2.0, "eta": 0.05, "p0": 0.7},
+                          seeds=32, num_steps=400, stride=40)
+result.plot()
 plt.show()
+print("largest gap in L_y:", result.gap("L_y"))
 
 # %% [markdown]
-# **A bandit run against its theory.** The bandit samples groups of G rollouts and takes SGD
-# steps with the rule; the finite-group ODE, integrated over the same time `t = step · η`,
-# predicts its seed mean (to O(η)).
+# A sweep over the rule's parameter is one call too:
+# `simplexlab.sweep.run("bandit", {"tau": [0.5, 1.0, 2.0]}, fixed={"method": "tempered", ...},
+# seeds=32)` returns an `xarray.Dataset` with a seed axis ([sweeps](sweeps.html)).
+
+# %% [markdown]
+# **In verl**, the rule goes by its name too, with no subclass: `register_verl(method="tempered",
+# params=...)` registers the estimator below under `simplexlab_tempered` in verl's registry
+# (`algorithm.adv_estimator=simplexlab_tempered`); here it is called as verl calls an estimator,
+# on two groups of four responses (verl itself is not needed for this).
 
 # %%
-run = jax.jit(jax.vmap(lambda k: trajectory(bandit, k, params, num_steps=STEPS,
-                                            stride=40)[1]))
-rec = run(jax.random.split(jax.random.key(0), 32))
-Ly_bandit = np.asarray(rec.L_y).mean(axis=(0, 2))  # over seeds and prompts
-sol = theory.solve_ensemble(dyn, s0, t1=STEPS * ETA, n_save=len(Ly_bandit))
-Ly_theory = np.asarray(sol.L_y).mean(axis=0)
-steps = np.arange(len(Ly_bandit)) * 40
-fig, ax = plt.subplots(figsize=(5, 3))
-ax.plot(steps, Ly_bandit, "o", label="bandit, mean of 32 seeds × 4 prompts")
-ax.plot(steps, Ly_theory, "-", label=f"finite-group ODE (G = {G})")
-ax.set(xlabel="step", ylabel="L_y = ‖y‖²")
-ax.legend()
-plt.show()
-print("largest gap:", float(np.abs(Ly_bandit - Ly_theory).max()))
+try:
+    import torch
+except ImportError as err:  # the llm extra
+    print(f"skipped: {err} (pip install 'simplexlab[llm]')")
+else:
+    from simplexlab.llm import VerlEstimator
+
+    estimator = VerlEstimator("tempered", params={"tau": 0.5})
+    scores = torch.tensor([[1.0], [0.0], [1.0], [1.0], [0.0], [0.0], [1.0], [0.0]])
+    adv, _ = estimator(scores, torch.ones_like(scores), index=np.array(["a"] * 4 + ["b"] * 4))
+    print(adv.squeeze(-1))  # 0.5 (r − group mean): group a's mean is 0.75, group b's 0.25
 
 # %% [markdown]
-# **A TRL trainer with it.** `G2RPOTrainer` (TRL's `GRPOTrainer` with the lab's advantages)
-# takes the rule by name and its parameters; here two steps of a tiny GPT-2 made on the spot
-# (nothing downloaded, on the CPU) with a toy verifier that an untrained model passes about
-# half the time: a completion is "correct" when it starts with a digit. Put your own reward
-# functions in its place.
+# **A TRL trainer with it**, with no subclass of your own: `G2RPOTrainer` (TRL's
+# `GRPOTrainer` with the lab's advantages) takes the rule by name and its parameters; here two
+# steps of a tiny GPT-2 made on the spot (nothing downloaded, on the CPU) with a toy verifier
+# that an untrained model passes about half the time: a completion is "correct" when it starts
+# with a digit. Put your own reward functions in its place.
 
 # %%
 import tempfile  # noqa: E402

@@ -135,6 +135,7 @@ def _sampled_modes_reason(y0, p0, Gs) -> tuple[str, dict]:
 @claim("g2-grpo-collision", paper="G2", source="Lemma 4.1, Fig. 3",
        sentence="Under GRPO the within-good composition collapses onto one mode "
                 "(winner-take-all): L_y rises towards 1.",
+       kind="finite-group",
        experiment="collision",
        paper_setting={"method": "grpo", "K": 6, "M": 2, "group_size": PAPER_G, "p0": 0.7},
        grid={"group_size": [4, 8, 16, 64]},
@@ -189,6 +190,7 @@ def _flip_text(st, flips) -> str:
 @claim("g2-anti-collision", paper="G2", source="eq. (68), Fig. 3",
        sentence="With schedule B and the neutralizer, dy/dτ = (1 − λ0) V(y): for λ0 > 1 G²RPO "
                 "spreads the good modes (anti-collision, L_y falls towards 1/K).",
+       kind="finite-group",
        experiment="collision",
        paper_setting={"method": "g2rpo", "schedule": "B", "neutralize": True, "gain": [1.5, 3.0],
                       "K": 6, "M": 2, "group_size": PAPER_G},
@@ -280,6 +282,7 @@ def flip_at_one(ctx):
 @claim("g2-khat-rises", paper="G2", source="Fig. 2 (centre)",
        sentence="Avg K̂ (distinct solution modes) increases over training under G²RPO, while "
                 "GRPO's falls.",
+       kind="finite-group",
        experiment="collision",
        paper_setting={"schedule": "B", "neutralize": True, "gain": 1.5, "group_size": PAPER_G,
                       "K, M": "the lab's collision setting: K = 6, M = 2"},
@@ -312,6 +315,7 @@ def khat_rises(ctx):
 @claim("g2-larger-gain-more-modes", paper="G2", source="§5 (Ablations), Figs. 2–3",
        sentence="Increasing the gain λ monotonically strengthens anti-collision in the good "
                 "block: larger λ yields higher K̂ and lower L_y.",
+       kind="finite-group",
        experiment="collision",
        paper_setting={"method": "g2rpo", "schedule": "B", "neutralize": True,
                       "gain": "1.5 against 3 (the paper's gains)", "group_size": PAPER_G,
@@ -429,6 +433,7 @@ def _neutrality(ctx, parts=("plain", "neutral", "ode")):
 
 @claim("g2-constant-gain-slows-p", paper="G2", source="Fig. 4 (left), eq. (48)",
        sentence="A good-only bonus with a constant gain slows the decay of the bad mass p.",
+       kind="finite-group",
        experiment="neutrality",
        paper_setting={"schedule": "constant", "neutralize": False, "gain": 1.5,
                       "group_size": 32, "K": 3, "M": 2, "eta": 0.05},
@@ -454,6 +459,7 @@ def gain_slows_p(ctx):
 @claim("g2-neutrality", paper="G2", source="Fig. 4, eq. (53), Prop. D.2",
        sentence="The neutralizer keeps the bad-mass channel at the GRPO baseline: with it, p "
                 "follows GRPO's trajectory.",
+       kind="finite-group",
        experiment="neutrality",
        paper_setting={"schedule": "constant", "neutralize": True, "gain": 1.5,
                       "group_size": 32, "K": 3, "M": 2, "eta": 0.05},
@@ -501,6 +507,7 @@ def neutrality(ctx):
 
 @claim("g2-bandit-follows-meanfield", paper="G2", source="§3, App. A.2, eq. (22)",
        sentence="The finite-group dynamics follow the mean-field ODE E[Δθ] = η J(π) A.",
+       kind="finite-group",
        experiment="meanfield-validation",
        paper_setting={"method": "grpo", "group_size": 32, "eta": 0.05, "K": 3, "M": 2},
        grid={"quick": {"method": ["grpo", "g2rpo λ=3 neutralized"], "group_size": [8, 32]},
@@ -587,6 +594,7 @@ def portraits_ode(ctx):
 
 @claim("g2-fig1-portraits-sim", paper="G2", source="Fig. 1 (λ̃ = 1), eq. (5)",
        sentence="At λ̃ = 1 the bonus cancels the collision: the composition y is at rest.",
+       kind="finite-group",
        experiment="phase-portraits-sim",
        paper_setting={"schedule": "A", "neutralize": False, "gain": 1.0, "group_size": 16,
                       "K": 3, "M": 2},

@@ -6,7 +6,8 @@
 the report's readers :func:`claim_status`, :func:`experiment_status`); the bibliography of the
 papers the lab implements, by key (:data:`BIBLIOGRAPHY`, :class:`Paper`, :func:`cite`); plotting
 helpers for simplex figures (:func:`ternary_axes`, :func:`stream_on_simplex`,
-:func:`plot_training`, ...).
+:func:`plot_training`, ...); a rule's first looks in one call each (:func:`plot_portrait`,
+:func:`bandit_vs_theory`).
 
 The registry and the plotting helpers load on first access, so that importing this package (or
 one plotting helper) loads neither the experiment registry nor the experiments.
@@ -71,11 +72,16 @@ _LAZY = {
     "ternary_axes": "_plotting",
     "to_barycentric": "_plotting",
     "to_cartesian": "_plotting",
+    "BanditVsTheory": "_quick",
+    "bandit_vs_theory": "_quick",
+    "plot_portrait": "_quick",
 }
 
 __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
+    "bandit_vs_theory",
+    "BanditVsTheory",
     "BIBLIOGRAPHY",
     "boundary_text",
     "Claim",
@@ -114,6 +120,7 @@ __all__ = [
     "paired_ci",
     "Paper",
     "plot_plan",
+    "plot_portrait",
     "plot_solution",
     "plot_training",
     "progress",
@@ -178,6 +185,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names above loa
         to_cartesian,
         use_style,
     )
+    from ._quick import BanditVsTheory, bandit_vs_theory, plot_portrait
     from ._registry import (
         Context,
         Experiment,

@@ -43,9 +43,10 @@ import numpy as np
 
 from ._stats import boundary_text
 
-__all__ = ["FAILED", "PAPERS", "SCHEMA", "STATUSES", "Claim", "ClaimContext", "Fault", "Unchecked",
-           "Verdict", "claim", "claims_registry", "evaluate_claims", "injected_faults",
-           "load_claims", "not_checkable", "select_claims", "unchecked_registry"]
+__all__ = ["FAILED", "KINDS", "PAPERS", "SCHEMA", "STATUSES", "Claim", "ClaimContext", "Fault",
+           "Unchecked", "Verdict", "claim", "claims_registry", "default_kind", "evaluate_claims",
+           "injected_faults", "load_claims", "not_checkable", "select_claims",
+           "unchecked_registry"]
 
 #: the fields of every claim entry of ``claims.json`` (the interface of CLAIMS_SCHEMA.md)
 SCHEMA = ("name", "paper", "source", "sentence", "experiment", "holds_at_paper", "effect", "ci",
@@ -58,6 +59,20 @@ PAPERS = {"TS": "two-stage RLVR (TS)", "SC": "sharpening collapse (SC)", "FG": "
           "SL": "simplexlab's own predictions (the finite-group theory against the bandit)"}
 _NOT_PAPERS = ("LLM", "SL")
 STATUSES = ("yes", "partly", "no")
+#: what a claim checks, and so what its "no" means: kind -> (what it checks, the report's words
+#: for its "no"s, which split the headline's count). Declared with ``claim(kind=...)``; by
+#: default a claim on a committed run is ``"committed-run"``, one of the lab's own sources
+#: (:data:`PAPERS` ``SL``) ``"own"``, any other ``"paper"`` (:func:`default_kind`).
+KINDS = {
+    "paper": ("a paper's statement, computed by the lab at the paper's setting",
+              "where the lab's computation contradicts the paper"),
+    "committed-run": ("a paper's figure, checked on the lab's committed run of its experiment",
+                      "where the lab's committed run does not reproduce the figure"),
+    "finite-group": ("a paper's statement about the dynamics, most of them of its mean field "
+                     "(G → ∞), checked on the lab's finite-group bandit at the paper's G",
+                     "where the finite-group bandit does not show it at the paper's G"),
+    "own": ("the lab's own prediction (not a paper's)", "of the lab's own predictions"),
+}
 #: the status of a claim whose evaluation raised: not a verdict, never counted as "no"
 FAILED = "failed"
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -190,20 +205,35 @@ class Claim:
     module: str = ""
     uses_committed_result: bool = False
     faults: tuple[Fault, ...] = ()
+    kind: str = "paper"  #: a key of :data:`KINDS`
+
+
+def default_kind(paper: str, uses_committed_result: bool = False) -> str:
+    """The kind (:data:`KINDS`) of a claim that declares none: ``"committed-run"`` when it
+    checks a committed run, ``"own"`` for the lab's own predictions (``SL``), else
+    ``"paper"``."""
+    if uses_committed_result:
+        return "committed-run"
+    return "own" if paper == "SL" else "paper"
 
 
 def claim(name: str, *, paper: str, source: str, sentence: str, experiment: str | None,
           paper_setting: dict, grid: dict, uses_committed_result: bool = False,
-          faults: Sequence[Fault] = ()):
+          faults: Sequence[Fault] = (), kind: str | None = None):
     """Register ``evaluate(ctx) -> Verdict`` as the claim ``name`` (kebab-case, unique).
     ``paper``: a key of :data:`PAPERS`; ``source``: figure / equation; ``sentence``: the
     paper's words; ``experiment``: the registered experiment it belongs to; ``paper_setting``:
     the setting at which "holds at the paper's setting" is judged; ``grid``: the robustness
-    grid's axes and values (``{"quick": {...}, "full": {...}}`` or one dict for both)."""
+    grid's axes and values (``{"quick": {...}, "full": {...}}`` or one dict for both);
+    ``kind``: what the claim checks, a key of :data:`KINDS` (default :func:`default_kind`), which
+    says what its "no" means in the report."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"claim name must be kebab-case (a-z, 0-9, single '-'); got {name!r}")
     if paper not in PAPERS:
         raise ValueError(f"claim {name!r}: paper must be one of {sorted(PAPERS)}; got {paper!r}")
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"claim {name!r}: kind must be one of {list(KINDS)}; got {kind!r}")
+    kind = default_kind(paper, uses_committed_result) if kind is None else kind
 
     def register(func):
         src = getattr(sys.modules.get(func.__module__), "__file__", None) or func.__module__
@@ -212,7 +242,7 @@ def claim(name: str, *, paper: str, source: str, sentence: str, experiment: str 
             raise ValueError(f"claim {name!r} registered twice ({prev.module} and {src})")
         _CLAIMS[name] = Claim(name, paper, source, " ".join(sentence.split()), experiment,
                               dict(paper_setting), dict(grid), func, str(src),
-                              uses_committed_result, tuple(faults))
+                              uses_committed_result, tuple(faults), kind)
         return func
 
     return register
@@ -337,7 +367,8 @@ def _entry(c: Claim, v: Verdict | None, mode: str, seconds: float, error: str | 
     grid = c.grid.get(mode, c.grid) if set(c.grid) == {"quick", "full"} else c.grid
     base = {"name": c.name, "paper": c.paper, "source": c.source, "sentence": c.sentence,
             "experiment": c.experiment, "paper_setting": c.paper_setting, "grid": grid,
-            "uses_committed_result": c.uses_committed_result, "seconds": round(seconds, 2)}
+            "uses_committed_result": c.uses_committed_result, "kind": c.kind,
+            "seconds": round(seconds, 2)}
     if v is None:
         return {**base, "holds_at_paper": FAILED, "effect": None, "ci": [None, None],
                 "robustness_fraction": None, "boundary": f"evaluation failed: {error}",

@@ -8,14 +8,11 @@ Arguments are parsed before JAX is imported (``simplexlab --help`` answers at on
 first JAX import the CLI asks XLA for one host device per CPU core
 (``--xla_force_host_platform_device_count``), so sweeps shard over every core, and then gives
 each device one thread (``--xla_cpu_multi_thread_eigen=false``: the devices already fill the
-cores; the bandit benchmark's sweep ran 49 s instead of 58 s, the categorical sweep and the
-single-device experiments phase-portraits / meanfield-validation were unchanged within their
-run-to-run spread, 2026-11-24); an ``XLA_FLAGS`` that already sets the device count is kept as
-it is. Quick runs of ``reproduce`` and ``claims`` also ask for XLA's fast-compiling CPU code
-generation (:func:`simplexlab._env.use_fast_compile`: their programs mostly run once; the quick
-atlas took 235 s instead of 375 s, with the same 66 verdicts); ``--full`` keeps the default, so
-the committed figures are made as before. Ctrl-C prints one line (what was saved, how to resume)
-and exits with status 130.
+cores); an ``XLA_FLAGS`` that already sets the device count is kept as it is. Quick runs of
+``reproduce`` and ``claims`` also ask for XLA's fast-compiling CPU code generation
+(:func:`simplexlab._env.use_fast_compile`: their programs mostly run once); ``--full`` keeps the
+default, so the committed figures are made as before. What each choice saves is measured in
+BENCHMARKS.md. Ctrl-C prints one line (what was saved, how to resume) and exits with status 130.
 """
 
 from __future__ import annotations

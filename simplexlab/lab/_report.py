@@ -16,10 +16,19 @@ import numpy as np
 
 from .._bibliography import BIBLIOGRAPHY, cite
 from .._results import atomic_write_bytes, atomic_write_json, provenance, read_json, to_jsonable
-from ._claims import FAILED, PAPERS, SCHEMA, STATUSES, claims_registry, unchecked_registry
+from ._claims import (
+    FAILED,
+    KINDS,
+    PAPERS,
+    SCHEMA,
+    STATUSES,
+    claims_registry,
+    default_kind,
+    unchecked_registry,
+)
 from ._stats import _fmt
 
-__all__ = ["count_line", "redraw_report", "write_report"]
+__all__ = ["claim_kind", "count_line", "redraw_report", "write_report"]
 
 def _status_line(e: dict) -> str:
     from ._status import status_line  # the figures' line, word for word
@@ -27,13 +36,38 @@ def _status_line(e: dict) -> str:
     return status_line(e)
 
 
+def claim_kind(e: dict) -> str:
+    """The kind (:data:`~simplexlab.lab._claims.KINDS`) of a report entry: its own ``"kind"``;
+    for an entry written before claims had kinds, that of the registered claim of its name, else
+    :func:`~simplexlab.lab._claims.default_kind` of its source."""
+    if e.get("kind") in KINDS:
+        return e["kind"]
+    registered = claims_registry().get(e.get("name"))
+    if registered is not None:
+        return registered.kind
+    return default_kind(e.get("paper", ""), bool(e.get("uses_committed_result")))
+
+
+def _noes_by_kind(entries: list[dict]) -> dict[str, list[dict]]:
+    """The "no" entries by kind, in :data:`KINDS` order (kinds without one left out)."""
+    noes = [e for e in entries if e["holds_at_paper"] == "no"]
+    by = {k: [e for e in noes if claim_kind(e) == k] for k in KINDS}
+    return {k: v for k, v in by.items() if v}
+
+
 def count_line(entries: list[dict], unchecked: int | None = None) -> str:
-    """``"33 claims: 20 hold, 8 partly, 5 do not hold at the paper's setting"`` (and how many
-    evaluations failed, when any did: a failure is no verdict; and, given ``unchecked``, how
-    many statements are not checkable)."""
+    """``"33 claims: 20 hold, 8 partly, 5 do not hold at the paper's setting (4 where the lab's
+    computation contradicts the paper, 1 where the lab's committed run does not reproduce the
+    figure)"``: the "no"s split by
+    what their claims check (:func:`claim_kind`), so that a paper the lab shows wrong, a figure
+    its run does not reproduce and the finite-group bandit leaving the mean field are not one
+    number; and how many evaluations failed, when any did (a failure is no verdict); and, given
+    ``unchecked``, how many statements are not checkable."""
     counts = {s: sum(e["holds_at_paper"] == s for e in entries) for s in (*STATUSES, FAILED)}
     text = (f"{len(entries)} claims: {counts['yes']} hold, {counts['partly']} partly, "
             f"{counts['no']} do not hold at the paper's setting")
+    if by := _noes_by_kind(entries):
+        text += " (" + ", ".join(f"{len(v)} {KINDS[k][1]}" for k, v in by.items()) + ")"
     if counts[FAILED]:
         text += f"; {counts[FAILED]} could not be evaluated (their evaluation failed)"
     if unchecked:
@@ -65,7 +99,6 @@ def _md(entries: list[dict], mode: str, prov: dict, unchecked: Sequence[dict] = 
     rev = prov.get("git_revision") or prov.get("git", {}) or "unknown"
     if drawn is not None:
         rev = f"{rev}; this page and the maps drawn from its claims.json by revision {drawn}"
-    noes = [e for e in entries if e["holds_at_paper"] == "no"]
     lines = [f"# Claims report ({mode} mode)", "",
              f"**{count_line(entries, len(unchecked))}.**", "",
              f"Written by `simplexlab claims{' --full' if mode == 'full' else ''}` "
@@ -74,8 +107,11 @@ def _md(entries: list[dict], mode: str, prov: dict, unchecked: Sequence[dict] = 
              "where it holds (grid points that cannot tell left out), and where it fails. The "
              "criterion, the grid and every number are in `claims.json`; robustness maps: "
              "`robustness_*.png`.", ""]
-    if noes:
-        lines += ["## Why each \"no\"", "", *map(_why_no, noes), ""]
+    if by := _noes_by_kind(entries):
+        lines += ["## Why each \"no\"", ""]
+        for kind, noes in by.items():
+            lines += [f"**{len(noes)} {KINDS[kind][1]}** ({KINDS[kind][0]}):", "",
+                      *map(_why_no, noes), ""]
     lines += ["## Claims", "",
               "| claim | paper, source | experiment | at paper's setting | effect [95 % CI] "
               "| robust | boundary; reason |", "|---|---|---|---|---|---|---|"]
@@ -220,6 +256,12 @@ def redraw_report(out: str | os.PathLike) -> Path:
     if not isinstance(rep, dict) or "claims" not in rep or "mode" not in rep:
         raise ValueError(f"{path}: not a claims report (no 'claims' / 'mode')")
     entries, prov = rep["claims"], rep.get("provenance", {})
+    try:  # the kinds of entries written before claims had kinds (claim_kind)
+        from ._claims import load_claims
+
+        load_claims()
+    except (FileNotFoundError, ImportError):
+        pass
     _maps(entries, folder)
     md = _md(entries, rep["mode"], prov, rep.get("not_checkable", []),
              drawn=provenance().get("git_revision") or "unknown")

@@ -88,7 +88,8 @@ class PlanReport:
     G → ∞ field's drift at the same state (``grpo`` and ``g2rpo`` only); ``scale``: the G → ∞
     GRPO collision drift there (the unit of ``cancel_tol``); ``state``: the representative
     ``(p, y, z)``; ``inputs``: every argument; ``notes``: sizes whose drift could not be
-    computed, and why."""
+    computed, and why. What set the recommended ``G``: :meth:`first_met` (each target alone)
+    and :meth:`set_by`; :meth:`collides_everywhere`: no size avoids collision."""
 
     group_sizes: tuple[int, ...]
     signal: tuple[float, ...]
@@ -116,22 +117,103 @@ class PlanReport:
                 "tail_miss": self.tail_miss[i], "modes_seen": self.modes_seen[i],
                 "drift": self.drift[i], "regime": self.regime[i], "cost": self.cost[i]}
 
+    def _targets(self) -> dict[str, tuple[str, list[bool]]]:
+        """Each target of the recommendation: its name -> (its words, met at each size)."""
+        inp = self.inputs
+        targets = {
+            "signal": (f"signal >= {inp['min_signal']:g}",
+                       [s >= inp["min_signal"] for s in self.signal]),
+            "tail-miss": (f"tail-miss <= {inp['max_tail_miss']:g}",
+                          [m <= inp["max_tail_miss"] for m in self.tail_miss])}
+        if inp["avoid_collision"]:
+            targets["no collision"] = ("no collision",
+                                       [r is not None and r != "collision" for r in self.regime])
+        return targets
+
+    def first_met(self) -> dict[str, int | None]:
+        """Each target alone (``"signal"``, ``"tail-miss"`` and, with ``avoid_collision``,
+        ``"no collision"``): the smallest size of the grid that meets it (``None``: none)."""
+        return {name: next((g for g, ok in zip(self.group_sizes, met, strict=True) if ok), None)
+                for name, (_, met) in self._targets().items()}
+
+    def set_by(self) -> tuple[str, ...]:
+        """The targets that set the recommended ``G``: those that no smaller size of the grid
+        meets (empty when the recommended ``G`` is the grid's smallest, or when the targets set it
+        only together; also when there is no recommendation)."""
+        G = self.recommended
+        if G is None or G == self.group_sizes[0]:
+            return ()
+        return tuple(name for name, g in self.first_met().items() if g == G)
+
+    def collides_everywhere(self) -> bool:
+        """Whether the drift collides at every size where it was computed (at least one) and in
+        the G → ∞ limit, where the report has it: then no group size avoids collision."""
+        known = [r for r in self.regime if r is not None]
+        return (bool(known) and all(r == "collision" for r in known)
+                and self.limit_regime in (None, "collision"))
+
+    def _why(self) -> str:
+        """Which target set the recommended ``G``, in words."""
+        G, first = self.recommended, self.first_met()
+        words = {name: w for name, (w, _) in self._targets().items()}
+        if G == self.group_sizes[0]:
+            return "the grid's smallest size, where every target already holds"
+        alone = "; ".join(f"{words[n]} from G = {g}" if g is not None else f"{words[n]} nowhere"
+                          for n, g in first.items())
+        if "no collision" in first:
+            alone += ", of the sizes whose drift was computed"
+        by = self.set_by()
+        if not by:
+            return f"set by the targets together (each alone: {alone})"
+        return (f"set by the {' and '.join(by)} target{'s' if len(by) > 1 else ''} "
+                f"(each alone: {alone})")
+
     def recommendation(self) -> str:
-        """The answer in words, for TRL and verl."""
+        """The answer in words, for TRL and verl: the recommended ``G``, the target that set it,
+        and, where the drift collides at every size, that no ``G`` avoids collision."""
+        method = self.inputs["method"]
+        collides = self.collides_everywhere()
+        limit = " and at G → ∞" if self.limit_regime is not None else ""
+        never = (f"no group size avoids collision for {method}: L_y grows at every G whose "
+                 f"drift was computed{limit}")
         if self.recommended is None:
-            return ("no group size of the grid meets the targets: " + "; ".join(self.reasons)
+            text = ("no group size of the grid meets the targets: " + "; ".join(self.reasons)
                     + ". Relax a target, or widen the grid.")
+            return text + (f"\n  {never[0].upper()}{never[1:]}." if collides else "")
         G = self.recommended
         r = self.row(G)
         regime = f", drift regime {r['regime']}" if r["regime"] else ""
-        return (f"recommended group size G = {G} (signal {r['signal']:.3f}, tail-miss "
-                f"{r['tail_miss']:.3f}{regime}).\n"
-                f"  TRL:  GRPOConfig(num_generations={G})  (the generation batch size must be "
-                f"a multiple of {G})\n"
+        text = (f"recommended group size G = {G} (signal {r['signal']:.3f}, tail-miss "
+                f"{r['tail_miss']:.3f}{regime}), {self._why()}.\n")
+        if collides and not self.inputs["avoid_collision"]:
+            text += (f"  Note: {never}; this G meets the sampling targets only (a rule that "
+                     "anti-collides, e.g. --method g2rpo with a gain, is needed for that).\n")
+        return (text + f"  TRL:  GRPOConfig(num_generations={G})  (the generation batch size "
+                f"must be a multiple of {G})\n"
                 f"  verl: actor_rollout_ref.rollout.n={G}")
 
+    def legend(self) -> list[str]:
+        """One line per column of :meth:`to_text`: what it is."""
+        inp = self.inputs
+        tau = inp["tau"]
+        default = math.isclose(tau, inp["mu"] / (2 * inp["K"]))
+        of = "the recommended G" if self.recommended is not None else "the grid's smallest G"
+        return [
+            "signal: probability that a group is mixed (some rollouts scored correct, some "
+            "not), so that its advantages are not all zero (FG Lemma 3.1, eq. 9)",
+            f"tail-miss: probability that a group is mixed yet has no correct rollout of the "
+            f"rarest good mode (policy mass tau = {tau:.4g}"
+            + (", the default: half the average good mode, mu/(2K)" if default else "")
+            + "); such a group pushes that mode down (FG Lemma 3.1, eq. 11)",
+            "modes seen: expected number of distinct good modes among a group's correct "
+            "rollouts",
+            "dL_y/dt, regime: drift of the concentration L_y = ||y||^2 of the exact expected "
+            "SGD step at G (collision: the good modes concentrate, the rarest is lost)",
+            f"cost: G over {of} (a step's generation cost is proportional to G)",
+        ]
+
     def to_text(self) -> str:
-        """The table (one row per group size) and the recommendation."""
+        """The table (one row per group size), what each column is, and the recommendation."""
         s = self.state
         inp = self.inputs
         head = [f"plan: method {inp['method']}"
@@ -160,6 +242,7 @@ class PlanReport:
         lines += [f"(regime: sign of dL_y/dt of the exact finite-G field; cancel when "
                   f"|dL_y/dt| <= {inp['cancel_tol']:g} x {self.scale:.3e}, the G→∞ GRPO "
                   f"collision drift)"]
+        lines += [f"  {line}" for line in self.legend()]
         lines += [f"note: {n}" for n in self.notes]
         lines += ["", self.recommendation()]
         return "\n".join(lines)
@@ -178,6 +261,9 @@ class PlanReport:
             "regime": list(self.regime),
             "cost": [num(v) for v in self.cost],
             "recommended": self.recommended,
+            "set_by": list(self.set_by()),
+            "first_met": self.first_met(),
+            "collides_everywhere": self.collides_everywhere(),
             "trl": None if self.recommended is None else {"num_generations": self.recommended},
             "verl": (None if self.recommended is None
                      else {"actor_rollout_ref.rollout.n": self.recommended}),

@@ -17,6 +17,8 @@ __all__ = ["GROWTH_FROM", "GROWTH_TO", "ScheduleReport", "describe_schedule"]
 #: check (c) measures the growth exponent of ``|B_b|`` between these two group sizes (the
 #: summary quotes them)
 GROWTH_FROM, GROWTH_TO = 256, 4096
+#: the letter of each check in the summary (the module docstring of :mod:`._verify`)
+_LETTERS = {"flip": "a", "neutral": "b", "bounded": "c", "concentration": "d", "bandit": "e"}
 
 
 @dataclasses.dataclass
@@ -67,8 +69,28 @@ class ScheduleReport:
             "error_p": c["bandit"]["error_p"], "error_L_y": c["bandit"]["error_L_y"],
         })
 
+    @property
+    def warnings(self) -> list[str]:
+        """The checks that did not pass but are not required (``[warn]`` in the summary), as
+        ``"(a) flip"``, in the checks' order."""
+        return [f"({_LETTERS.get(k, '?')}) {k}" for k, chk in self.checks.items()
+                if not chk["required"] and not chk["passed"]]
+
+    def verdict(self) -> str:
+        """The summary's headline, decided here alone: ``"FAILED"`` (a required check failed),
+        ``"PASSED"`` (every check passed), or ``"passed with N warning(s): ..."`` (the required
+        checks passed, N checks that are not required did not)."""
+        if not self.passed:
+            return "FAILED"
+        warned = self.warnings
+        if not warned:
+            return "PASSED"
+        return (f"passed with {len(warned)} warning{'s' if len(warned) > 1 else ''}: "
+                + ", ".join(warned))
+
     def summary(self) -> str:
-        """A short human-readable verdict: one line per check with its numbers."""
+        """A short human-readable verdict: the headline (:meth:`verdict`), then one line per
+        check with its numbers."""
         c, inp = self.checks, self.inputs
         f, n, b, d, e = (c[k] for k in ("flip", "neutral", "bounded", "concentration", "bandit"))
 
@@ -79,7 +101,7 @@ class ScheduleReport:
 
         who = (describe_schedule(inp["schedule"]) if "schedule" in inp else
                f"rule {inp['method']!r} {inp.get('params') or ''}".rstrip())
-        lines = [f"{who}: {'PASSED' if self.passed else 'FAILED'}  ({self.elapsed_s:.1f} s)"]
+        lines = [f"{who}: {self.verdict()}  ({self.elapsed_s:.1f} s)"]
         if f["flips"]:
             when = ("from the start" if f["t_flip"] == 0 else
                     f"at t = {f['t_flip']:.4g} (step {f['step_flip']:.1f})")
