@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from .._env import progress_enabled
+from .._imports import allow_import
 from .._interrupt import check, install
 from ._cli_args import (
     MAX_SEED,
@@ -56,6 +57,7 @@ def _cmd_sweep(args) -> int:
 
     check()  # a Ctrl-C while the sweep engine was imported
     try:
+        allow_import(*args.imports)  # the modules the file may name (method = "mod:rule")
         kwargs = load_config(args.config)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -270,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     p_sw.add_argument("--out", type=_path_arg, default=None,
                       help="output folder (overrides the file's 'out')")
     p_sw.add_argument("--memory-budget", default=None, help="e.g. 2GB (overrides the file)")
+    p_sw.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                      help="allow the file to name a rule from MODULE (method = "
+                      "\"MODULE:rule\"), or from a submodule of it; repeat for several "
+                      "(also: SIMPLEXLAB_IMPORT=MODULE,...). A module the file names is "
+                      "imported only when allowed")
     resume = p_sw.add_mutually_exclusive_group()
     resume.add_argument("--resume", dest="resume", action="store_true", default=True,
                         help="reuse finished chunks of the same sweep (default)")
@@ -368,8 +375,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command != "docs":  # the docs build runs in its own process
-            _setup_jax(fast_compile=args.command in ("reproduce", "claims")
-                       and not getattr(args, "full", False))
+            try:
+                _setup_jax(fast_compile=args.command in ("reproduce", "claims")
+                           and not getattr(args, "full", False))
+            except ValueError as err:  # a compilation cache folder others can write to
+                print(f"error: {err}", file=sys.stderr)
+                return 2
         check()  # a Ctrl-C while JAX loaded (its gc callback swallows the KeyboardInterrupt)
         if args.command in ("list", "reproduce", "claims"):
             problem = _experiments_folder(args)
