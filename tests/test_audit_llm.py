@@ -109,7 +109,7 @@ def test_the_other_adapters_refuse_dropped_settings():
     ({"seed": -1}, "seed must be an integer in"), ({"seed": 2**70}, "seed must be an integer in"),
     ({"seed": 1.5}, "seed must be an integer in"), ({"betas": 3}, "betas must be two numbers"),
     ({"betas": (0.9, 1.5)}, "betas must be two numbers"),
-    ({"delta_fn": "0"}, "delta_fn must be a number"),
+    ({"mode_threshold": "0.1"}, "mode_threshold must be a number"),
 ])
 def test_train_config_refuses_what_training_would_choke_on(kw, what):
     with pytest.raises(ValueError, match=what):

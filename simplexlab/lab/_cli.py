@@ -129,12 +129,21 @@ def _cmd_plan(args) -> int:
     (:func:`simplexlab.verify.plan`); prints the table and the recommendation for TRL and verl,
     writes ``plan.json`` (with provenance) and ``plan.png`` under ``--out``. Exit status 0 with
     a recommendation, 1 when no group size of the grid meets the targets, 2 on bad input."""
-    from .._results import atomic_write_bytes, atomic_write_json, provenance, writable_folder
+    from .._results import (
+        atomic_write_bytes,
+        atomic_write_json,
+        provenance,
+        writable_file,
+        writable_folder,
+    )
     from ..shaping import GainSchedule
     from ..verify import plan
 
     try:
         out = writable_folder(args.out, "--out") if args.out else None  # before any compute
+        if out is not None:  # the two files too (a folder named plan.json: before, not after)
+            for file in ("plan.json", "plan.png"):
+                writable_file(out / file, "--out")
         params = {}
         for item in args.param or ():
             name, sep, value = item.partition("=")

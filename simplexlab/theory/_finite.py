@@ -109,6 +109,9 @@ def expected_update(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     ``zero_rates``: ``(δ_FN == 0, δ_FP == 0)`` if known (default: read from ``verifier``).
     One compiled program per setting."""
     verifier = Verifier() if verifier is None else verifier
+    if not isinstance(verifier, Verifier):
+        raise ValueError(f"expected_update: verifier must be a Verifier(delta_fn, delta_fp) (or "
+                         f"None: a perfect one); got {verifier!r}")
     G = _check_settings("expected_update", group_size, surrogate, reduction, path, rule)
     probs = jnp.asarray(probs, dtype=jnp.result_type(float))
     if probs.ndim != 1:

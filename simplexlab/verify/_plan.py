@@ -360,7 +360,7 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
     M = _count(M, "M (number of bad modes)", 1)
     tau = mu / (2 * K) if tau is None else _number(tau, "tau")
     if not 0.0 < tau < mu / K:
-        raise ValueError(f"rarest (the rarest good mode's mass) must be in (0, mu/K) = "
+        raise ValueError(f"tau (the rarest good mode's mass) must be in (0, mu/K) = "
                          f"(0, {mu / K:.6g}) (below the average good mode; use a "
                          f"smaller K for a larger one); got {tau!r}")
     schedule = _schedule_of(method, schedule, gain)
