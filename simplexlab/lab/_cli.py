@@ -167,7 +167,9 @@ def _cmd_plan(args) -> int:
             else _sizes_arg(args.group_sizes, "--group-sizes"),
             drift_group_sizes=drift_sizes, min_signal=args.min_signal,
             max_tail_miss=args.max_tail_miss, avoid_collision=args.avoid_collision,
-            cancel_tol=args.cancel_tol, params=params or None, num_groups=args.num_groups)
+            cancel_tol=args.cancel_tol, params=params or None, num_groups=args.num_groups,
+            **{k: v for k, v in (("max_modes", args.max_modes),
+                                 ("max_programs", args.max_programs)) if v is not None})
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -363,6 +365,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="target: a drift regime other than collision (bisects the grid)")
     p_plan.add_argument("--cancel-tol", type=float, default=0.05,
                         help="the cancel band, a fraction of the G→∞ GRPO collision drift")
+    p_plan.add_argument("--max-modes", type=int, default=None, metavar="N",
+                        help="size guard: the most modes K + M (default 64; each drift program "
+                        "grows with them)")
+    p_plan.add_argument("--max-programs", type=int, default=None, metavar="N",
+                        help="size guard: the most drift programs compiled (default 64)")
     p_plan.add_argument("--out", type=_path_arg, default=None, metavar="DIR",
                         help="also write DIR/plan.json (with provenance) and DIR/plan.png")
     p_plan.set_defaults(func=_cmd_plan)
