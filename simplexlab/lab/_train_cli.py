@@ -37,7 +37,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-from .._checks import is_int
 from .._version import install_command
 from ._cli_args import MAX_SEED, _path_arg, _seed_arg
 
@@ -96,6 +95,7 @@ def cmd_train(args) -> int:
 
 
 def _plan(path: Path, args) -> dict:
+    from .._checks import is_int
     from .._results import check_file_name, read_toml, writable_folder
     from ..llm import ArithmeticTask, TrainConfig
     from ..verify import load_schedule
