@@ -1,21 +1,32 @@
 """``python -m simplexlab`` is the ``simplexlab`` command (:func:`main` is also its console
-script): it imports the command line inside a ``KeyboardInterrupt`` guard, so that Ctrl-C in the
-first instant (while NumPy and the package load) prints one line, not an import traceback."""
+script). It installs the Ctrl-C handler (:func:`simplexlab._interrupt.install`) before it imports
+anything that compiles, then imports and runs the command line inside a ``KeyboardInterrupt``
+guard, so that Ctrl-C at any instant -- while NumPy and the package load, in an import, in a
+compilation, in a command -- prints one line and exits with status 130 (through
+:func:`simplexlab._interrupt.exit_interrupted`: never an interpreter torn down under XLA's
+threads)."""
 
 import sys
 
 
 def main() -> int:
-    from ._interrupt import install
+    from ._interrupt import exit_interrupted, install
 
-    install()  # SIGINT also sets a flag, checked once JAX has loaded and before each chunk
+    again = f"simplexlab {' '.join(sys.argv[1:])}".rstrip()
+    install(again)  # SIGINT also sets a flag; the watchdog raises what an import held back
     try:
         from .lab import main as cli
     except KeyboardInterrupt:
-        print(f"\ninterrupted before anything ran; run again with: simplexlab "
-              f"{' '.join(sys.argv[1:])}".rstrip(), file=sys.stderr)
-        return 130
-    return cli()
+        print(f"\ninterrupted before anything ran; run again with: {again}", file=sys.stderr)
+        exit_interrupted(130)
+    try:
+        code = cli()
+    except KeyboardInterrupt:  # one that reached past the command's own handlers
+        print(f"\ninterrupted; nothing saved; run again with: {again}", file=sys.stderr)
+        code = 130
+    if code == 130:
+        exit_interrupted(130)
+    return code
 
 
 if __name__ == "__main__":

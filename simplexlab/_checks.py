@@ -120,7 +120,20 @@ class Param(NamedTuple):
     def check(self, value, who: str = "") -> None:
         """Raise ``ValueError`` naming ``who``, the parameter and the value when a concrete
         ``value`` is outside the domain (a traced one is left to :meth:`checked`)."""
-        if is_concrete(value) and np.any(self.bad(np.asarray(value, float))):
+        if not is_concrete(value):
+            return
+        try:
+            arr = np.asarray(value, float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{who}{self.name} must be a number ({self.what}); got "
+                             f"{value!r}") from None
+        try:
+            flagged = np.any(self.bad(arr))
+        except Exception as err:  # a domain that cannot judge the value: never a traceback
+            raise ValueError(f"{who}{self.name}: its domain ({self.what}) could not be checked "
+                             f"at {_describe(value)}: the predicate raised "
+                             f"{type(err).__name__}: {err}") from None
+        if flagged:
             raise ValueError(f"{who}{self.name} must be {self.what}; got {_describe(value)}")
 
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["compilation_cache_dir", "experiments_dir", "progress_enabled", "use_compilation_cache",
-           "use_every_cpu_core", "use_fast_compile"]
+__all__ = ["cache_folder_problem", "compilation_cache_dir", "experiments_dir", "import_allowlist",
+           "progress_enabled", "store_key_file", "use_compilation_cache", "use_every_cpu_core",
+           "use_fast_compile"]
 
 DEVICE_FLAG = "--xla_force_host_platform_device_count"
 THREAD_FLAG = "--xla_cpu_multi_thread_eigen"
@@ -41,6 +42,32 @@ def experiments_dir() -> Path | None:
     """The folder ``SIMPLEXLAB_EXPERIMENTS`` names, or ``None`` when it is unset or empty."""
     value = os.environ.get("SIMPLEXLAB_EXPERIMENTS")
     return Path(value) if value else None
+
+
+#: the modules a data file may name for import (comma-separated; :mod:`simplexlab._imports`)
+IMPORT_VAR = "SIMPLEXLAB_IMPORT"
+
+
+def import_allowlist() -> tuple[str, ...]:
+    """The module names ``SIMPLEXLAB_IMPORT`` allows data files to import (comma-separated,
+    blanks ignored; each also allows its submodules)."""
+    return tuple(m.strip() for m in os.environ.get(IMPORT_VAR, "").split(",") if m.strip())
+
+
+#: the file holding the per-user secret that keys the sweep store's chunk signatures
+STORE_KEY_VAR = "SIMPLEXLAB_STORE_KEY"
+
+
+def store_key_file() -> Path:
+    """The file of the per-user secret keying the chunk signatures of the sweep store:
+    ``SIMPLEXLAB_STORE_KEY`` when set, else ``$XDG_CONFIG_HOME/simplexlab/store.key``, else
+    ``~/.config/simplexlab/store.key`` (outside every sweep folder: whoever can edit a chunk
+    cannot forge its signature; created readable by its user only on first use)."""
+    value = os.environ.get(STORE_KEY_VAR, "").strip()
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    return (Path(base) if base else Path.home() / ".config") / "simplexlab" / "store.key"
 
 
 def use_every_cpu_core() -> None:
@@ -114,6 +141,31 @@ def compilation_cache_dir() -> Path | None:
     return (Path(base) if base else Path.home() / ".cache") / "simplexlab" / "jax"
 
 
+def cache_folder_problem(folder: Path) -> str | None:
+    """Why another user could put code in ``folder`` (an existing folder of compiled programs
+    or secrets), or ``None``: it is not owned by this user, it or a folder above it (without the
+    sticky bit, as ``/tmp`` has) is writable by other users or the group, as ssh refuses a key
+    others can write."""
+    import stat
+
+    if not hasattr(os, "getuid"):  # no POSIX owners (Windows): nothing to compare
+        return None
+    uid = os.getuid()
+    st = folder.stat()
+    if st.st_uid != uid:
+        return f"it is owned by user id {st.st_uid}, not by this user ({uid})"
+    if st.st_mode & 0o022:
+        return (f"other users can write in it (mode {stat.S_IMODE(st.st_mode):04o}); make it "
+                f"yours alone: chmod go-w {str(folder)!r}")
+    for parent in folder.resolve().parents:
+        pst = parent.stat()
+        if (pst.st_mode & 0o022 and not pst.st_mode & stat.S_ISVTX) or \
+                pst.st_uid not in (uid, 0):
+            return (f"the folder above it, {str(parent)!r}, lets other users replace it "
+                    f"(owner {pst.st_uid}, mode {stat.S_IMODE(pst.st_mode):04o})")
+    return None
+
+
 def use_compilation_cache(min_compile_time: float = 0.0) -> Path | None:
     """Turn on JAX's persistent compilation cache in :func:`compilation_cache_dir` (call it before
     the first compilation: a second process running the same programs then loads them from disk
@@ -124,7 +176,9 @@ def use_compilation_cache(min_compile_time: float = 0.0) -> Path | None:
     folder is created readable by its user only (a compiled program is code JAX will run: never
     share the folder with users you do not trust). Returns the folder, or ``None`` when the
     cache is off, the folder cannot be written, ``filelock`` (JAX's lock between processes) is
-    missing, or the process already set a cache folder of its own (that one is kept)."""
+    missing, or the process already set a cache folder of its own (that one is kept). An
+    existing folder that another user could write to (:func:`cache_folder_problem`) is refused
+    with a ``ValueError``: the programs in it are native code the lab would run."""
     folder = compilation_cache_dir()
     if folder is None:
         return None
@@ -142,6 +196,11 @@ def use_compilation_cache(min_compile_time: float = 0.0) -> Path | None:
         return None
     if not os.access(folder, os.W_OK | os.X_OK):
         return None
+    problem = cache_folder_problem(folder)
+    if problem is not None:
+        raise ValueError(f"the compilation cache folder {str(folder)!r} ({CACHE_VAR}) is "
+                         f"refused: {problem}; or choose another folder ({CACHE_VAR}=off: no "
+                         "cache)")
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time))

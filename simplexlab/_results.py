@@ -36,19 +36,23 @@ import numpy as np
 
 __all__ = ["atomic_write_bytes", "atomic_write_json", "check_file_name", "file_mode",
            "provenance", "read_json", "read_npz", "read_toml", "remove_temporaries",
-           "set_aside", "to_jsonable", "writable_file", "writable_folder", "write_dataset",
-           "write_npz"]
+           "set_aside", "to_jsonable", "user_secret", "writable_file", "writable_folder",
+           "write_dataset", "write_npz"]
 
 
 def check_file_name(name: Any, what: str = "name") -> str:
     """``name`` if it is a plain file name (a non-empty string with no folder separator, not
-    ``.``/``..``, not starting with ``.`` -- a hidden file); ``ValueError`` naming ``what`` and
-    the value otherwise, so that a name can never put a file outside its folder."""
+    ``.``/``..``, not starting with ``.`` -- a hidden file --, no control character such as a
+    newline or a tab, no leading or trailing blank); ``ValueError`` naming ``what`` and the
+    value otherwise, so that a name can never put a file outside its folder nor write a name
+    that a listing or a shell shows as something else."""
     seps = {"/", "\\", os.sep, os.altsep} - {None}
     if (not isinstance(name, str) or not name.strip() or name.startswith(".")
-            or any(c in name for c in seps) or "\0" in name):
+            or any(c in name for c in seps) or name != name.strip()
+            or any(not c.isprintable() for c in name)):
         raise ValueError(f"{what} must be a file name (not empty, no folder separator, not "
-                         f"starting with '.'); got {name!r}")
+                         f"starting with '.', no control character or surrounding blank); "
+                         f"got {name!r}")
     return name
 
 
@@ -93,6 +97,52 @@ def writable_file(path: str | os.PathLike, what: str = "out") -> Path:
     if problem:
         raise ValueError(f"{what}: cannot write {str(path)!r}: {problem}")
     return path
+
+
+def user_secret(path: str | os.PathLike, what: str, nbytes: int = 32) -> bytes:
+    """The per-user secret kept in ``path``: created on first use (``nbytes`` random bytes, the
+    file readable and writable by its user only, written whole before it appears under its
+    name, so that two processes creating it at once agree on one secret), read afterwards. A
+    file that another user could read or write, that is not this user's, that is not a regular
+    file or that holds fewer than 16 bytes is refused with a ``ValueError`` naming ``what`` (the
+    setting that names the file) and the file."""
+    path = Path(path)
+    if not path.exists():
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(path.name), suffix=".tmp",
+                                       dir=path.parent)  # mode 0600
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(secrets.token_bytes(nbytes))
+                    f.flush()
+                    os.fsync(f.fileno())
+                try:
+                    os.link(tmp, path)  # never replaces a secret another process made first
+                except FileExistsError:
+                    pass
+            finally:
+                os.unlink(tmp)
+        except OSError as err:
+            raise ValueError(f"{what}: cannot create the secret file {str(path)!r} "
+                             f"({err.strerror or err}); set {what} to a file you can "
+                             "write") from None
+    try:
+        st = path.lstat()
+        data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    except OSError as err:
+        raise ValueError(f"{what}: cannot read the secret file {str(path)!r} "
+                         f"({err.strerror or err})") from None
+    problem = (
+        "it is not a regular file" if data is None else
+        f"it is owned by user id {st.st_uid}, not by this user"
+        if hasattr(os, "getuid") and st.st_uid != os.getuid() else
+        f"other users can read or write it (mode {st.st_mode & 0o777:04o}; chmod 600 it)"
+        if st.st_mode & 0o077 else
+        f"it holds {len(data)} bytes, fewer than 16" if len(data) < 16 else None)
+    if problem:
+        raise ValueError(f"{what}: the secret file {str(path)!r} is refused: {problem}")
+    return data
 
 
 def _umask() -> int:

@@ -20,12 +20,16 @@ import tempfile
 
 import jax
 
-from simplexlab._env import CACHE_VAR, fast_compile_flags, use_compilation_cache
+from simplexlab._env import CACHE_VAR, STORE_KEY_VAR, fast_compile_flags, use_compilation_cache
 
 if CACHE_VAR not in os.environ:  # the session's first process: one folder for all of them
     _folder = tempfile.mkdtemp(prefix="simplexlab-test-jax-cache-")
     os.environ[CACHE_VAR] = _folder
     atexit.register(shutil.rmtree, _folder, ignore_errors=True)
+if STORE_KEY_VAR not in os.environ:  # the sweep store's secret: the session's, not the user's
+    _keys = tempfile.mkdtemp(prefix="simplexlab-test-store-key-")
+    os.environ[STORE_KEY_VAR] = os.path.join(_keys, "store.key")
+    atexit.register(shutil.rmtree, _keys, ignore_errors=True)
 # Where Python writes no bytecode (PYTHONDONTWRITEBYTECODE, set on the CI machine), every process
 # the suite starts (~150: CLI runs, README blocks, notebook kernels, sweep workers) would compile
 # the package's and the experiments' sources again: pytest's own process (not its xdist workers)

@@ -29,7 +29,7 @@ PKG = ROOT / "simplexlab"
 ORDER = ["theory", "shaping", "sim", "sweep", "verify", "lab"]
 #: layers beside the last one of ORDER: name -> the layer of ORDER they sit beside
 SIBLINGS = {"llm": "lab"}
-BASE = {"_checks", "_types", "_results", "_version", "_env", "_interrupt", "_upstream",
+BASE = {"_checks", "_types", "_results", "_version", "_env", "_interrupt", "_upstream", "_imports",
         "_bibliography"}
 #: folders outside the package whose imports of simplexlab are checked (outside every layer)
 OUTSIDE = ("experiments", "benchmarks", "notebooks")

@@ -152,6 +152,8 @@ def test_a_toml_sweep_takes_a_rule_by_its_import_path(tmp_path, monkeypatch):
 
     (tmp_path / "user_rules_toml.py").write_text(_USER_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
+    # the user allows the modules the file may name (tests/test_audit_trust.py: else refused)
+    monkeypatch.setenv("SIMPLEXLAB_IMPORT", "user_rules_toml,no_such_module_here")
     cfg = tmp_path / "user.toml"
     cfg.write_text(_TOML.format(method="user_rules_toml:toml_scaled", grid="toml_scale"))
     try:

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from .._env import progress_enabled
+from .._imports import allow_import
 from .._interrupt import check, install
 from ._cli_args import (
     MAX_SEED,
@@ -53,6 +54,7 @@ def _cmd_sweep(args) -> int:
 
     check()  # a Ctrl-C while the sweep engine was imported
     try:
+        allow_import(*args.imports)  # the modules the file may name (method = "mod:rule")
         kwargs = load_config(args.config)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -124,12 +126,21 @@ def _cmd_plan(args) -> int:
     (:func:`simplexlab.verify.plan`); prints the table and the recommendation for TRL and verl,
     writes ``plan.json`` (with provenance) and ``plan.png`` under ``--out``. Exit status 0 with
     a recommendation, 1 when no group size of the grid meets the targets, 2 on bad input."""
-    from .._results import atomic_write_bytes, atomic_write_json, provenance, writable_folder
+    from .._results import (
+        atomic_write_bytes,
+        atomic_write_json,
+        provenance,
+        writable_file,
+        writable_folder,
+    )
     from ..shaping import GainSchedule
     from ..verify import plan
 
     try:
         out = writable_folder(args.out, "--out") if args.out else None  # before any compute
+        if out is not None:  # the two files too (a folder named plan.json: before, not after)
+            for file in ("plan.json", "plan.png"):
+                writable_file(out / file, "--out")
         params = {}
         for item in args.param or ():
             name, sep, value = item.partition("=")
@@ -153,7 +164,9 @@ def _cmd_plan(args) -> int:
             else _sizes_arg(args.group_sizes, "--group-sizes"),
             drift_group_sizes=drift_sizes, min_signal=args.min_signal,
             max_tail_miss=args.max_tail_miss, avoid_collision=args.avoid_collision,
-            cancel_tol=args.cancel_tol, params=params or None, num_groups=args.num_groups)
+            cancel_tol=args.cancel_tol, params=params or None, num_groups=args.num_groups,
+            **{k: v for k, v in (("max_modes", args.max_modes),
+                                 ("max_programs", args.max_programs)) if v is not None})
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -267,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     p_sw.add_argument("--out", type=_path_arg, default=None,
                       help="output folder (overrides the file's 'out')")
     p_sw.add_argument("--memory-budget", default=None, help="e.g. 2GB (overrides the file)")
+    p_sw.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                      help="allow the file to name a rule from MODULE (method = "
+                      "\"MODULE:rule\"), or from a submodule of it; repeat for several "
+                      "(also: SIMPLEXLAB_IMPORT=MODULE,...). A module the file names is "
+                      "imported only when allowed")
     resume = p_sw.add_mutually_exclusive_group()
     resume.add_argument("--resume", dest="resume", action="store_true", default=True,
                         help="reuse finished chunks of the same sweep (default)")
@@ -344,6 +362,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="target: a drift regime other than collision (bisects the grid)")
     p_plan.add_argument("--cancel-tol", type=float, default=0.05,
                         help="the cancel band, a fraction of the G→∞ GRPO collision drift")
+    p_plan.add_argument("--max-modes", type=int, default=None, metavar="N",
+                        help="size guard: the most modes K + M (default 64; each drift program "
+                        "grows with them)")
+    p_plan.add_argument("--max-programs", type=int, default=None, metavar="N",
+                        help="size guard: the most drift programs compiled (default 64)")
     p_plan.add_argument("--out", type=_path_arg, default=None, metavar="DIR",
                         help="also write DIR/plan.json (with provenance) and DIR/plan.png")
     p_plan.set_defaults(func=_cmd_plan)
@@ -365,8 +388,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command != "docs":  # the docs build runs in its own process
-            _setup_jax(fast_compile=args.command in ("reproduce", "claims")
-                       and not getattr(args, "full", False))
+            try:
+                _setup_jax(fast_compile=args.command in ("reproduce", "claims")
+                           and not getattr(args, "full", False))
+            except ValueError as err:  # a compilation cache folder others can write to
+                print(f"error: {err}", file=sys.stderr)
+                return 2
         check()  # a Ctrl-C while JAX loaded (its gc callback swallows the KeyboardInterrupt)
         if args.command in ("list", "reproduce", "claims"):
             problem = _experiments_folder(args)

@@ -38,6 +38,7 @@ import tomllib
 from pathlib import Path
 
 from .._version import install_command
+from ._cli_args import MAX_SEED, _path_arg, _seed_arg
 
 SECTIONS = {"name", "out", "model", "task", "warm_start", "train"}
 
@@ -53,8 +54,8 @@ def add_parser(sub) -> None:
     mode.add_argument("--quick", action="store_true", default=True,
                       help="one seed, short runs (default); figures/quick/")
     mode.add_argument("--full", action="store_true", help="three seeds; figures/")
-    p.add_argument("--out", default=None, help="output folder")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=_path_arg, default=None, help="output folder")
+    p.add_argument("--seed", type=_seed_arg, default=0, help=f"run seed, 0 .. {MAX_SEED}")
     p.add_argument("--resume", action="store_true",
                    help="continue from the checkpoints of an interrupted run")
     p.add_argument("--force", action="store_true",
@@ -78,34 +79,49 @@ def cmd_train(args) -> int:
         out = Path(args.out) if args.out else default_out_dir(quick)
         try:
             writable_folder(out, "--out")
-        except ValueError as err:
+            rec = run_experiment("llm-train", quick=quick, out=out, seed=args.seed)
+        except (OSError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        rec = run_experiment("llm-train", quick=quick, out=out, seed=args.seed)
         print(f"[llm-train] done in {rec['wall_seconds']:.0f}s: {', '.join(rec['figures'])}, "
               f"llm-train.json in {out}")
         return 0
     try:
         plan = _plan(Path(args.config), args)
-    except (OSError, ValueError, tomllib.TOMLDecodeError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        return _run(plan, args)
+    except (OSError, ValueError, tomllib.TOMLDecodeError) as err:  # bad input, a refused
+        print(f"error: {err}", file=sys.stderr)  # checkpoint, an unwritable disk: one line
         return 2
-    return _run(plan, args)
 
 
 def _plan(path: Path, args) -> dict:
-    from .._results import check_file_name, writable_folder
+    from .._checks import is_int
+    from .._results import check_file_name, read_toml, writable_folder
     from ..llm import ArithmeticTask, TrainConfig
     from ..verify import load_schedule
 
-    raw = tomllib.loads(path.read_text())
+    raw = read_toml(path)  # a ValueError naming the file when it does not parse or is a folder
     unknown = sorted(set(raw) - SECTIONS)
     if unknown:
         raise ValueError(f"{path}: unknown key(s) {unknown}; known: {sorted(SECTIONS)}")
+    for key in ("model", "task", "warm_start", "train"):
+        if not isinstance(raw.get(key, {}), dict):
+            raise ValueError(f"{path}: [{key}] must be a table; got {raw[key]!r}")
     model = dict(raw.get("model", {}))
     bad = sorted(set(model) - {"path", "seed"})
     if bad:
         raise ValueError(f"{path}: unknown [model] key(s) {bad}; known: ['path', 'seed']")
+    if "seed" in model and not (is_int(model["seed"]) and 0 <= model["seed"] <= MAX_SEED):
+        raise ValueError(f"{path}: [model] seed must be an integer in [0, {MAX_SEED}]; got "
+                         f"{model['seed']!r}")
+    if "path" in model:
+        if not isinstance(model["path"], str) or not model["path"].strip():
+            raise ValueError(f"{path}: [model] path must be a folder's path (a string); got "
+                             f"{model['path']!r}")
+        if not (Path(model["path"]).expanduser() / "config.json").is_file():
+            raise ValueError(f"{path}: [model] path {model['path']!r} is not a folder written "
+                             "by save_pretrained (no config.json); the driver loads local "
+                             "models only")
     task_opts = dict(raw.get("task", {}))
     if task_opts.pop("name", "arithmetic") != "arithmetic":
         raise ValueError(f"{path}: the only built-in task is 'arithmetic'")
@@ -127,8 +143,11 @@ def _plan(path: Path, args) -> dict:
         if not sched.is_absolute():
             sched = path.parent / sched
         train["schedule"] = load_schedule(sched, force=args.force)
-    cfg = TrainConfig.from_dict({**train, **({"seed": args.seed} if "seed" not in train
-                                              else {})})
+    try:
+        cfg = TrainConfig.from_dict({**train, **({"seed": args.seed} if "seed" not in train
+                                                  else {})})
+    except (TypeError, ValueError) as err:  # e.g. betas = 3: not a pair
+        raise ValueError(f"{path}: [train]: {err}") from None
     name = check_file_name(raw.get("name", path.stem), f"{path}: name")
     out = writable_folder(args.out or raw.get("out", "runs"),
                           "--out" if args.out else f"{path}: out")

@@ -385,6 +385,14 @@ def _real(v, name: str) -> float:
     return v
 
 
+def _rates(delta_fn, delta_fp) -> tuple[float, float]:
+    """The verifier's error rates, real, finite and a :class:`Verifier`'s (in [0, 1), sum < 1),
+    whichever method reads them."""
+    rates = (_real(delta_fn, "delta_fn"), _real(delta_fp, "delta_fp"))
+    Verifier(*rates)  # raises ValueError naming a rate out of range
+    return rates
+
+
 def _params_key(method: str, params) -> tuple:
     if params is None:
         return ()
@@ -468,15 +476,17 @@ def advantages(rewards: torch.Tensor, modes: torch.Tensor | None = None, *, meth
     devices, unknown methods or parameters raise ``ValueError`` (always checked).
     """
     m = shaping.lookup_method(method)
+    if not isinstance(validate, bool):
+        raise ValueError(f"validate must be True or False; got {validate!r}")
     x = _inputs(rewards, modes, mask, logp, need_modes=m.modes)
     if m.logp and x["logp"] is None:
         raise ValueError(f"method {method!r} needs the rollouts' log-probabilities (logp)")
     C = _num_clusters(num_clusters, x["rewards"].shape[-1])
     g2 = m.schedule
+    rates = _rates(delta_fn, delta_fp)  # checked for every method, used by G²RPO's
     program = _advantages_program(
         method, C, _schedule_key(schedule) if g2 else None, _params_key(method, params),
-        (_real(delta_fn, "delta_fn"), _real(delta_fp, "delta_fp")) if g2 else None,
-        bool(validate))
+        rates if g2 else None, validate)
     st = _step(step)
     jx = {k: (None if v is None else to_jax(v)) for k, v in x.items()}
     out, flags = program(jx["rewards"], jx["modes"], jx["mask"], jx["logp"], st)
@@ -524,14 +534,15 @@ def group_stats(rewards: torch.Tensor, modes: torch.Tensor, *, mask: torch.Tenso
     ``(P, C)`` the per-cluster bonus (eq. 44, re-centered, clipped); ``bad_bonus`` ``(P,)`` the
     neutralizer (eq. 53) every incorrect rollout gets.
     """
+    if not isinstance(validate, bool):
+        raise ValueError(f"validate must be True or False; got {validate!r}")
     x = _inputs(rewards, modes, mask, None, need_modes=True)
     C = _num_clusters(num_clusters, x["rewards"].shape[-1])
     t = _real(mode_threshold, "mode_threshold")
     if not 0.0 <= t < 1.0:
         raise ValueError(f"mode_threshold must lie in [0, 1); got {mode_threshold!r}")
-    program = _stats_program(C, _schedule_key(schedule),
-                             (_real(delta_fn, "delta_fn"), _real(delta_fp, "delta_fp")), t,
-                             bool(validate))
+    program = _stats_program(C, _schedule_key(schedule), _rates(delta_fn, delta_fp), t,
+                             validate)
     st = _step(step)
     jx = {k: (None if v is None else to_jax(v)) for k, v in x.items()}
     out, flags = program(jx["rewards"], jx["modes"], jx["mask"], st)

@@ -55,7 +55,10 @@ DEFAULT_SCHEDULE = GainSchedule(kind="B", gain=1.5, neutralize=True, B_max=5.0)
 def resolve_schedule(schedule, force: bool = False) -> GainSchedule:
     """A :class:`GainSchedule` from the path of a verified schedule JSON (``load_schedule``:
     one that failed verification is refused unless ``force``), a ``GainSchedule``, or ``None``
-    (:data:`DEFAULT_SCHEDULE`). Used by the driver's CLI and both adapters."""
+    (:data:`DEFAULT_SCHEDULE`). Used by the driver's CLI and both adapters. ``force`` must be
+    a bool (``"yes"`` is not ``True``)."""
+    if not isinstance(force, bool):
+        raise ValueError(f"force must be True or False; got {force!r}")
     if schedule is None:
         return DEFAULT_SCHEDULE
     if isinstance(schedule, GainSchedule):
@@ -126,6 +129,17 @@ class TrainConfig:
             v = getattr(self, name)
             if not (isinstance(v, int | float) and 0 <= v < 1):
                 raise ValueError(f"{name} must lie in [0, 1); got {v!r}")
+        if not (is_int(self.seed) and 0 <= self.seed < 2**63):  # numpy's and torch's seeds
+            raise ValueError(f"seed must be an integer in [0, 2**63 - 1]; got {self.seed!r}")
+        if not (isinstance(self.betas, tuple | list) and len(self.betas) == 2
+                and all(isinstance(b, int | float) and not isinstance(b, bool) and 0 <= b < 1
+                        for b in self.betas)):
+            raise ValueError(f"betas must be two numbers in [0, 1) (AdamW's); got "
+                             f"{self.betas!r}")
+        for name in ("delta_fn", "delta_fp", "mode_threshold"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise ValueError(f"{name} must be a number; got {v!r}")
         self.verifier  # noqa: B018  (Verifier validates the rates: in [0, 1], sum < 1)
         if not (isinstance(self.weight_decay, int | float) and self.weight_decay >= 0):
             raise ValueError(f"weight_decay must be >= 0; got {self.weight_decay!r}")
@@ -150,7 +164,7 @@ class TrainConfig:
         d = dict(d)
         if isinstance(d.get("schedule"), dict):
             d["schedule"] = GainSchedule.from_dict(d["schedule"])
-        if "betas" in d:
+        if isinstance(d.get("betas"), list | tuple):
             d["betas"] = tuple(d["betas"])
         return cls(**d)
 

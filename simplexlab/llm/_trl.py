@@ -28,11 +28,27 @@ from typing import Any
 
 import torch
 
+from .._checks import is_int
 from ._bridge import advantages as bridge_advantages
 from ._bridge import group_stats
 from ._driver import resolve_schedule
 
 __all__ = ["G2RPOTrainer"]  # noqa: F822 (built on first use by the module __getattr__)
+
+
+def _check_settings(*, mode_fn, correct_fn, force, shaping, num_clusters) -> None:
+    """The settings of :class:`G2RPOTrainer` that TRL never sees, checked at construction (not
+    at the first step): callables callable, booleans booleans, ``num_clusters`` an integer
+    >= 1 or ``None`` (never a silent default)."""
+    for name, fn in (("mode_fn", mode_fn), ("correct_fn", correct_fn)):
+        if fn is not None and not callable(fn):
+            raise ValueError(f"G2RPOTrainer: {name} must be callable (or None); got {fn!r}")
+    for name, v in (("force", force), ("shaping", shaping)):
+        if not isinstance(v, bool):
+            raise ValueError(f"G2RPOTrainer: {name} must be True or False; got {v!r}")
+    if num_clusters is not None and not (is_int(num_clusters) and num_clusters >= 1):
+        raise ValueError(f"G2RPOTrainer: num_clusters must be an integer >= 1 (or None: the "
+                         f"group size); got {num_clusters!r}")
 
 
 def _make_trainer_class():
@@ -59,6 +75,8 @@ def _make_trainer_class():
                      params: dict[str, float] | None = None, **kwargs):
             from ..shaping import METHOD_PARAMETERS, lookup_method
 
+            _check_settings(mode_fn=mode_fn, correct_fn=correct_fn, force=force,
+                            shaping=shaping, num_clusters=num_clusters)
             m = lookup_method(method, "G2RPOTrainer: ")
             unknown = sorted(set(params or {}) - set(m.params))
             if unknown:
@@ -70,12 +88,15 @@ def _make_trainer_class():
             if m.modes and mode_fn is None and shaping:
                 raise ValueError("G2RPOTrainer with method='g2rpo' needs mode_fn(prompts, "
                                  "completions) -> mode ids (e.g. simplexlab.llm.discover_modes)")
-            self.lab_schedule = resolve_schedule(schedule, force)
+            try:
+                self.lab_schedule = resolve_schedule(schedule, force)
+            except ValueError as err:
+                raise ValueError(f"G2RPOTrainer: {err}") from None
             self.lab_method = method
             self.lab_mode_fn = mode_fn
             self.lab_num_clusters = num_clusters
             self.lab_correct_fn = correct_fn
-            self.lab_shaping = bool(shaping)
+            self.lab_shaping = shaping
             self.lab_last: dict[str, Any] = {}
             super().__init__(*args, **kwargs)
 
@@ -117,7 +138,8 @@ def _make_trainer_class():
                 raise ValueError(f"G2RPOTrainer: {modes.numel()} mode ids for {n} rewards")
             r = rewards.detach().float().cpu().reshape(-1, G).contiguous()
             m = modes.cpu().to(torch.int32).reshape(-1, G).contiguous()
-            C = self.lab_num_clusters or max(G, int(m.max()) + 1)
+            C = (max(G, int(m.max()) + 1) if self.lab_num_clusters is None
+                 else self.lab_num_clusters)
             step = int(self.state.global_step)
             lab_method = "g2rpo_bonus" if self.lab_method == "g2rpo" else self.lab_method
             lab = bridge_advantages(r, m, method=lab_method, schedule=self.lab_schedule,

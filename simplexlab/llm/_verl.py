@@ -61,8 +61,10 @@ import numpy as np
 import torch
 
 from .. import shaping
+from .._checks import is_int
 from .._version import install_command
 from ..shaping import GainSchedule
+from ._bridge import _rates
 from ._bridge import advantages as bridge_advantages
 from ._driver import resolve_schedule
 from ._verl_scores import split_scores
@@ -203,11 +205,17 @@ class VerlEstimator:
         if mode_fn is not None and not callable(mode_fn):
             raise ValueError(f"mode_fn must be callable(index, scores) -> mode ids; got "
                              f"{mode_fn!r}")
+        if not isinstance(modes_in_scores, bool):
+            raise ValueError(f"modes_in_scores must be True or False; got {modes_in_scores!r}")
+        if num_clusters is not None and not (is_int(num_clusters) and num_clusters >= 1):
+            raise ValueError(f"num_clusters must be an integer >= 1 (or None: max(G, largest "
+                             f"mode id + 1)); got {num_clusters!r}")
+        _rates(delta_fn, delta_fp)  # real rates of a Verifier, whatever the method
         if modes_in_scores and mode_fn is not None:
             raise ValueError("modes_in_scores=True reads the mode ids from the reward scores; "
                              "mode_fn is a second source: pass one of them")
         self.method = method
-        self.modes_in_scores = bool(modes_in_scores)
+        self.modes_in_scores = modes_in_scores
         if _g2(method) and schedule is None:
             schedule = resolve_schedule(None, False)
         self.schedule = schedule

@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._checks import is_int
 from ..shaping import GainSchedule
+from ._bridge import _rates
 from ._bridge import advantages as bridge_advantages
 from ._driver import resolve_schedule
 from ._verl import _NO_VERL, _groups, _mode_array, _num_clusters
@@ -168,6 +170,11 @@ def with_rarity_bonus(compute_score: Callable | None = None, *,
         raise ValueError(f"compute_score must be callable; got {compute_score!r}")
     if mode_fn is not None and not callable(mode_fn):
         raise ValueError(f"mode_fn must be callable; got {mode_fn!r}")
+    if num_clusters is not None and not (is_int(num_clusters) and num_clusters >= 1):
+        raise ValueError(f"num_clusters must be an integer >= 1 (or None); got {num_clusters!r}")
+    if step is not None and not (is_int(step) and step >= 0):
+        raise ValueError(f"step must be an integer >= 0 (or None: counted); got {step!r}")
+    _rates(delta_fn, delta_fp)
     sched = resolve_schedule(schedule, force)
     return _RarityScore(compute_score, mode_fn, sched, group_key, num_clusters, bonus_key,
                         mode_key, train_split, step, delta_fn, delta_fp)

@@ -56,10 +56,18 @@ def _mode_id(label: Hashable) -> int:
 
 def score_row(value: Any) -> dict[str, Any]:
     """A verifier's value as a reward row: a mapping's copy, else ``{"score": value}``
-    (``ValueError`` for a mapping without ``"score"``)."""
+    (``ValueError`` for a mapping without ``"score"``, or a score that is not a real number: a
+    string such as ``'1.0'``, ``None``, an array; a bool is a 0/1 reward)."""
     row = dict(value) if isinstance(value, Mapping) else {"score": value}
     if "score" not in row:
         raise ValueError(f"compute_score returned a dict without 'score': {value!r}")
+    score = row["score"]
+    if isinstance(score, torch.Tensor | np.ndarray) and score.ndim == 0:
+        score = score.item()
+    if not isinstance(score, int | float | np.integer | np.floating):
+        raise ValueError(f"compute_score must return a number (or a dict whose 'score' is one); "
+                         f"got {row['score']!r} ({type(row['score']).__name__})")
+    row["score"] = float(score)
     return row
 
 
@@ -109,6 +117,10 @@ def split_scores(scores: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
     if bool((m < 0).any()):
         raise ValueError(f"a reward score below {_REWARDS[0]:g} carries no mode id (scores "
                          f"{s[m < 0][:8].tolist()}); write scores with score_with_mode")
+    if bool((m >= _MODES).any()):  # beyond the last mode id (and int64 for 1e30)
+        raise ValueError(f"a reward score above {_REWARDS[1] + MODE_SCORE_BASE * (_MODES - 1):g} "
+                         f"carries no mode id (scores {s[m >= _MODES][:8].tolist()}; mode ids "
+                         f"are < {_MODES}); write scores with score_with_mode")
     return s - MODE_SCORE_BASE * m, m.to(torch.int64).numpy()
 
 
@@ -135,10 +147,18 @@ def with_mode_in_score(compute_score: Callable, mode_fn: Callable, *, reward_key
     for nm, fn in (("compute_score", compute_score), ("mode_fn", mode_fn)):
         if not callable(fn):
             raise ValueError(f"{nm} must be callable; got {fn!r}")
+    for nm, key in (("reward_key", reward_key), ("mode_key", mode_key)):
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"{nm} must be a non-empty string; got {key!r}")
+        if key == "score":  # the encoded score would be overwritten: the mode id lost
+            raise ValueError(f"{nm} must not be 'score', the key of the encoded score (reward "
+                             "and mode id); choose another name")
+    if reward_key == mode_key:
+        raise ValueError(f"reward_key and mode_key must differ; both are {reward_key!r}")
 
     def row(value: Any, solution_str, ground_truth, extra_info) -> dict[str, Any]:
         out = score_row(value)
-        reward = float(out["score"])
+        reward = out["score"]
         mode = _mode_id(mode_fn(solution_str, ground_truth, extra_info))
         out["score"] = score_with_mode(reward, mode)
         out[reward_key] = reward

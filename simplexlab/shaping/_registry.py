@@ -9,10 +9,10 @@ finite-group theory, the torch bridge and the TRL / verl adapters.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from .._checks import Param
+from .._imports import import_user_module
 from ._advantages import (
     DrGRPORule,
     GRPOBatchStdRule,
@@ -143,18 +143,19 @@ def unregister_method(name: str) -> None:
 
 def import_method(spec, who: str = "") -> str:
     """The rule a config file names: ``"package.module:name"`` imports ``package.module`` (the
-    user's own module, named in the user's own file; importing it registers ``name`` with
-    :func:`register_method`) and returns ``name``; a plain name is returned as it is. Refused
-    with a ``ValueError`` naming the rule: a module that cannot be imported, or one that
-    registers no rule ``name``."""
+    user's own module; importing it registers ``name`` with :func:`register_method`) and returns
+    ``name``; a plain name is returned as it is. The module must be one the user allowed
+    (:func:`simplexlab._imports.import_user_module`: ``--import``, ``SIMPLEXLAB_IMPORT``, or
+    already imported by the user's own code), checked before it is imported. Refused with a
+    ``ValueError`` naming ``who`` and the rule: a module that is not allowed or cannot be
+    imported, an empty module or rule name, or a module that registers no rule ``name``."""
     if not isinstance(spec, str) or ":" not in spec:
         return spec
     module, _, name = spec.partition(":")
-    try:
-        importlib.import_module(module)
-    except ImportError as err:
-        raise ValueError(f"{who}method {spec!r}: cannot import {module!r} ({err}); the module "
-                         "must be installed or on the Python path") from None
+    if not name.isidentifier():
+        raise ValueError(f"{who}method {spec!r}: {name!r} is not a rule name (write "
+                         "\"package.module:rule\")")
+    import_user_module(module, f"{who}method {spec!r}")
     if name not in METHODS:
         raise ValueError(f"{who}method {spec!r}: importing {module!r} registered no rule "
                          f"{name!r} (the module should call register_method({name!r}, ...)); "

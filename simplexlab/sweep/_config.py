@@ -25,7 +25,10 @@
 A rule from the user's own code: ``method = "mypkg.rules:my_rule"`` in ``[fixed]`` imports
 ``mypkg.rules`` (installed or on the Python path), whose import registers ``my_rule``
 (:func:`simplexlab.shaping.register_method`); its declared parameters can then be fixed or swept
-like any other.
+like any other. A data file cannot make the lab import a module on its own: the module must be
+allowed by the user (``simplexlab sweep --import mypkg.rules``, ``SIMPLEXLAB_IMPORT=mypkg.rules``,
+or imported by the user's own code before the file is read; :mod:`simplexlab._imports`), checked
+before anything is imported.
 
 Unknown keys (a typo) raise ``ValueError`` naming the key and what is allowed, before any compute;
 so does a value of the wrong TOML type (naming the file, the key and the type expected: a boolean
@@ -105,6 +108,9 @@ def _check_types(path: Path, cfg: dict, target) -> None:
     for key in ("seeds", "max_runs", "max_steps", "chunk_size"):
         if key in cfg and cfg[key] < 1:
             raise ValueError(f"{path}: {key} must be an integer >= 1; got {cfg[key]!r}")
+    if "seed" in cfg and not -(2**63) <= cfg["seed"] < 2**63:  # what a PRNG key is made from
+        raise ValueError(f"{path}: seed must be an integer in [-2**63, 2**63 - 1]; got "
+                         f"{cfg['seed']!r}")
     arrays, statics = target.array_params(), target.static_params()
     for section in ("fixed", "grid"):
         for name, value in cfg.get(section, {}).items():
@@ -134,7 +140,14 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
         raise ValueError(f"{path}: unknown key(s) {unknown}; allowed: {sorted(TOP_KEYS)}")
     if "simulator" not in cfg:
         raise ValueError(f"{path}: missing 'simulator' (e.g. simulator = \"categorical\")")
-    target = make_target(cfg["simulator"])
+    if not isinstance(cfg["simulator"], str):
+        raise ValueError(f"{path}: simulator must be {_STRING} (a simulator's name, e.g. "
+                         f"simulator = \"categorical\"); got {cfg['simulator']!r} "
+                         f"({_toml_type(cfg['simulator'])})")
+    try:
+        target = make_target(cfg["simulator"])
+    except ValueError as err:
+        raise ValueError(f"{path}: simulator: {err}") from None
     for section in ("fixed", "grid"):
         if not isinstance(cfg.get(section, {}), dict):
             raise ValueError(f"{path}: [{section}] must be a table of parameter = value")

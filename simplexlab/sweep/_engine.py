@@ -199,7 +199,10 @@ def _execute(plan: _Plan, *, out, name: str, resume: bool, progress: bool):
     lead = jax.process_index() == 0
     store = None
     if out is not None:
-        store = ChunkStore(Path(out) / f"{name}.chunks")
+        # the signatures' secret, read (or created) before any compute, by the process that
+        # reads and writes the chunks
+        store = ChunkStore(Path(out) / f"{name}.chunks", key=ChunkStore.user_key() if lead
+                           else None)
         if lead:
             store.clean()
     describe = plan.target.describe()

@@ -6,15 +6,20 @@ chunk's layout), so a change of any of them -- a different ``--seed``, mode, par
 version -- is a different file and is recomputed, never confused with an old result.
 
 Every chunk file also carries, as two more ``.npz`` entries (one-element unicode arrays, so no
-pickling), its own digest (:data:`DIGEST_ENTRY`) and the SHA-256 of its arrays
-(:data:`HASH_ENTRY`, see :func:`arrays_sha256`). :meth:`ChunkStore.check` compares them with the
-file's name and its arrays, so that a chunk copied over another chunk's file, or a chunk whose
-numbers were edited, is found out instead of silently giving wrong results.
+pickling), its own digest (:data:`DIGEST_ENTRY`) and the signature of its digest and arrays
+(:data:`HASH_ENTRY`, :func:`chunk_signature`: an HMAC-SHA256 of the digest and
+:func:`arrays_sha256`, keyed with a per-user secret kept outside every store,
+:func:`simplexlab._env.store_key_file`). :meth:`ChunkStore.check` compares them with the file's
+name and its arrays, so that a chunk copied over another chunk's file, or a chunk whose numbers
+were edited -- even with its hash entry recomputed, which takes the secret --, is found out
+instead of silently giving wrong results. A chunk written under another user's secret (a store
+copied from elsewhere) does not check either: it is set aside and computed again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 from pathlib import Path
@@ -22,17 +27,19 @@ from typing import Any
 
 import numpy as np
 
-from .._results import read_npz, remove_temporaries, set_aside, write_npz
+from .._env import STORE_KEY_VAR, store_key_file
+from .._results import read_npz, remove_temporaries, set_aside, user_secret, write_npz
 
-__all__ = ["ChunkStore", "arrays_sha256", "chunk_digest"]
+__all__ = ["ChunkStore", "arrays_sha256", "chunk_digest", "chunk_signature"]
 
 #: part of every digest: a change of the file layout makes the old chunks unknown names (they
-#: are recomputed, not rejected). "2": the digest and hash entries.
-STORE_FORMAT = "2"
+#: are recomputed, not rejected). "2": the digest and hash entries; "3": the hash entry is a
+#: keyed signature.
+STORE_FORMAT = "3"
 #: the ``.npz`` entry holding the chunk's own digest
 DIGEST_ENTRY = "__chunk_digest__"
-#: the ``.npz`` entry holding :func:`arrays_sha256` of the chunk's arrays
-HASH_ENTRY = "__arrays_sha256__"
+#: the ``.npz`` entry holding :func:`chunk_signature` of the chunk's digest and arrays
+HASH_ENTRY = "__chunk_hmac__"
 
 
 def _canonical(v: Any) -> Any:
@@ -72,6 +79,13 @@ def arrays_sha256(arrays: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
+def chunk_signature(digest: str, arrays: dict[str, np.ndarray], key: bytes) -> str:
+    """HMAC-SHA256, keyed with ``key``, of the chunk's ``digest`` and :func:`arrays_sha256` of
+    its ``arrays``: only the holder of the key can make it."""
+    message = f"{digest}\n{arrays_sha256(arrays)}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
 def _entry(v: Any) -> str | None:
     """The string of a one-element unicode entry, or ``None`` when it is not one."""
     v = np.asarray(v)
@@ -83,10 +97,25 @@ class ChunkStore:
     (:meth:`save`, :meth:`check`); :meth:`clean` removes the temporary files left by a killed
     run (the atomic writer's ``.<name>.<pid>.<random>.tmp`` of a dead process), so an
     interrupted sweep leaves no half-written file, while a live sweep writing to the same folder
-    keeps its own."""
+    keeps its own. ``key``: the secret of the signatures (default: the user's,
+    :func:`simplexlab._env.store_key_file`, read or created on first use)."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, key: bytes | None = None):
         self.root = Path(root)
+        self._key = key
+
+    @property
+    def key(self) -> bytes:
+        """The secret that keys the chunks' signatures."""
+        if self._key is None:
+            self._key = self.user_key()
+        return self._key
+
+    @staticmethod
+    def user_key() -> bytes:
+        """The user's secret (:func:`simplexlab._env.store_key_file`), read or created now;
+        ``ValueError`` naming ``SIMPLEXLAB_STORE_KEY`` when it cannot be used."""
+        return user_secret(store_key_file(), STORE_KEY_VAR)
 
     def path(self, digest: str) -> Path:
         return self.root / f"{digest}.npz"
@@ -100,31 +129,33 @@ class ChunkStore:
         return read_npz(self.path(digest))
 
     def save(self, digest: str, arrays: dict[str, np.ndarray]) -> Path:
-        """Write ``arrays`` atomically as ``<digest>.npz``, with the digest and the hash of the
-        arrays as two more entries; ``ValueError`` if an array already has one of their
-        names."""
+        """Write ``arrays`` atomically as ``<digest>.npz``, with the digest and the signature
+        (:func:`chunk_signature`) as two more entries; ``ValueError`` if an array already has one
+        of their names."""
         clash = sorted({DIGEST_ENTRY, HASH_ENTRY} & set(arrays))
         if clash:
             raise ValueError(f"chunk {digest}: output name(s) {clash} are reserved by the store")
         # one-element arrays, not 0-d: tools that slice every array of a chunk keep working
-        entries = {DIGEST_ENTRY: np.array([digest]), HASH_ENTRY: np.array([arrays_sha256(arrays)])}
+        entries = {DIGEST_ENTRY: np.array([digest]),
+                   HASH_ENTRY: np.array([chunk_signature(digest, arrays, self.key)])}
         return write_npz(self.path(digest), {**arrays, **entries})
 
-    @staticmethod
-    def check(digest: str, stored: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray],
-                                                                     str | None]:
+    def check(self, digest: str, stored: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray],
+                                                                         str | None]:
         """``(arrays, problem)`` of the ``stored`` entries of chunk file ``digest``: the arrays
         without the digest and hash entries, and why they cannot be trusted (no digest or hash
-        entries, the stored digest names another chunk, the arrays do not match their hash) or
-        ``None``."""
+        entries, the stored digest names another chunk, the arrays do not match their signed
+        hash: edited, or signed with another secret) or ``None``."""
         arrays = {k: v for k, v in stored.items() if k not in (DIGEST_ENTRY, HASH_ENTRY)}
         own, sha = _entry(stored.get(DIGEST_ENTRY)), _entry(stored.get(HASH_ENTRY))
         if own is None or sha is None:
             return arrays, "it has no digest and hash entries"
         if own != digest:
             return arrays, f"its digest names another chunk, {own[:16]}..."
-        if sha != arrays_sha256(arrays):
-            return arrays, "its arrays do not match their hash"
+        if not hmac.compare_digest(sha, chunk_signature(digest, arrays, self.key)):
+            return arrays, ("its arrays do not match their hash (the signature keyed with "
+                            f"this user's secret, {STORE_KEY_VAR}: edited, or written by "
+                            "someone else)")
         return arrays, None
 
     def set_aside(self, digest: str) -> Path:

@@ -98,6 +98,9 @@ def expected_update(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     ``zero_rates``: ``(δ_FN == 0, δ_FP == 0)`` if known (default: read from ``verifier``).
     One compiled program per setting."""
     verifier = Verifier() if verifier is None else verifier
+    if not isinstance(verifier, Verifier):
+        raise ValueError(f"expected_update: verifier must be a Verifier(delta_fn, delta_fp) (or "
+                         f"None: a perfect one); got {verifier!r}")
     G = check_settings("expected_update", group_size, surrogate, reduction, path, rule)
     probs = jnp.asarray(probs, dtype=jnp.result_type(float))
     if probs.ndim != 1:
@@ -116,8 +119,11 @@ def expected_update(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
         raise ValueError(f"expected_update: Monte Carlo needs num_samples >= 2 for its error "
                          f"bound; got {num_samples}")
     zero_rates = known_zero_rates(verifier) if zero_rates is None else zero_rates
+    # the sizes before anything is built: an exact path's tables, or Monte Carlo's arrays (at
+    # G = 10^6 its default 4,096 groups were 393 GB), refused when they cannot fit
+    max_size = as_int(max_size, "expected_update: max_size", lower=1)
     chosen = choose_path(rule, K, C - K, G, active_cells(verifier, K, C - K, zero_rates), path,
-                     max_size, allow_montecarlo=True)
+                         max_size, allow_montecarlo=True, num_samples=num_samples)
     key = jax.random.key(0) if key is None else key
     return _expected_update(rule, probs, verifier, t, key, K=K, G=G, path=chosen,
                             surrogate=surrogate, reduction=reduction, max_size=max_size,
@@ -248,8 +254,8 @@ class FiniteGroup(AbstractDynamics):
         """The path the field takes for ``K`` good and ``M`` bad modes (``ValueError`` where
         none fits)."""
         return choose_path(self.rule, K, M, self.group_size,
-                       active_cells(self.verifier, K, M, self.zero_rates), self.path,
-                       self.max_size, allow_montecarlo=False)
+                           active_cells(self.verifier, K, M, self.zero_rates), self.path,
+                           self.max_size, allow_montecarlo=False, num_samples=self.num_samples)
 
     def theta_drift(self, t, state: State):
         """``dθ/dt`` at ``state`` (one point, or a batch like :meth:`vector_field`); one

@@ -46,7 +46,7 @@ from ._verifier import Verifier
 __all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "AbstractGroupRule", "active_cells", "binomial_pmf",
            "cell_totals", "choose_path", "cluster_size", "compositions", "count_advantages",
            "counts_totals", "enumeration_outcomes", "enumeration_size", "known_zero_rates",
-           "pick_path", "poisson_pmf", "sampled_cell_totals"]
+           "montecarlo_bytes", "pick_path", "poisson_pmf", "sampled_cell_totals"]
 
 #: the ways :func:`cell_totals` computes an expectation ("auto" picks one)
 PATHS = ("auto", "rule", "counts", "clusters", "enumerate", "montecarlo")
@@ -363,12 +363,54 @@ def _count_partitions(G: int, max_parts: int) -> tuple:
     return tuple(int(v) for v in P[max_parts])
 
 
-def cluster_size(G: int, n1: int, n0: int) -> int:
+def cluster_size(G: int, n1: int, n0: int, bound: int | None = None) -> int:
     """Representative groups × G of the partition path: the pairs of partitions (of the
     correct-scored counts into at most ``n1`` parts and the incorrect ones into ``n0``) whose
-    totals add up to ``G``, counted without listing them."""
-    p1, p0 = _count_partitions(G, n1), _count_partitions(G, n0)
+    totals add up to ``G``, counted without listing them. With ``bound``: a lower bound
+    (``(G + 1) G``, or ``G`` with one side empty: there is at least one pair per total) is
+    returned instead when it already exceeds ``bound`` (no count of partitions of a huge ``G``:
+    at G = 10^9 the count's table alone was 37 GiB)."""
+    if bound is not None:
+        lower = G * (G + 1 if n1 and n0 else 1)
+        if lower > bound:
+            return lower
+    # a partition of n <= G has at most G parts: more allowed parts count nothing new
+    p1, p0 = _count_partitions(G, min(n1, G)), _count_partitions(G, min(n0, G))
     return sum(p1[a] * p0[G - a] for a in range(G + 1)) * G
+
+
+#: bytes per entry of an exact path's tables (the representative groups' rewards, modes, cell
+#: ids and counts on the host, their copies and the advantages on the device)
+TABLE_ENTRY_BYTES = 64
+
+
+def montecarlo_bytes(num_samples: int, groups: int, G: int, C: int) -> int:
+    """Bytes of the Monte Carlo path's arrays: ``num_samples × groups × G`` rollouts, each with
+    its mode, uniform draw, reward, log-probability, advantage and cell id (about 40 bytes) and
+    its one-hot cell over ``2C`` cells with the advantage spread over them (``18 C``)."""
+    return num_samples * groups * G * (40 + 18 * C)
+
+
+def _enumeration_bound(G: int, cells: int, bound: int) -> int:
+    """:func:`enumeration_size` × ``G``, or a number above ``bound`` when the log-gamma
+    estimate already says so (``math.comb`` of a huge ``G`` or of many cells is itself slow)."""
+    if cells <= 1:
+        return G
+    log_size = (math.lgamma(G + cells) - math.lgamma(G + 1) - math.lgamma(cells)
+                + math.log(G))
+    if log_size > math.log(max(bound, 1)) + 1.0:
+        return int(math.exp(min(log_size, 700.0)))  # an estimate, far above the bound
+    return enumeration_size(G, cells) * G
+
+
+def _check_memory(what: str, need: int, fix: str) -> None:
+    """``ValueError`` when ``need`` bytes exceed half of this machine's memory."""
+    from .._checks import host_memory_bytes
+
+    memory = host_memory_bytes()
+    if memory is not None and need > memory // 2:
+        raise ValueError(f"{what} needs about {need:,} bytes, more than half of this machine's "
+                         f"memory ({memory:,} bytes); {fix}")
 
 
 def _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
@@ -453,7 +495,7 @@ def pick_path(sizes: dict, path, G, K, M, max_size, *, allow_montecarlo, what="p
                              f"path='auto' or 'montecarlo'")
         if size > max_size:
             mem = "" if per_entry is None else f" (about {per_entry * size / 2**30:.2f} GiB)"
-            raise ValueError(f"path={path!r} at G = {G} with K = {K}, M = {M} needs "
+            raise ValueError(f"path={path!r} at G = {G} with K = {K}, M = {M} needs at least "
                              f"{size:,} table entries{mem} > max_size = {max_size:,}; use "
                              f"path='montecarlo' (a stated confidence bound) or a smaller G")
         return path
@@ -468,18 +510,38 @@ def pick_path(sizes: dict, path, G, K, M, max_size, *, allow_montecarlo, what="p
                      "path='montecarlo' (a stated confidence bound) or a smaller G")
 
 
-def choose_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *, allow_montecarlo):
-    """The path to take (static): ``path`` itself, checked, or the first that applies."""
+def choose_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *, allow_montecarlo,
+                num_samples: int | None = None):
+    """The path to take (static): ``path`` itself, checked, or the first that applies. Sizes
+    are estimated before any table is built: an exact path's tables beyond ``max_size``
+    entries, or beyond this machine's memory, and a Monte Carlo path (``num_samples`` groups)
+    whose arrays cannot fit in it (:func:`montecarlo_bytes`), are refused with a
+    ``ValueError`` naming the setting to change."""
     good_ids, bad_ids = active
+    C = K + M
     local = rule.group_local
     symmetric = rule.structure in ("counts", "clusters") and local
     sizes = {
         "rule": rule.reduction_size(K, M, G, active),
         "counts": (G + 1) * G if rule.structure == "counts" and local else None,
-        "clusters": cluster_size(G, len(good_ids), len(bad_ids)) if symmetric else None,
-        "enumerate": enumeration_size(G, len(good_ids) + len(bad_ids)) * G if local else None,
+        "clusters": (cluster_size(G, len(good_ids), len(bad_ids), bound=max_size)
+                     if symmetric else None),
+        "enumerate": (_enumeration_bound(G, len(good_ids) + len(bad_ids), max_size)
+                      if local else None),
     }
-    return pick_path(sizes, path, G, K, M, max_size, allow_montecarlo=allow_montecarlo)
+    chosen = pick_path(sizes, path, G, K, M, max_size, allow_montecarlo=allow_montecarlo)
+    if chosen == "montecarlo":
+        if num_samples is not None:
+            _check_memory(f"path='montecarlo' at G = {G} with C = {C} modes, num_samples = "
+                          f"{num_samples:,} groups of {rule.num_groups * G:,} rollouts",
+                          montecarlo_bytes(num_samples, rule.num_groups, G, C),
+                          "lower num_samples (the standard error grows as 1/sqrt(num_samples)) "
+                          "or the group size")
+    else:
+        _check_memory(f"path={chosen!r} at G = {G} with K = {K}, M = {M} ({sizes[chosen]:,} "
+                      f"table entries)", sizes[chosen] * TABLE_ENTRY_BYTES,
+                      f"lower max_size (now {max_size:,}) or the group size")
+    return chosen
 
 
 def cell_totals(rule: AbstractGroupRule, probs, K: int, group_size: int, *, verifier: Verifier,
@@ -493,7 +555,8 @@ def cell_totals(rule: AbstractGroupRule, probs, K: int, group_size: int, *, veri
     M = C - K
     G = group_size
     active = active_cells(verifier, K, M, zero_rates)
-    chosen = choose_path(rule, K, M, G, active, path, max_size, allow_montecarlo=allow_montecarlo)
+    chosen = choose_path(rule, K, M, G, active, path, max_size, allow_montecarlo=allow_montecarlo,
+                         num_samples=num_samples)
     q1, q0 = _cells(verifier, probs, K)
     zero = jnp.zeros((2, C), probs.dtype)
     if chosen == "rule":

@@ -58,7 +58,7 @@ from .._env import fast_compile_options
 from ..shaping import METHODS, GainSchedule, group_rule, lookup_method, meanfield_system
 from ..theory import FiniteGroup, State, Verifier, activity, tail_miss
 
-__all__ = ["DEFAULT_GROUP_SIZES", "PlanReport", "REGIMES", "plan"]
+__all__ = ["DEFAULT_GROUP_SIZES", "MAX_MODES", "MAX_PROGRAMS", "PlanReport", "REGIMES", "plan"]
 
 DEFAULT_GROUP_SIZES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 """The planner's default grid of group sizes: a coarse grid of 2 .. 256 (each size whose drift
@@ -74,6 +74,16 @@ _MAX_SIZE = 4_000_000
 #: bound on the size of a rule's own reduction (G²RPO's is its largest intermediate, ``K²(G+1)G``
 #: entries: 16M, 128 MB, reaches K = 15 at G = 256)
 _MAX_RULE_SIZE = 16_000_000
+MAX_MODES = 64
+"""The most modes ``K + M`` :func:`plan` takes unless ``max_modes`` says otherwise: each drift
+program unrolls the exact field over the cells, so its tracing, compilation and memory grow with
+the modes (the default grid's four G²RPO programs: K = 8 in 11 s, K = 24 in 24 s, K = 48 in 91 s
+and 1.2 GB on a 2-core CPU; K = 300 ended the process in ``std::bad_alloc`` after 73 s)."""
+MAX_PROGRAMS = 64
+"""The most drift programs (each one compilation, seconds to minutes) :func:`plan` compiles
+unless ``max_programs`` says otherwise: the drift sizes plus the bisection's steps."""
+#: bytes per (group size, mode) entry of the sampling columns (a few float64 intermediates)
+_SAMPLING_ENTRY_BYTES = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,13 +305,32 @@ def _count(x, name: str, lower: int) -> int:
     return int(x)
 
 
-def _sizes(values, name: str, minimum: int) -> tuple[int, ...]:
+def _sizes(values, name: str, minimum: int, modes: int | None = None) -> tuple[int, ...]:
+    """The sorted distinct group sizes of ``values``, each an integer >= ``minimum``; with
+    ``modes`` (``K + M``), a grid whose sampling columns cannot fit in half of this machine's
+    memory is refused before they are computed."""
+    from .._checks import host_memory_bytes
+
+    if isinstance(values, str | bytes):
+        raise ValueError(f"{name} must be a sequence of integers; got {values!r}")
+    memory = host_memory_bytes()
+
+    def check_length(n: int) -> None:  # before a sequence of known length is listed
+        need = n * ((modes or 0) + 8) * _SAMPLING_ENTRY_BYTES
+        if modes is not None and memory is not None and need > memory // 2:
+            raise ValueError(f"{name}: {n:,} group sizes × {modes} modes need about {need:,} "
+                             f"bytes of sampling columns, more than half of this machine's "
+                             f"memory ({memory:,} bytes); use a coarser grid")
+
+    if hasattr(values, "__len__"):
+        check_length(len(values))
     try:
         values = list(values)
     except TypeError:
         raise ValueError(f"{name} must be a sequence of integers; got {values!r}") from None
     if not values:
         raise ValueError(f"{name} must not be empty")
+    check_length(len(values))
     for g in values:
         if isinstance(g, bool) or not isinstance(g, int | np.integer):
             raise ValueError(f"{name}: a group size must be an integer; got {g!r}")
@@ -413,7 +442,8 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
          min_signal: float = 0.9, max_tail_miss: float = 0.2, avoid_collision: bool = False,
          refine: bool = True, cancel_tol: float = 0.05, params: dict[str, Any] | None = None,
          num_groups: int | None = None, fast_compile: bool = True,
-         workers: int | None = None) -> PlanReport:
+         workers: int | None = None, max_modes: int = MAX_MODES,
+         max_programs: int = MAX_PROGRAMS) -> PlanReport:
     r"""How many generations per prompt: the sampling statistics and the finite-group drift of
     ``method`` at each group size, and the smallest size that meets the targets (module
     docstring).
@@ -434,6 +464,10 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
     ``cancel_tol``: the "cancel" band, a fraction of the G → ∞ GRPO collision drift at the same
     state. ``fast_compile``: compile the drift programs with XLA's backend optimisation off
     (they run once; same numbers); ``workers``: compiling threads (default: one per core).
+    ``max_modes`` (:data:`MAX_MODES`) and ``max_programs`` (:data:`MAX_PROGRAMS`): size guards,
+    checked before any compute, on ``K + M`` and on the number of drift programs compiled (the
+    error states the count and the keyword to raise); a grid whose sampling columns cannot fit
+    in memory is refused too.
 
     Every bad input raises ``ValueError`` naming the value."""
     import jax.numpy as jnp
@@ -444,9 +478,16 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
         raise ValueError(f"mu must be in the open interval (0, 1); got {mu!r}")
     K = 4 if K is None else _count(K, "K (number of good modes)", 2)
     M = _count(M, "M (number of bad modes)", 1)
+    max_modes = _count(max_modes, "max_modes", 3)
+    max_programs = _count(max_programs, "max_programs", 1)
+    if K + M > max_modes:
+        raise ValueError(f"K + M = {K + M:,} modes is more than max_modes = {max_modes}: each "
+                         "drift program's tracing, compilation and memory grow with the modes "
+                         f"(K = 48: 91 s, 1.2 GB); pass max_modes={K + M} (--max-modes) to "
+                         "plan it anyway")
     tau = mu / (2 * K) if tau is None else _number(tau, "tau")
     if not 0.0 < tau < mu / K:
-        raise ValueError(f"rarest (the rarest good mode's mass) must be in (0, mu/K) = "
+        raise ValueError(f"tau (the rarest good mode's mass) must be in (0, mu/K) = "
                          f"(0, {mu / K:.6g}) (below the average good mode; use a "
                          f"smaller K for a larger one); got {tau!r}")
     schedule = _schedule_of(method, schedule, gain)
@@ -469,7 +510,7 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
                       num_groups=num_groups)
     minimum = rule.min_group_size
     sizes = _sizes(DEFAULT_GROUP_SIZES if group_sizes is None else group_sizes,
-                   "group_sizes", minimum)
+                   "group_sizes", minimum, K + M)
     if drift_group_sizes is None:  # the powers of 4 of the grid (else its largest)
         drift_sizes = tuple(g for g in sizes if g & (g - 1) == 0 and g.bit_length() % 2 == 1)
         drift_sizes = drift_sizes or (sizes[-1],)
@@ -480,6 +521,16 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
         outside = sorted(set(drift_sizes) - set(sizes))
         if outside:
             raise ValueError(f"drift_group_sizes {outside} are not in group_sizes {list(sizes)}")
+    # the drift sizes and the bisection's steps (avoid_collision), one compilation each
+    programs = len(drift_sizes) + (math.ceil(math.log2(len(sizes) + 1))
+                                   if avoid_collision and refine else 0)
+    if programs > max_programs:
+        raise ValueError(f"the plan compiles up to {programs:,} drift programs ("
+                         f"{len(drift_sizes):,} drift sizes"
+                         + (", plus the bisection's steps" if avoid_collision and refine else "")
+                         + f"), more than max_programs = {max_programs} (each is one "
+                         f"compilation, seconds to minutes); pass max_programs={programs} "
+                         "(--max-programs), or fewer drift_group_sizes")
 
     # ---- the representative state and the sampling columns (FG Lemma 3.1)
     p, y, z = _representative(mu, tau, K, M)

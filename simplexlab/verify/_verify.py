@@ -268,6 +268,39 @@ def _check_work(K: int, M: int, group_size: int, num_steps: int, seeds: int) -> 
                          f"than half of this machine's memory ({memory:,} bytes)")
 
 
+def _check_memory(sim, params, o, who: str) -> None:
+    """Refuse, before any compute, a bandit ensemble whose compiled program XLA says needs more
+    than half of this machine's memory: the program is lowered and compiled here (the call that
+    runs it later reuses the compiled program) and its arguments, outputs and temporaries
+    (``memory_analysis``: what XLA will allocate, the rule's own intermediates included, which
+    :func:`_check_work`'s count of the bandit's arrays does not see) are added up; a
+    ``ValueError`` with the estimate and the settings to lower (``[verify] group_size = 10^7``
+    passed the count and ended the process inside XLA)."""
+    from .._checks import host_memory_bytes
+
+    memory = host_memory_bytes()
+    if memory is None:
+        return
+    keys = jax.random.split(jax.random.key(o.seed), o.seeds)  # as _check_bandit's
+    dt = sim.float_dtype()
+    args = {k: jnp.asarray(v, dt) for k, v in params.items()}
+    try:
+        compiled = _ensemble.lower(sim, keys, args, o.num_steps, _stride(o.num_steps)).compile()
+        stats = compiled.compiled.memory_analysis()
+    except (AttributeError, NotImplementedError):  # a backend without memory analysis
+        return
+    if stats is None:
+        return
+    need = sum(int(getattr(stats, f, 0) or 0) for f in (
+        "argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+        "generated_code_size_in_bytes"))
+    if need > memory // 2:
+        raise ValueError(f"{who}: the bandit ensemble (seeds = {o.seeds:,} × group_size = "
+                         f"{o.group_size:,}, K + M = {o.K + o.M}, {o.num_steps:,} steps) needs "
+                         f"about {need:,} bytes by XLA's memory analysis, more than half of "
+                         f"this machine's memory ({memory:,} bytes); lower group_size or seeds")
+
+
 def _tol(value, name: str, *, optional: bool = False):
     if value is None and optional:
         return None
@@ -564,6 +597,7 @@ def verify_schedule(
     t_start = time.perf_counter()
     o = _options(args.pop("schedule"), args)
     sim, params, inputs = _system(schedule, o)
+    _check_memory(sim, params, o, "verify_schedule")
     _say(progress, f"{'finite-group' if o.theory == 'finite' else 'mean-field'} ODE of the "
          "schedule and of GRPO", t_start)
     ode = _odes(sim, params, o)
@@ -616,6 +650,7 @@ def verify_rule(
     except ValueError as err:
         raise ValueError(f"verify_rule: {err}") from None
     o.eta = float(o.eta)
+    _check_memory(sim, q, o, "verify_rule")
     _say(progress, f"finite-group ODE of {method!r} and of GRPO", t_start)
     ode = _odes(sim, q, o, grpo=ref.finite_group(q0)[0])
     flip = {**_flip_numbers(ode, o, _flip_time(ode)), "lambda_tilde_start": None,
