@@ -75,7 +75,7 @@ def import_user_module(module: str, who: str) -> types.ModuleType:
             f"{who}: module {module!r} is not allowed to be imported (a data file cannot make "
             f"the lab run code on its own); allow it with --import {module} on the command "
             f"line, {IMPORT_VAR}={module} in the environment, or "
-            f"simplexlab.allow_import({module!r}) / importing it in your own code first")
+            f"simplexlab.sweep.allow_import({module!r}) / importing it in your own code first")
     try:
         return importlib.import_module(module)
     except ImportError as err:

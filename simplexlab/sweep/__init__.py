@@ -13,25 +13,35 @@ atomically and resumes an interrupted sweep without recomputing finished chunks.
 runs it (batching, memory per run, output dims, bucketing of runs).
 """
 
+from .._imports import allow_import
 from ._adapters import SweepAdapter, adapter
 from ._config import load_config, run_config
 from ._engine import SweepInterrupted, run
 from ._plan import parse_bytes
 from ._store import ChunkStore, chunk_digest
-from ._targets import AbstractSweepTarget, Batch, MeanFieldTarget, SimulatorTarget, make_target
+from ._targets import (
+    AbstractSweepTarget,
+    Batch,
+    MeanFieldTarget,
+    SimulatorTarget,
+    import_simulator,
+    make_target,
+)
 
 __all__ = [
+    "AbstractSweepTarget",
     "Batch",
     "ChunkStore",
     "MeanFieldTarget",
     "SimulatorTarget",
     "SweepAdapter",
     "SweepInterrupted",
-    "AbstractSweepTarget",
     "adapter",
+    "allow_import",
     "chunk_digest",
     "load_config",
     "make_target",
+    "import_simulator",
     "parse_bytes",
     "run",
     "run_config",

@@ -18,13 +18,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_int, trusted_inputs
+from .._imports import import_user_module
 from ..shaping import METHOD_PARAMS, METHODS, GainSchedule, meanfield_system
 from ..sim import SIMULATORS, AbstractSimulator, trajectory
 from ..theory.internal import SCHEDULE_KINDS
 from ._adapters import adapter
 from ._store import chunk_digest
 
-__all__ = ["Batch", "MeanFieldTarget", "SimulatorTarget", "AbstractSweepTarget", "make_target"]
+__all__ = ["AbstractSweepTarget", "Batch", "MeanFieldTarget", "SimulatorTarget",
+           "import_simulator", "make_target"]
 
 BATCHINGS = ("auto", "vmap", "map")
 
@@ -135,7 +137,7 @@ class SimulatorTarget(AbstractSweepTarget):
 
     def __init__(self, cls: type[AbstractSimulator]):
         self.cls = cls
-        self.name = cls.name
+        self.name = cls.name or f"{cls.__module__}:{cls.__qualname__}"
         self.version = cls.version
         self.adapter = adapter(cls)
         self._sims: dict[str, AbstractSimulator] = {}
@@ -430,8 +432,11 @@ TARGETS: dict[str, AbstractSweepTarget] = {}
 
 
 def make_target(name_or_target) -> AbstractSweepTarget:
-    """A :class:`AbstractSweepTarget` from a name (``"meanfield"`` or a simulator of
-    :data:`simplexlab.sim.SIMULATORS`), a simulator class, or a target (returned as is)."""
+    """A :class:`AbstractSweepTarget` from a name (``"meanfield"``, a simulator of
+    :data:`simplexlab.sim.SIMULATORS`, or a simulator class of the user's own code by its import
+    path ``"package.module:Class"``, the module one the user allowed:
+    :func:`simplexlab._imports.import_user_module`), a simulator class, or a target (returned as
+    is)."""
     if isinstance(name_or_target, AbstractSweepTarget):
         return name_or_target
     if isinstance(name_or_target, type) and issubclass(name_or_target, AbstractSimulator):
@@ -440,5 +445,29 @@ def make_target(name_or_target) -> AbstractSweepTarget:
         return MeanFieldTarget()
     if name_or_target in SIMULATORS:
         return SimulatorTarget(SIMULATORS[name_or_target])
+    if isinstance(name_or_target, str) and ":" in name_or_target:
+        return SimulatorTarget(import_simulator(name_or_target))
     raise ValueError(f"unknown simulator {name_or_target!r}; known: "
-                     f"{sorted([MeanFieldTarget.name, *SIMULATORS])}")
+                     f"{sorted([MeanFieldTarget.name, *SIMULATORS])}, or a simulator class of "
+                     "your own code as \"package.module:Class\"")
+
+
+def import_simulator(spec: str, who: str = "simulator") -> type[AbstractSimulator]:
+    """The simulator class ``"package.module:Class"`` names: the module imported if the user
+    allowed it (``--import``, ``SIMPLEXLAB_IMPORT``, or imported already by the user's own
+    code; checked before it is imported), the class a subclass of
+    :class:`~simplexlab.sim.AbstractSimulator` with its parameters declared (its own
+    ``param_specs``). Anything else is a ``ValueError`` naming ``who`` and the class."""
+    module, _, name = spec.partition(":")
+    if not name.isidentifier():
+        raise ValueError(f"{who} {spec!r}: {name!r} is not a class name (write "
+                         "\"package.module:Class\")")
+    mod = import_user_module(module, f"{who} {spec!r}")
+    cls = getattr(mod, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, AbstractSimulator)):
+        raise ValueError(f"{who} {spec!r}: {module!r} has no simulator class {name!r} (a "
+                         f"subclass of simplexlab.sim.AbstractSimulator); got {cls!r}")
+    if getattr(cls, "__abstractmethods__", None):
+        raise ValueError(f"{who} {spec!r}: {name} is abstract: it does not implement "
+                         f"{sorted(cls.__abstractmethods__)}")
+    return cls

@@ -1,14 +1,14 @@
 r"""Many systems at once: ``solve_ensemble(dynamics, states, t1=...)`` integrates a batch of
 states (and per-trajectory leaves of ``dynamics``) in one compiled program with a shared
 controller norm (the max over the batch), in blocks (``map_blocks``); ``solve_block`` is one
-block. The explicit Runge–Kutta stages are written out (``_Unrolled``: the tableaus of diffrax's
-solvers, unrolled) so that XLA fuses the batched field evaluations. Boundary rule and clocks as in
-:func:`simplexlab.theory.solve` (:mod:`simplexlab.theory._solve`).
+block. The explicit Runge–Kutta stages are written out (``_AbstractUnrolled``: diffrax's solvers
+wrapped, their tableaus unrolled) so that XLA fuses the batched field evaluations. Boundary rule
+and clocks as in :func:`simplexlab.theory.solve` (:mod:`simplexlab.theory._solve`).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import diffrax
 import equinox as eqx
@@ -64,7 +64,7 @@ def solve_ensemble(
     trajectory. This is the fast path for sweeps: the same batch through ``vmap(solve)`` pays
     for batched control flow at every step. Inside, the batch is one array with the
     trajectories on its minor axis, and ``"tsit5"``, ``"dopri5"``, ``"dopri8"`` run with their
-    stages written out (:class:`_Unrolled`: the same pairs, round-off apart), which keeps a
+    stages written out (:class:`_AbstractUnrolled`: the same pairs, round-off apart), which keeps a
     block's bits independent of the program around it (the sweep engine's layout test: one
     device or four).
 
@@ -153,9 +153,10 @@ def _stage(y0, a_i, ks, rows):
     return y0[rows] + _combine(a_i, [ks[j][rows] for j in range(len(a_i))])
 
 
-class _Unrolled(eqx.Module):
-    r"""A diffrax explicit Runge–Kutta pair with FSAL and SSAL (Tsit5, Dopri5, Dopri8: the same
-    tableau, error estimate and dense interpolation) with its stages written out, for
+class _AbstractUnrolled(diffrax.AbstractAdaptiveSolver):
+    r"""A diffrax explicit Runge–Kutta pair with FSAL and SSAL (Tsit5, Dopri5, Dopri8), wrapped:
+    its tableau, orders and dense interpolation are the wrapped ``solver``'s (one final class
+    per solver, :data:`_UNROLLED`, names its interpolation), its stages written out, for
     :func:`solve_ensemble`'s state of one array. diffrax's own step loops over the stages and
     combines them as a matrix-vector product with a zero-padded tableau row; XLA's CPU backend
     gives that product to a library whose last bits, for the same block, differed between
@@ -170,8 +171,11 @@ class _Unrolled(eqx.Module):
     ``reads``: the field reads only the state's first ``reads`` rows (:func:`solve_ensemble`'s
     two clocks are written, never read), so an inner stage divides only those; the rest of its
     rows, which no one reads, are left to XLA (the last stage's input, ``y1``, is divided
-    whole; ``None``, the dataclass default after diffrax's fields: all rows)."""
+    whole; ``None``: all rows)."""
 
+    #: the wrapped diffrax solver (``Tsit5()``, ``Dopri5()``, ``Dopri8()``): its tableau, its
+    #: orders and (through the final class) its interpolation
+    solver: diffrax.AbstractRungeKutta
     reads: int | None = eqx.field(static=True, default=None)
     #: run the stages after the first in a loop (``lax.fori_loop``) instead of written out: the
     #: program holds two copies of the field (the first stage's and the loop's) instead of one
@@ -179,6 +183,21 @@ class _Unrolled(eqx.Module):
     #: Same arithmetic per stage (the tableau row's coefficients read from an array, zero ones
     #: adding an exact 0), so the same numbers up to XLA's contraction of multiply-adds.
     loop: bool = eqx.field(static=True, default=False)
+
+    term_structure: ClassVar = diffrax.AbstractTerm
+
+    @property
+    def tableau(self):
+        return self.solver.tableau
+
+    def order(self, terms):
+        return self.solver.order(terms)
+
+    def error_order(self, terms):
+        return self.solver.error_order(terms)
+
+    def func(self, terms, t0, y0, args):
+        return terms.vf(t0, y0, args)
 
     def init(self, terms, t0, t1, y0, args):
         return terms.vf(t0, y0, args)  # f(t0, y0): the first stage of the first step (FSAL)
@@ -232,17 +251,35 @@ class _Unrolled(eqx.Module):
         return yi, fi, ks
 
 
-#: the diffrax solvers :func:`solve_ensemble` runs with their stages written out
-_UNROLLED = {base: type(f"_{base.__name__}Unrolled", (_Unrolled, base), {})
-             for base in (diffrax.Tsit5, diffrax.Dopri5, diffrax.Dopri8)}
+class _Tsit5Unrolled(_AbstractUnrolled):
+    """:class:`diffrax.Tsit5` with its stages written out (:class:`_AbstractUnrolled`)."""
+
+    interpolation_cls: ClassVar[Any] = diffrax.Tsit5.interpolation_cls
+
+
+class _Dopri5Unrolled(_AbstractUnrolled):
+    """:class:`diffrax.Dopri5` with its stages written out (:class:`_AbstractUnrolled`)."""
+
+    interpolation_cls: ClassVar[Any] = diffrax.Dopri5.interpolation_cls
+
+
+class _Dopri8Unrolled(_AbstractUnrolled):
+    """:class:`diffrax.Dopri8` with its stages written out (:class:`_AbstractUnrolled`)."""
+
+    interpolation_cls: ClassVar[Any] = diffrax.Dopri8.interpolation_cls
+
+
+#: the diffrax solvers :func:`solve_ensemble` runs with their stages written out, by class
+_UNROLLED = {diffrax.Tsit5: _Tsit5Unrolled, diffrax.Dopri5: _Dopri5Unrolled,
+             diffrax.Dopri8: _Dopri8Unrolled}
 
 
 def _unrolled(solver, reads: int, loop: bool = False):
-    """``solver`` with its stages written out (:class:`_Unrolled`, the field reading the first
-    ``reads`` rows; ``loop``: the stages in a loop) where it is one of :data:`_UNROLLED`'s
-    (exactly that class, default settings), else ``solver``."""
-    return (_UNROLLED[type(solver)](reads=reads, loop=loop) if type(solver) in _UNROLLED
-            else solver)
+    """``solver`` wrapped with its stages written out (:class:`_AbstractUnrolled`, the field
+    reading the first ``reads`` rows; ``loop``: the stages in a loop) where it is one of
+    :data:`_UNROLLED`'s (exactly that class), else ``solver``."""
+    return (_UNROLLED[type(solver)](solver, reads=reads, loop=loop)
+            if type(solver) in _UNROLLED else solver)
 
 
 @eqx.filter_jit
