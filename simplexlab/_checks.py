@@ -113,9 +113,9 @@ class Param(NamedTuple):
 
     @property
     def dtype(self):
-        """The JAX dtype of its values: ``int32`` for ``kind="int"``, JAX's default float
-        otherwise."""
-        return jnp.int32 if self.kind == "int" else jnp.result_type(float)
+        """The dtype of its values: JAX's default integer for ``kind="int"`` (``int64`` with
+        x64, else ``int32``), JAX's default float otherwise."""
+        return jnp.result_type(int) if self.kind == "int" else jnp.result_type(float)
 
     def check(self, value, who: str = "") -> None:
         """Raise ``ValueError`` naming ``who``, the parameter and the value when a concrete

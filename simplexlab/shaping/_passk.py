@@ -106,7 +106,7 @@ class _PassK(AbstractRule):
         return max(self.min_group_size, need)
 
     def constraints(self, group_size="group_size"):
-        return [(("pass_k", group_size), lambda k, G: ~(k <= G),
+        return [(("pass_k", group_size), lambda k, G: ~(k <= G.astype(k.dtype)),
                  "<= the group size (pass@k needs k of the G rollouts)")]
 
 

@@ -325,13 +325,16 @@ class Bandit(AbstractSimulator, WithDtype):
     # ---- parameters ------------------------------------------------------------------------
 
     def param_specs(self) -> dict[str, Param]:
-        """Its own array parameters (:data:`OWN_PARAMS`) and its method's (as the rule declares
-        them, :data:`simplexlab.shaping.METHOD_PARAMETERS`; ``gain`` defaults to the schedule's
+        """Its own array parameters (:data:`OWN_PARAMS`; ``group_size`` defaults to 16 or the
+        static bound, whichever is smaller) and its method's (as the rule declares them,
+        :data:`simplexlab.shaping.METHOD_PARAMETERS`; ``gain`` defaults to the schedule's
         gain)."""
         own = {k: METHOD_PARAMETERS[k] for k in METHODS[self.method]}
         if "gain" in own:
             own["gain"] = own["gain"]._replace(default=self.schedule.gain)
-        return {**OWN_PARAMS, **own}
+        size = OWN_PARAMS["group_size"]
+        return {**OWN_PARAMS, **own,  # the default group size within the static bound
+                "group_size": size._replace(default=min(size.default, self.max_group_size))}
 
     @classmethod
     def all_param_specs(cls) -> dict[str, Param]:

@@ -275,6 +275,8 @@ class SoftmaxClassifier(AbstractSimulator, WithDtype):
         """:data:`PARAMS`; ``estimator_index`` only with a tuple of estimators, its domain the
         positions in it."""
         q = dict(PARAMS)
+        size = q["group_size"]  # the default group size within the static bound
+        q["group_size"] = size._replace(default=min(size.default, self.max_group_size))
         if isinstance(self.estimator, str):
             del q["estimator_index"]  # one estimator: nothing to pick
         else:

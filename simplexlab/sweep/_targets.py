@@ -147,11 +147,11 @@ class SimulatorTarget(AbstractSweepTarget):
 
     def cast(self, arrays):
         """Integer parameters (a :class:`~simplexlab._checks.Param` of kind ``"int"``: group
-        sizes, counts, indices) as ``int32``, the rest as they are: an integer stays an integer
-        from the sweep file to the kernel (its values were checked whole numbers by
-        :meth:`validate`)."""
+        sizes, counts, indices) in JAX's default integer dtype, the rest as they are: an integer
+        stays an integer from the sweep file to the kernel (its values were checked whole
+        numbers by :meth:`validate`)."""
         specs = self.adapter.param_specs(self.cls)
-        return {k: (v.astype(np.int32) if k in specs and specs[k].kind == "int" else v)
+        return {k: (v.astype(specs[k].dtype) if k in specs and specs[k].kind == "int" else v)
                 for k, v in arrays.items()}
 
     def static_params(self):
