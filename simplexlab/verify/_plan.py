@@ -400,8 +400,8 @@ def _run_programs(jobs, *, fast_compile: bool, workers: int | None):
     """``{key: float}``: each job ``(key, dyn, t, state)`` traced here, compiled concurrently,
     run."""
     # the drift programs run once, in milliseconds: compiled with the fast-compiling CPU code
-    # generation of quick runs (a g2rpo program at G = 64: 5.9 s -> 1.6 s on a loaded 2-core
-    # CPU, 2026-11-26); the same program, the same numbers up to the last bits
+    # generation of quick runs (BENCHMARKS.md has the compile times); the same program, the
+    # same numbers up to the last bits
     options = fast_compile_options() if fast_compile else None
     lowered = {}
     for key, dyn, t, state in jobs:
