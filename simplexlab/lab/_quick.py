@@ -15,6 +15,7 @@ over the same time.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 __all__ = ["BanditVsTheory", "bandit_vs_theory", "plot_portrait"]
 
 
-def plot_portrait(system, *, group_size: int | None = None, params: dict | None = None,
+def plot_portrait(system, *, group_size: float = math.inf, params: dict | None = None,
                   schedule=None, verifier=None, p: float = 0.5, z=(0.5, 0.5),
                   time: str = "inner", n: int = 20, fixed_points: bool = True,
                   title: str | None = None, ax=None):
@@ -33,7 +34,8 @@ def plot_portrait(system, *, group_size: int | None = None, params: dict | None 
 
     ``system``: a method name of :data:`simplexlab.shaping.METHODS` (one of your own included)
     -- its finite-group system at ``group_size`` (``params``: its own parameters), or with
-    ``group_size=None`` its ``G → ∞`` limit (``grpo``, ``g2rpo`` with ``schedule``) --, or a
+    ``group_size = inf`` (the default) its ``G → ∞`` limit (``grpo``, ``g2rpo`` with
+    ``schedule``) --, or a
     mean-field system of :mod:`simplexlab.theory` itself. ``n``: grid points per side of the
     stream plot. Returns the figure (drawn into ``ax`` when given)."""
     import matplotlib.pyplot as plt
@@ -49,10 +51,10 @@ def plot_portrait(system, *, group_size: int | None = None, params: dict | None 
             kw["verifier"] = verifier
         system = meanfield_system(name, schedule, **{k: v for k, v in kw.items()
                                                      if v is not None})
-        where = f"G = {group_size}" if group_size is not None else "G → ∞"
+        where = "G → ∞" if group_size == math.inf else f"G = {group_size}"
         label = f"{name!r}" + (f" {params}" if params else "") + f" at {where}"
     else:
-        if group_size is not None or params or schedule is not None or verifier is not None:
+        if group_size != math.inf or params or schedule is not None or verifier is not None:
             raise ValueError("plot_portrait: group_size, params, schedule and verifier build "
                              "the system of a method name; a system is given whole")
         label = type(system).__name__
