@@ -52,6 +52,7 @@ accumulates unchanged). Momentum rescales SGD's rate, which ``η*`` absorbs: SGD
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import ClassVar
@@ -62,6 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import as_int
+from .._env import fast_compile_options
 from ._finite_moments import check_num_groups, group_step_moments
 from ._finite_paths import MAX_SIZE, check_settings, known_zero_rates
 from ._optimizers import SGD, AbstractOptimizerLimit, Adam, Momentum, RMSprop, optimizer_limit
@@ -69,8 +71,8 @@ from ._prompts import PromptSet
 from ._verifier import Verifier
 
 __all__ = ["FEATURES", "OBJECTIVES", "SAMPLING", "Progress", "SharedMoments", "SharedPolicy",
-           "objective_value", "prompt_moments", "shared_moments", "shared_policy",
-           "step_progress"]
+           "objective_value", "progress_batch", "prompt_moments", "shared_moments",
+           "shared_policy", "step_progress"]
 
 FEATURES = ("onehot", "shared", "random")
 """The prompt features of :func:`shared_policy`: ``"onehot"`` (every prompt its own logits),
@@ -279,32 +281,39 @@ def _objective(objective: str):
 
 def objective_value(objective: str, policy: SharedPolicy, W=None):
     """``F(W) = Σ_i w_i f(θ_i)`` of ``objective`` (:data:`OBJECTIVES`, ``"pass@k"``)."""
+    _objective(objective)  # a known name
+    th = policy.base_logits if W is None else policy.logits(W)
+    return _objective_value(th, policy.weights, K=policy.K, objective=str(objective))
+
+
+@functools.partial(jax.jit, static_argnames=("K", "objective"))
+def _objective_value(th, w, *, K, objective):
     f = _objective(objective)
-    W = policy.zeros() if W is None else W
-    th = policy.logits(W)
-    return jnp.sum(policy.weights * jax.vmap(lambda t: f(t, policy.K))(th))
+    return jnp.sum(w * jax.vmap(lambda t: f(t, K))(th))
 
 
 # --------------------------------------------------------------------------- progress
 
 
-class Progress(eqx.Module):
+@dataclasses.dataclass(frozen=True)
+class Progress:
     r"""What one step of rate ``η`` gains (module docstring), as the coefficients of
     ``Φ(η) = η first − (η²/2) (kl (mean_fisher + noise_fisher) − (mean_hessian +
     noise_hessian))``: ``first = aᵀd``; ``mean_*`` ``dᵀ · d`` and ``noise_*`` ``tr(· V)`` of the
     Fisher matrix ``J`` and the objective's Hessian ``∇²f``; ``kl`` ``β``; ``num_prompts`` ``P``,
-    ``group_size`` ``G``, ``optimizer`` its name, ``objective``."""
+    ``group_size`` ``G``, ``optimizer`` its name, ``objective``. Numbers on the host (NumPy
+    arithmetic: :meth:`at` takes arrays of rates)."""
 
-    first: jax.Array
-    mean_fisher: jax.Array
-    noise_fisher: jax.Array
-    mean_hessian: jax.Array
-    noise_hessian: jax.Array
-    kl: float = eqx.field(static=True)
-    num_prompts: int = eqx.field(static=True)
-    group_size: int = eqx.field(static=True)
-    optimizer: str = eqx.field(static=True)
-    objective: str = eqx.field(static=True)
+    first: float
+    mean_fisher: float
+    noise_fisher: float
+    mean_hessian: float
+    noise_hessian: float
+    kl: float
+    num_prompts: int
+    group_size: int
+    optimizer: str
+    objective: str
 
     REGIMES: ClassVar[tuple[str, str]] = ("small-noise", "noise-dominated")
 
@@ -314,61 +323,62 @@ class Progress(eqx.Module):
         return self.num_prompts * self.group_size
 
     @property
-    def mean_curvature(self):
+    def mean_curvature(self) -> float:
         """``dᵀ B d`` (the mean step's share of ``c``)."""
         return self.kl * self.mean_fisher - self.mean_hessian
 
     @property
-    def noise_curvature(self):
+    def noise_curvature(self) -> float:
         """``tr(B V)`` (the noise's share of ``c``)."""
         return self.kl * self.noise_fisher - self.noise_hessian
 
     @property
-    def curvature(self):
+    def curvature(self) -> float:
         """``c = dᵀBd + tr(BV)``: ``Φ`` has its maximum at ``η* = first / c`` where ``c > 0``."""
         return self.mean_curvature + self.noise_curvature
 
     @property
-    def eta(self):
+    def eta(self) -> float:
         """``η* = aᵀd / c`` (0 where the step does not raise the objective, ``inf`` where
         ``c <= 0``: then the trust region is too weak for the objective's curvature)."""
-        c = self.curvature
-        return jnp.where(self.first <= 0, 0.0, jnp.where(c > 0, self.first / jnp.where(
-            c > 0, c, 1.0), jnp.inf))
+        if self.first <= 0:
+            return 0.0
+        return self.first / self.curvature if self.curvature > 0 else math.inf
 
     @property
-    def progress(self):
+    def progress(self) -> float:
         """``Φ* = (aᵀd)² / (2c)``, the progress per step at ``η*`` (0 where ``aᵀd <= 0``)."""
-        c = self.curvature
-        return jnp.where(self.first <= 0, 0.0, jnp.where(c > 0, self.first**2 / (2 * jnp.where(
-            c > 0, c, 1.0)), jnp.inf))
+        if self.first <= 0:
+            return 0.0
+        return self.first**2 / (2 * self.curvature) if self.curvature > 0 else math.inf
 
     @property
-    def per_rollout(self):
+    def per_rollout(self) -> float:
         """``Φ* / R``."""
         return self.progress / self.budget
 
     def at(self, eta):
-        """``Φ(η)``."""
-        eta = jnp.asarray(eta)
+        """``Φ(η)`` (``eta`` a number or an array)."""
+        eta = np.asarray(eta, float)
         return eta * self.first - 0.5 * eta**2 * self.curvature
 
     def gain(self, eta=None):
         """``E[ΔF]`` at ``η`` (default ``η*``), second order."""
-        eta = self.eta if eta is None else jnp.asarray(eta)
+        eta = self.eta if eta is None else np.asarray(eta, float)
         return eta * self.first + 0.5 * eta**2 * (self.mean_hessian + self.noise_hessian)
 
     def kl_step(self, eta=None):
         """``E[KL(π ‖ π')]`` at ``η`` (default ``η*``), second order."""
-        eta = self.eta if eta is None else jnp.asarray(eta)
+        eta = self.eta if eta is None else np.asarray(eta, float)
         return 0.5 * eta**2 * (self.mean_fisher + self.noise_fisher)
 
     @property
-    def noise_scale(self):
+    def noise_scale(self) -> float:
         r"""``B_noise = P tr(B V) / (dᵀ B d)``: the prompts per step at which the noise's share
         of the curvature equals the mean step's (McCandlish et al.'s ``B_noise``; for SGD
         ``tr(B Σ_1)/(mᵀ B m)``, independent of ``P``)."""
-        return self.num_prompts * self.noise_curvature / self.mean_curvature
+        m = self.mean_curvature
+        return self.num_prompts * self.noise_curvature / m if m != 0 else math.inf
 
     @property
     def regime(self) -> str:
@@ -393,59 +403,83 @@ def step_progress(moments: SharedMoments, policy: SharedPolicy, objective: str =
     rate rescaled --, RMSprop, Adam) on ``objective`` at ``W`` (default 0) from the step's
     ``moments`` (:func:`shared_moments`), with the trust region ``kl`` ``β > 0`` (module
     docstring)."""
+    return progress_batch([moments], policy, objective, kl=kl, optimizers=(optimizer,),
+                          W=W)[0][0]
+
+
+def progress_batch(moments, policy: SharedPolicy, objective: str = "pass", *, kl: float = 1.0,
+                   optimizers=("sgd",), W=None) -> list[list[Progress]]:
+    r""":func:`step_progress` for a sequence of :class:`SharedMoments` (any group sizes and
+    prompts per step, one sampling) and each of ``optimizers``: ``out[i][j]`` the
+    :class:`Progress` of ``moments[i]`` with ``optimizers[j]``, all from one compiled program
+    (vectorised over the moments; compiled once per shape and setting)."""
     if isinstance(kl, bool) or not isinstance(kl, int | float) or not (
             math.isfinite(kl) and kl > 0):
         raise ValueError(f"step_progress: kl (β, the price of a nat of KL per step) must be a "
                          f"finite number > 0; got {kl!r}")
-    opt = optimizer_limit(optimizer)
-    name = _limit_name(opt)
+    moments = list(moments)
+    if not moments or len({m.sampling for m in moments}) != 1:
+        raise ValueError("progress_batch: give one or more SharedMoments of one sampling")
+    limits = [optimizer_limit(o) for o in optimizers]
+    settings = tuple((_limit_name(o), float(getattr(o, "eps", 0.0)),
+                      bool(getattr(o, "eps_in_sqrt", False))) for o in limits)
     _objective(objective)  # a known name
-    W = policy.zeros() if W is None else W
-    dt = moments.mean.dtype
-    first, mf, nf, mh, nh = _progress_terms(
-        moments.mean, moments.second, moments.features, moments.weights,
-        jnp.asarray(moments.num_prompts, dt), policy.logits(W), K=policy.K,
-        objective=str(objective), optimizer=name, eps=float(getattr(opt, "eps", 0.0)),
-        eps_in_sqrt=bool(getattr(opt, "eps_in_sqrt", False)), sampling=moments.sampling)
-    return Progress(first, mf, nf, mh, nh, float(kl), moments.num_prompts, moments.group_size,
-                    name, str(objective))
+    th = policy.base_logits if W is None else policy.logits(W)
+    dt = moments[0].mean.dtype
+    # stacked on the host: no eager device programs beside the one below
+    terms = _progress_terms(
+        np.stack([np.asarray(m.mean) for m in moments]),
+        np.stack([np.asarray(m.second) for m in moments]), moments[0].features,
+        moments[0].weights, np.asarray([m.num_prompts for m in moments], dt), th, K=policy.K,
+        objective=str(objective), settings=settings, sampling=moments[0].sampling)
+    terms = np.asarray(terms)  # (optimizers, 5, len(moments))
+    return [[Progress(*(float(v) for v in terms[j, :, i]), float(kl), m.num_prompts,
+                      m.group_size, settings[j][0], str(objective))
+             for j in range(len(limits))] for i, m in enumerate(moments)]
 
 
-@functools.partial(jax.jit, static_argnames=("K", "objective", "optimizer", "eps",
-                                             "eps_in_sqrt", "sampling"))
-def _progress_terms(mean, second, x, w, P, th, *, K, objective, optimizer, eps, eps_in_sqrt,
-                    sampling):
-    """``(aᵀd, dᵀJd, tr(JV), dᵀ∇²f d, tr(∇²f V))`` (module docstring), one compiled program
-    per shape and setting (``G`` and ``P`` are not part of it)."""
+@functools.partial(jax.jit, static_argnames=("K", "objective", "settings", "sampling"),
+                   compiler_options=fast_compile_options())
+def _progress_terms(mean, second, x, w, P, th, *, K, objective, settings, sampling):
+    """``(aᵀd, dᵀJd, tr(JV), dᵀ∇²f d, tr(∇²f V))`` (module docstring) for each optimizer
+    setting and each batch entry ``(mean, second, P)``: ``(optimizers, 5, batch)``. Compiled
+    once per shape and setting with XLA's fast-compiling options (it runs a few times; the same
+    numbers); ``G`` and ``P`` are not part of it."""
     f = _objective(objective)
     probs = jax.nn.softmax(th, -1)
     a = jax.vmap(jax.grad(lambda t: f(t, K)))(th)  # (N, C)
     hess = jax.vmap(jax.hessian(lambda t: f(t, K)))(th)  # (N, C, C)
     fisher = jax.vmap(lambda p: jnp.diag(p) - jnp.outer(p, p))(probs)
-    mW = jnp.einsum("i,ic,id->cd", w, mean, x)
-    cov = second - mean[:, :, None] * mean[:, None, :]
-    if optimizer == "sgd":
-        scale = jnp.ones_like(mW)
-    else:  # E[ĝ∘ĝ] (SharedMoments.squared_W)
-        if sampling == "all":
-            var = jnp.einsum("i,ic,id->cd", w**2, jnp.diagonal(cov, axis1=-2, axis2=-1), x**2)
-        else:
-            var = (jnp.einsum("i,ic,id->cd", w, jnp.diagonal(second, axis1=-2, axis2=-1),
-                              x**2) - mW**2) / P
-        s = mW**2 + var
-        scale = 1.0 / (jnp.sqrt(s + eps) if eps_in_sqrt else jnp.sqrt(s) + eps)
-    delta = x @ (scale * mW).T  # (N, C): each prompt's logit step per unit η
-    first = jnp.sum(w * jnp.sum(a * delta, -1))
-    u = jnp.einsum("cd,id,jd->ijc", scale, x, x)  # u_ij = scale @ (x_i ∘ x_j)
 
-    def terms(B):
-        m = jnp.sum(w * jnp.einsum("ic,icd,id->i", delta, B, delta))
-        if sampling == "all":
-            noise = jnp.einsum("i,j,iab,ija,ijb,jba->", w, w**2, B, u, u, cov)
-        else:
-            noise = (jnp.einsum("i,j,iab,ija,ijb,jba->", w, w, B, u, u, second) - m) / P
-        return m, noise
+    def one(mean, second, P, optimizer, eps, eps_in_sqrt):
+        mW = jnp.einsum("i,ic,id->cd", w, mean, x)
+        cov = second - mean[:, :, None] * mean[:, None, :]
+        if optimizer == "sgd":
+            scale = jnp.ones_like(mW)
+        else:  # E[ĝ∘ĝ] (SharedMoments.squared_W)
+            if sampling == "all":
+                var = jnp.einsum("i,ic,id->cd", w**2, jnp.diagonal(cov, axis1=-2, axis2=-1),
+                                 x**2)
+            else:
+                var = (jnp.einsum("i,ic,id->cd", w, jnp.diagonal(second, axis1=-2, axis2=-1),
+                                  x**2) - mW**2) / P
+            s = mW**2 + var
+            scale = 1.0 / (jnp.sqrt(s + eps) if eps_in_sqrt else jnp.sqrt(s) + eps)
+        delta = x @ (scale * mW).T  # (N, C): each prompt's logit step per unit η
+        first = jnp.sum(w * jnp.sum(a * delta, -1))
+        u = jnp.einsum("cd,id,jd->ijc", scale, x, x)  # u_ij = scale @ (x_i ∘ x_j)
 
-    mf, nf = terms(fisher)
-    mh, nh = terms(hess)
-    return first, mf, nf, mh, nh
+        def terms(B):
+            m = jnp.sum(w * jnp.einsum("ic,icd,id->i", delta, B, delta))
+            if sampling == "all":
+                noise = jnp.einsum("i,j,iab,ija,ijb,jba->", w, w**2, B, u, u, cov)
+            else:
+                noise = (jnp.einsum("i,j,iab,ija,ijb,jba->", w, w, B, u, u, second) - m) / P
+            return m, noise
+
+        mf, nf = terms(fisher)
+        mh, nh = terms(hess)
+        return jnp.stack([first, mf, nf, mh, nh])
+
+    return jnp.stack([jax.vmap(lambda m, s, p, o=o: one(m, s, p, *o), out_axes=1)(
+        mean, second, P) for o in settings])
