@@ -156,13 +156,7 @@ def _cmd_plan_budget(args, params) -> int:
     prints the table and ``G*`` for TRL and verl, writes ``budget.json`` (with provenance and
     the ``G*(R)`` curve, :func:`simplexlab.verify.budget_curve`) and ``budget.png`` under
     ``--out``. Exit status 0 with a ``G*``, 2 on bad input."""
-    from .._results import (
-        atomic_write_bytes,
-        atomic_write_json,
-        provenance,
-        writable_file,
-        writable_folder,
-    )
+    from .._results import writable_file, writable_folder
     from ..verify import budget_curve, plan_budget
 
     ignored = [flag for flag, v in (("--tau", args.tau), ("--schedule", args.schedule),
@@ -190,24 +184,31 @@ def _cmd_plan_budget(args, params) -> int:
                          else _sizes_arg(args.group_sizes, "--group-sizes"), **settings)
     print(report.to_text())
     if out is not None:
-        import io
-
-        import matplotlib.pyplot as plt
-
         from ._budget_plot import plot_budget
 
         curve = budget_curve(prompts, **settings)
-        path = atomic_write_json(out / "budget.json", {**report.to_dict(),
-                                                       "curve": curve.to_dict(),
-                                                       "provenance": provenance()})
-        fig = plot_budget(report, curve)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=120, bbox_inches="tight",
-                    metadata={"Software": "simplexlab plan --budget"})
-        plt.close(fig)
-        png = atomic_write_bytes(out / "budget.png", buf.getvalue())
-        print(f"wrote {path}, {png}")
+        _write_plan(out, "budget", {**report.to_dict(), "curve": curve.to_dict()},
+                    lambda: plot_budget(report, curve), "simplexlab plan --budget")
     return 0 if report.best[report.optimizers[0]] is not None else 1
+
+
+def _write_plan(out, stem: str, payload: dict, figure, software: str) -> None:
+    """``out/<stem>.json`` (``payload`` with provenance) and ``out/<stem>.png`` (the figure
+    ``figure()`` draws), each written atomically; prints where."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from .._results import atomic_write_bytes, atomic_write_json, provenance
+
+    path = atomic_write_json(out / f"{stem}.json", {**payload, "provenance": provenance()})
+    fig = figure()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight",
+                metadata={"Software": software})
+    plt.close(fig)
+    png = atomic_write_bytes(out / f"{stem}.png", buf.getvalue())
+    print(f"wrote {path}, {png}")
 
 
 def _cmd_plan(args) -> int:
@@ -217,9 +218,6 @@ def _cmd_plan(args) -> int:
     a recommendation, 1 when no group size of the grid meets the targets, 2 on bad input. With
     ``--budget R``: the budget planner (:func:`_cmd_plan_budget`)."""
     from .._results import (
-        atomic_write_bytes,
-        atomic_write_json,
-        provenance,
         writable_file,
         writable_folder,
     )
@@ -272,21 +270,9 @@ def _cmd_plan(args) -> int:
         return 2
     print(report.to_text())
     if out is not None:
-        import io
-
-        import matplotlib.pyplot as plt
-
         from ._plotting import plot_plan
 
-        path = atomic_write_json(out / "plan.json", {**report.to_dict(),
-                                                     "provenance": provenance()})
-        fig = plot_plan(report)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=120, bbox_inches="tight",
-                    metadata={"Software": "simplexlab plan"})
-        plt.close(fig)
-        png = atomic_write_bytes(out / "plan.png", buf.getvalue())
-        print(f"wrote {path}, {png}")
+        _write_plan(out, "plan", report.to_dict(), lambda: plot_plan(report), "simplexlab plan")
     return 0 if report.recommended is not None else 1
 
 

@@ -33,8 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import Param, is_int, trusted_inputs
-from ..shaping import METHOD_PARAMETERS, GainSchedule, Groups, advantages, group_rule, lookup_method
+from .._checks import Param, is_int
+from ..shaping import METHOD_PARAMETERS, GainSchedule, group_rule, lookup_method
 from ..shaping import METHODS as _RULES
 from ..theory import (
     FEATURES,
@@ -46,18 +46,10 @@ from ..theory import (
     shared_policy,
     step_progress,
 )
-from ._bandit import METHODS, OWN_PARAMS
-from ._policy import (
-    OPTIMIZERS,
-    REDUCTIONS,
-    SURROGATES,
-    gradient_from_probs,
-    lookup,
-    optimizer_init,
-    optimizer_update,
-)
+from ._bandit import METHODS, OWN_PARAMS, Bandit
+from ._groups import group_gradient
+from ._policy import OPTIMIZERS, REDUCTIONS, SURROGATES, lookup, optimizer_init, optimizer_update
 from ._protocol import AbstractSimulator, WithDtype
-from ._sampler import uniforms
 
 __all__ = ["SharedBandit", "SharedBanditMetrics", "SharedBanditState"]
 
@@ -139,12 +131,11 @@ class SharedBandit(AbstractSimulator, WithDtype):
                 raise ValueError(f"{who}: {name} must be an integer >= {lower}; got {v!r}")
         if not isinstance(self.prompts, PromptSet):
             raise ValueError(f"{who}: prompts must be a PromptSet; got {self.prompts!r}")
-        if self.features not in FEATURES:
-            raise ValueError(f"{who}: features must be one of {FEATURES}; got "
-                             f"{self.features!r}")
-        if self.sampling not in SAMPLING:
-            raise ValueError(f"{who}: sampling must be one of {SAMPLING}; got "
-                             f"{self.sampling!r}")
+        for name, choices in (("features", FEATURES), ("sampling", SAMPLING),
+                              ("surrogate", SURROGATES), ("reduction", REDUCTIONS)):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{who}: {name} must be one of {choices}; got "
+                                 f"{getattr(self, name)!r}")
         n = self.pool().size
         if self.sampling == "all" and self.num_prompts != n:
             raise ValueError(f"{who}: sampling='all' takes every prompt of the pool once a "
@@ -155,12 +146,6 @@ class SharedBandit(AbstractSimulator, WithDtype):
             raise ValueError(f"{who}: method {self.method!r} normalises over its batch of "
                              "groups; the shared bandit takes group-local rules")
         lookup(OPTIMIZERS, self.optimizer, "optimizer", who)
-        if self.surrogate not in SURROGATES:
-            raise ValueError(f"{who}: surrogate must be one of {SURROGATES}; got "
-                             f"{self.surrogate!r}")
-        if self.reduction not in REDUCTIONS:
-            raise ValueError(f"{who}: reduction must be one of {REDUCTIONS}; got "
-                             f"{self.reduction!r}")
         if not isinstance(self.allow_flipped, bool | np.bool_):
             raise ValueError(f"{who}: allow_flipped must be True or False; got "
                              f"{self.allow_flipped!r}")
@@ -209,16 +194,9 @@ class SharedBandit(AbstractSimulator, WithDtype):
                              num_features=self.num_features, seed=self.feature_seed,
                              rare_share=self.rare_share, dtype=self.float_dtype())
 
-    def verifier(self, params) -> Verifier:
-        """The run's verifier (rates checked in :meth:`init`)."""
-        dt = self.float_dtype()
-        with trusted_inputs():
-            return Verifier(jnp.asarray(params["delta_fn"], dt),
-                            jnp.asarray(params["delta_fp"], dt), allow_flipped=self.allow_flipped)
-
-    def _optimizer(self, params):
-        rate = jnp.asarray(params["eta"], self.float_dtype())
-        return lookup(OPTIMIZERS, self.optimizer, "optimizer", "shared_bandit")(rate)
+    # the bandit's: the run's verifier (rates checked in init) and optimizer at rate eta
+    verifier = Bandit.verifier
+    _optimizer = Bandit._optimizer
 
     def _rule_inputs(self, params):
         q = {**self.default_params(), **(params or {})}
@@ -280,7 +258,7 @@ class SharedBandit(AbstractSimulator, WithDtype):
     def step(self, state: SharedBanditState, params) -> SharedBanditState:
         dt = self.float_dtype()
         pol = self.policy()
-        P, Gmax, K, C = self.num_prompts, self.max_group_size, self.K, self.K + self.M
+        P = self.num_prompts
         G = jnp.asarray(params["group_size"]).astype(jnp.int32)  # checked in init
         key, sub = jax.random.split(state.key)
         if self.sampling == "all":
@@ -291,27 +269,13 @@ class SharedBandit(AbstractSimulator, WithDtype):
                                          shape=(P,)).astype(jnp.int32)
             batch = jnp.full((P,), 1.0 / P, dt)
         logp = jax.nn.log_softmax(pol.logits(state.weights, idx), -1)
-        probs = jnp.exp(logp)
-        # the bandit's draws: rollout g of batch prompt q uses uniforms 2(gP + q) and
-        # 2(gP + q) + 1 of the step's key (one-hot features and sampling="all" replay the
-        # bandit's run draw for draw)
-        u = uniforms(sub, 2 * Gmax * P, dt).reshape(Gmax, P, 2).transpose(2, 1, 0)
-        cdf = jnp.cumsum(probs[:, :-1], -1)
-        modes = jnp.sum(u[0][..., None] >= cdf[:, None, :], -1, dtype=jnp.int32)
-        mask = jnp.broadcast_to(jnp.arange(Gmax, dtype=jnp.int32) < G, (P, Gmax))
-        verifier = self.verifier(params)
-        rewards = jnp.where(mask, verifier.outcome(u[1], modes < K), 0.0)
-        ro = Groups(rewards, modes, mask, jnp.take_along_axis(logp, modes, -1))
-        with trusted_inputs():  # built above, valid by construction; parameters checked in init
-            adv = advantages(self.method, ro, num_clusters=C, step=state.step,
-                             params={k: params[k] for k in METHODS[self.method]},
-                             schedule=(self.schedule if _RULES[self.method].schedule else None),
-                             verifier=verifier)
-        adv = jnp.where(mask, jnp.asarray(adv, dt), 0.0)
-        scale = 1.0 / G.astype(dt) if self.reduction == "mean" else jnp.ones((), dt)
-        hit = modes[..., None] == jnp.arange(C, dtype=jnp.int32)
-        w = scale * jnp.sum(jnp.where(hit, adv[..., None], 0.0), -2)
-        grad = gradient_from_probs(probs, w, self.surrogate)  # (P, C): ∇_θ of each prompt
+        # the bandit's draws (one-hot features and sampling="all" replay its run draw for draw)
+        grad, rewards = group_gradient(
+            logp, sub, G, max_group_size=self.max_group_size, K=self.K, method=self.method,
+            params={k: params[k] for k in METHODS[self.method]},
+            schedule=self.schedule if _RULES[self.method].schedule else None,
+            verifier=self.verifier(params), step=state.step, reduction=self.reduction,
+            surrogate=self.surrogate)
         grad_W = jnp.einsum("p,pc,pd->cd", batch, grad, pol.features[idx])
         updates, opt_state = optimizer_update(self._optimizer(params), -grad_W, state.opt_state,
                                               state.weights)
