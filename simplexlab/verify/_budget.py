@@ -431,7 +431,9 @@ def plan_budget(budget: int, prompts: PromptSet, *, method: str = "grpo",
 class BudgetCurve:
     """``G*(R)`` over budgets (:func:`budget_curve`): ``budgets``, ``group_sizes``, for each
     optimizer ``progress[o][i][j]`` (``Φ*`` at budget ``i``, size ``j``; ``None`` where ``G``
-    does not divide the budget), ``best[o][i]`` and ``margin[o][i]``; ``inputs``."""
+    does not divide the budget), ``best[o][i]`` and ``margin[o][i]``; ``inputs``; ``moments``:
+    the per-prompt step moments by group size (for another curve of the same setting; not in
+    :meth:`to_dict`)."""
 
     budgets: tuple[int, ...]
     group_sizes: tuple[int, ...]
@@ -441,6 +443,7 @@ class BudgetCurve:
     best: dict[str, list]
     margin: dict[str, list]
     inputs: dict[str, Any]
+    moments: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"budgets": list(self.budgets), "group_sizes": list(self.group_sizes),
@@ -498,4 +501,4 @@ def budget_curve(prompts: PromptSet, budgets=DEFAULT_BUDGETS, *, group_sizes=BUD
             best[o].append(b)
             margin[o].append(m)
     return BudgetCurve(budgets, sizes, optimizers, prog, regime, best, margin,
-                       {**s.inputs, "optimizers": list(optimizers)})
+                       {**s.inputs, "optimizers": list(optimizers)}, have)
