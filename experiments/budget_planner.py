@@ -44,7 +44,9 @@ SETTINGS = {
               "etas": tuple(2.0 ** (k / 2) for k in range(-2, 10))},
     "full": {"budgets": (16, 64, 256), "max_G": 32, "rules": ("grpo", "rloo"),
              "dists": ("beta", "arithmetic"), "seeds": 4000,
-             "etas": tuple(2.0 ** (k / 2) for k in range(-4, 12))},
+             "etas": tuple(2.0 ** (k / 2) for k in range(-4, 12)),
+             # and prompts with their own parameters, where the theory's G* moves with R
+             "onehot": {"dist": "beta", "rule": "grpo", "budgets": (64, 256, 1024)}},
 }
 LABELS = {"beta": "Beta(0.5, 1.5) pass rates", "arithmetic": "embedded-task rollouts file"}
 #: the theory's G*(R) curves (12 budgets, 4 .. 8192): their group sizes and distributions
@@ -93,7 +95,7 @@ def _sizes(R: int, max_G: int) -> tuple[int, ...]:
     return tuple(G for G in (2, 4, 8, 16, 32, 64) if G <= max_G and R // G >= 2 and R % G == 0)
 
 
-def _bandit(ps, rule: str, R: int, G: int, etas, seeds: int, seed: int):
+def _bandit(ps, rule: str, features: str, R: int, G: int, etas, seeds: int, seed: int):
     """The shared bandit's ``Φ = ΔF − β KL`` after one step from the start at each rate:
     ``(mean, standard error)`` over ``seeds`` runs (one program for every rate)."""
     import equinox as eqx
@@ -102,7 +104,7 @@ def _bandit(ps, rule: str, R: int, G: int, etas, seeds: int, seed: int):
 
     from simplexlab.sim import SharedBandit
 
-    sim = SharedBandit(K=K, M=M, prompts=ps, pool_size=16, num_features=D,
+    sim = SharedBandit(K=K, M=M, prompts=ps, pool_size=16, num_features=D, features=features,
                        num_prompts=R // G, max_group_size=G, method=rule)
     pol = sim.policy()
     w = pol.weights
@@ -135,37 +137,42 @@ def budget_data(mode: str = "quick", seed: int = 0) -> dict:
         return _MEMO[key]
     st = SETTINGS[mode]
     rows, moments = [], {}
-    for dist in st["dists"]:
+    cases = [(d, u, "random", st["budgets"]) for d in st["dists"] for u in st["rules"]]
+    if "onehot" in st:
+        o = st["onehot"]
+        cases.append((o["dist"], o["rule"], "onehot", o["budgets"]))
+    for dist, rule, features, budgets in cases:
         ps = _prompts(dist)
-        for rule in st["rules"]:
-            sizes = sorted({G for R in st["budgets"] for G in _sizes(R, st["max_G"])})
-            curve = budget_curve(ps, st["budgets"], group_sizes=sizes, method=rule, kl=KL,
-                                 K=K, M=M, pool_size=16, num_features=D, optimizers=("sgd",))
+        sizes = sorted({G for R in budgets for G in _sizes(R, st["max_G"])})
+        curve = budget_curve(ps, budgets, group_sizes=sizes, method=rule, kl=KL, K=K, M=M,
+                             pool_size=16, num_features=D, features=features,
+                             optimizers=("sgd",))
+        if features == "random":
             moments[dist, rule] = curve.moments
-            for i, R in enumerate(st["budgets"]):
-                Gs = _sizes(R, st["max_G"])
-                theory = {G: curve.progress["sgd"][i][sizes.index(G)] for G in Gs}
-                bandit = {}
-                for G in Gs:
-                    mean, se = _bandit(ps, rule, R, G, st["etas"], st["seeds"], seed)
-                    j = int(np.argmax(mean))
-                    bandit[G] = {"best": float(mean[j]), "se": float(se[j]),
-                                 "eta": float(st["etas"][j]), "curve": mean.tolist(),
-                                 "edge": j in (0, len(mean) - 1)}
-                g_theory = max(theory, key=theory.get)
-                g_bandit = max(bandit, key=lambda G: bandit[G]["best"])
-                top = bandit[g_bandit]
-                resolved = [G for G in Gs if bandit[G]["best"] + 2 * bandit[G]["se"]
-                            >= top["best"] - 2 * top["se"]]
-                loss = (bandit[g_theory]["best"] - top["best"]) / top["best"]
-                se = np.hypot(bandit[g_theory]["se"], top["se"]) / top["best"]
-                rows.append({"dist": dist, "rule": rule, "budget": R, "group_sizes": list(Gs),
-                             "theory": theory, "theory_best": g_theory, "bandit": bandit,
-                             "bandit_best": g_bandit, "resolution": resolved,
-                             "within": g_theory in resolved, "loss": float(loss),
-                             "loss_se": float(se)})
-                print(f"[budget-planner] {dist} {rule} R = {R}: theory G* = {g_theory}, "
-                      f"bandit best G = {g_bandit} (resolution {resolved})", flush=True)
+        for i, R in enumerate(budgets):
+            Gs = _sizes(R, st["max_G"])
+            theory = {G: curve.progress["sgd"][i][sizes.index(G)] for G in Gs}
+            bandit = {}
+            for G in Gs:
+                mean, se = _bandit(ps, rule, features, R, G, st["etas"], st["seeds"], seed)
+                j = int(np.argmax(mean))
+                bandit[G] = {"best": float(mean[j]), "se": float(se[j]),
+                             "eta": float(st["etas"][j]), "curve": mean.tolist(),
+                             "edge": j in (0, len(mean) - 1)}
+            g_theory = max(theory, key=theory.get)
+            g_bandit = max(bandit, key=lambda G: bandit[G]["best"])
+            top = bandit[g_bandit]
+            resolved = [G for G in Gs if bandit[G]["best"] + 2 * bandit[G]["se"]
+                        >= top["best"] - 2 * top["se"]]
+            loss = (bandit[g_theory]["best"] - top["best"]) / top["best"]
+            se = np.hypot(bandit[g_theory]["se"], top["se"]) / top["best"]
+            rows.append({"dist": dist, "rule": rule, "features": features, "budget": R,
+                         "group_sizes": list(Gs), "theory": theory, "theory_best": g_theory,
+                         "bandit": bandit, "bandit_best": g_bandit, "resolution": resolved,
+                         "within": g_theory in resolved, "loss": float(loss),
+                         "loss_se": float(se)})
+            print(f"[budget-planner] {dist} {rule} {features} R = {R}: theory G* = {g_theory}, "
+                  f"bandit best G = {g_bandit} (resolution {resolved})", flush=True)
     _MEMO[key] = {"settings": {k: list(v) if isinstance(v, tuple) else v
                                for k, v in st.items()}, "rows": rows, "moments": moments}
     return _MEMO[key]
@@ -218,13 +225,13 @@ def run(ctx: Context) -> dict:
     lit = literature_curves(ctx.mode, ctx.seed)
     rows = data["rows"]
     use_style()
-    groups = sorted({(r["dist"], r["rule"]) for r in rows})
+    groups = sorted({(r["dist"], r["rule"], r["features"]) for r in rows})
     fig, axes = plt.subplots(1, len(groups) + 1, figsize=(5.2 * (len(groups) + 1), 4.4),
                              squeeze=False)
     axes = axes[0]
-    for ax, (dist, rule) in zip(axes, groups, strict=False):
+    for ax, (dist, rule, features) in zip(axes, groups, strict=False):
         colour = method_style(rule).color
-        mine = [r for r in rows if (r["dist"], r["rule"]) == (dist, rule)]
+        mine = [r for r in rows if (r["dist"], r["rule"], r["features"]) == (dist, rule, features)]
         for k, r in enumerate(mine):
             Gs = np.asarray(r["group_sizes"], float)
             R = r["budget"]
@@ -241,7 +248,8 @@ def run(ctx: Context) -> dict:
         ax.set_yscale("log")
         ax.set_xlabel("G (rollouts per prompt)")
         ax.set_ylabel("progress per rollout Φ/R (one step)")
-        ax.set_title(f"{LABELS[dist]}, {method_style(rule).name}", fontsize=10)
+        ax.set_title(f"{LABELS[dist]}, {method_style(rule).name}, {features} features",
+                     fontsize=10)
         ax.legend(fontsize=7, frameon=False)
     ax = axes[-1]
     for (dist, features), c in lit.items():
