@@ -13,6 +13,10 @@ reference without the plant:
 Then the calling conventions (TRL, verl, Tunix, plain) on the same reference, the bad inputs (one
 line naming the function and the group) and ``simplexlab verify-advantages``."""
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -268,3 +272,60 @@ def test_the_report():
     d = report.to_dict()
     assert d["passed"] is False and d["inferred"]["rule"] == ["grpo_sample_std",
                                                             {"std_eps": 1e-4}]
+
+
+# ---- the command line --------------------------------------------------------------------------
+
+def _cli(tmp_path, *args, env_import=None):
+    import os
+
+    (tmp_path / "mymod.py").write_text(textwrap.dedent("""
+        import numpy as np
+
+        def grpo(rewards, group_ids, mask=None):
+            out = np.zeros(len(rewards))
+            valid = np.ones(len(rewards), bool) if mask is None else mask
+            for g in np.unique(group_ids):
+                rows = np.flatnonzero((group_ids == g) & valid)
+                if len(rows) > 1:
+                    x = rewards[rows].astype(float)
+                    out[rows] = (x - x.mean()) / (x.std(ddof=1) + 1e-4)
+            return out.astype(rewards.dtype)
+
+        def broken(rewards, group_ids):
+            return rewards[:1]
+    """))
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env.pop("SIMPLEXLAB_IMPORT", None)
+    if env_import:
+        env["SIMPLEXLAB_IMPORT"] = env_import
+    return subprocess.run([sys.executable, "-m", "simplexlab", "verify-advantages", *args],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+
+
+def test_cli_verify_advantages(tmp_path):
+    proc = _cli(tmp_path, "mymod:grpo", "--method", "grpo_sample_std", "--param",
+                "std_eps=1e-4", "--import", "mymod", "--json", "out.json")
+    assert proc.returncode == 0, proc.stderr
+    assert "every check passes" in proc.stdout
+    assert '"passed": true' in (tmp_path / "out.json").read_text()
+    proc = _cli(tmp_path, "mymod:grpo", "--method", "grpo", env_import="mymod")
+    assert proc.returncode == 1
+    assert "the lab's grpo_sample_std std_eps=0.0001" in proc.stdout
+
+
+@pytest.mark.parametrize("args,match", [
+    (["mymod:grpo"], "module 'mymod' is not allowed to be imported"),
+    (["nomod:grpo", "--import", "nomod"], "cannot import 'nomod'"),
+    (["mymod:nothing", "--import", "mymod"], "module 'mymod' has no attribute 'nothing'"),
+    (["mymod", "--import", "mymod"], "MODULE:FUNC"),
+    (["mymod:broken", "--import", "mymod"], "mymod:broken on 'whole groups' case"),
+    (["mymod:grpo", "--import", "mymod", "--param", "x"], "--param wants NAME=VALUE"),
+    (["mymod:grpo", "--import", "mymod", "--method", "nope"], "unknown method 'nope'"),
+])
+def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, match):
+    proc = _cli(tmp_path, *args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert match in lines[0]
