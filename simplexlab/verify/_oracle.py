@@ -47,6 +47,7 @@ log-probabilities (the conventions pass rewards only), an unknown convention or 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 from collections.abc import Callable, Sequence
@@ -101,12 +102,15 @@ class Deviation:
 
     def where(self) -> str:
         """The smallest group, what the lab's rule gives and what the function gave."""
+        if not self.got:  # the function failed on the case
+            return f"Smallest group ({self.case}): rewards {_fmt(self.group)}"
         return (f"Smallest group ({self.case}): rewards {_fmt(self.group)}; the lab's rule "
                 f"{_fmt(self.expected)}; got {_fmt(self.got)} (max error {self.max_error:.3g})")
 
     def to_dict(self) -> dict:
         return dict(check=self.check, case=self.case, group=self.group,
-                    expected=self.expected, got=self.got, max_error=self.max_error, why=self.why)
+                    expected=self.expected, got=self.got, why=self.why,
+                    max_error=self.max_error if math.isfinite(self.max_error) else None)
 
 
 @dataclass(frozen=True)
@@ -361,14 +365,17 @@ def _layout(case: _Case, contiguous: bool, seed: int = 1) -> _Layout:
     return _Layout(r.astype(case.dtype), valid, grp, pos, G)
 
 
-def _to_numpy(x, what: str) -> np.ndarray:
+def _to_numpy(x, what: str) -> tuple[np.ndarray, bool]:
+    """``(values as float64, whether they came in a dtype narrower than float64)``."""
     if hasattr(x, "detach"):  # a torch tensor
         x = x.detach().cpu()
-        if hasattr(x, "float") and str(x.dtype) == "torch.bfloat16":
+        if str(x.dtype) == "torch.bfloat16":
             x = x.float()
         x = x.numpy()
+    narrow = getattr(getattr(x, "dtype", None), "itemsize", 8) < 8 and \
+        np.issubdtype(x.dtype, np.floating)
     try:
-        return np.asarray(x, dtype=np.float64)
+        return np.asarray(x, dtype=np.float64), narrow
     except (TypeError, ValueError) as err:
         raise ValueError(f"{what} returned {type(x).__name__}, not an array of numbers "
                          f"({err})") from None
@@ -391,6 +398,7 @@ class _Caller:
         self.fn = fn
         self.convention = convention
         self.contiguous = convention in ("trl", "tunix")
+        self.narrow = False
         self.mask = {"plain": _accepts(fn, "mask"), "trl": True, "verl": True,
                      "tunix": _accepts(fn, "valid_mask")}[convention]
 
@@ -400,10 +408,16 @@ class _Caller:
         needs_mask = case.masked or (case.ragged and self.contiguous)
         if needs_mask and not self.mask:
             arg = "valid_mask" if self.convention == "tunix" else "mask"
-            return f"the function takes no {arg} (rejected rows cannot be passed)"
+            return f"the function takes no {arg}, so rejected rows cannot be passed"
         return None
 
     def run(self, lay: _Layout) -> np.ndarray:
+        """The function's values on ``lay``; :attr:`narrow` tells whether they came in a
+        float dtype narrower than float64."""
+        out, self.narrow = self._run(lay)
+        return out
+
+    def _run(self, lay: _Layout):
         conv = self.convention
         if conv == "plain":
             kw = {"mask": lay.valid.copy()} if self.mask else {}
@@ -432,11 +446,11 @@ class _Caller:
                       response_mask=torch.tensor(mask, dtype=torch.int64), index=index,
                       config=None)
         adv = out[0] if isinstance(out, tuple | list) else out
-        adv = _to_numpy(adv, "the function")
+        adv, narrow = _to_numpy(adv, "the function")
         if adv.shape != (n, T):
             raise ValueError(f"returned advantages of shape {adv.shape}; verl's are (batch, "
                              f"response_length) = {(n, T)}")
-        return adv[np.arange(n), length - 1]
+        return adv[np.arange(n), length - 1], narrow
 
 
 # ---- the lab's rule ----------------------------------------------------------------------------
@@ -465,6 +479,10 @@ class _Rule:
         small = [g for g in case.groups if 2 <= int((~np.isnan(g)).sum()) < self.bound]
         if small:
             return f"{self.method} needs groups of at least {self.bound} valid rollouts"
+        if not self.rule.group_local and any(int((~np.isnan(g)).sum()) < 2
+                                             for g in case.groups):
+            return (f"{self.method} is normalised over the batch, whose every group needs two "
+                    "valid rollouts")
         return None
 
     def groups_values(self, groups: Sequence[np.ndarray], dtype: str,
@@ -578,6 +596,11 @@ def _call(caller: _Caller, lay: _Layout, case: _Case, name: str) -> np.ndarray:
     return out
 
 
+def _shown(group, dtype="float64") -> list:
+    """A group as the report shows it: its rewards, ``None`` for a rejected row."""
+    return [None if np.isnan(v) else float(np.asarray(v, dtype)) for v in group]
+
+
 def _one_line(err) -> str:
     text = " ".join(str(err).split())
     return text[:300] + ("…" if len(text) > 300 else "")
@@ -588,13 +611,20 @@ def _show(case: _Case) -> str:
 
 
 def _compare(case, got_groups, want_groups):
-    """``(max error, index of the worst group)``, or ``None`` when they agree."""
+    """``(max error, index of the worst group)``, or ``None`` when they agree. In float32 the
+    tolerance grows with each group's conditioning ``max |r| / (max r − min r)`` (the rewards'
+    own rounding, relative to their spread: what any float32 computation loses)."""
     rtol, atol = _TOL[case.dtype]
     worst, where = 0.0, None
     scale = max(1.0, max(float(np.max(np.abs(w))) if len(w) else 0.0 for w in want_groups))
     for i, (got, want) in enumerate(zip(got_groups, want_groups, strict=True)):
         err = np.abs(got - want)
-        bad = err > atol * scale + rtol * np.abs(want)
+        tol = atol * scale + rtol * np.abs(want)
+        r = case.groups[i][~np.isnan(case.groups[i])]
+        if case.dtype == "float32" and len(r) > 1 and np.ptp(r) > 0:
+            cond = float(np.max(np.abs(r)) / np.ptp(r))
+            tol = tol + 50 * float(np.finfo(np.float32).eps) * cond * float(np.max(np.abs(want)))
+        bad = err > tol
         if np.any(bad) and float(err.max()) > worst:
             worst, where = float(err.max()), i
     return None if where is None else (worst, where)
@@ -630,19 +660,22 @@ def _why(case, lay, got, rules, caller) -> str:
             if stride is not None:
                 return (f"the rows are grouped by a fixed stride of {stride}, not by their "
                         f"group ids{also}")
-        if len(case.groups) > 1:
-            alone = rule.groups_values(case.groups, case.dtype)
-            factor = _common_factor(groups, alone)
-            if factor is not None and not math.isclose(factor, 1.0, rel_tol=1e-4):
-                n_all = int(lay.valid.sum())
+        alone = rule.groups_values(case.groups, case.dtype)
+        factor = _common_factor(groups, alone)
+        if factor is not None and not math.isclose(factor, 1.0, rel_tol=1e-4):
+            if rule.returns == "loss_weights":
                 n_live = sum(int((~np.isnan(g)).sum()) for g, a in
                              zip(case.groups, alone, strict=True) if np.any(np.abs(a) > 1e-12))
-                if rule.returns == "loss_weights" and math.isclose(factor, n_live / n_all,
-                                                                   rel_tol=1e-4):
-                    return (f"the zero-variance groups are counted in the loss denominator: "
-                            f"the other rollouts' weights shrink by {n_live}/{n_all}{also}")
+                for n, what in ((int(lay.valid.sum()), "the zero-variance groups' rollouts"),
+                                (len(lay.rewards), "every row of the batch (rejected rows "
+                                 "and zero-variance groups too)")):
+                    if n != n_live and math.isclose(factor, n_live / n, rel_tol=1e-4):
+                        return (f"the loss denominator counts {what}: the weights shrink by "
+                                f"{n_live}/{n}{also}")
+            if len(case.groups) > 1:
                 return (f"every group of the batch is off by one factor {factor:.4g}: the "
                         f"scale is the batch's, not each group's{also}")
+            return f"off by a factor {factor:.4g}{also}"
     if len(case.groups) > 1:
         scale = _batch_scale(case, groups)
         if scale is not None:
@@ -657,8 +690,17 @@ def _why(case, lay, got, rules, caller) -> str:
     if case.masked and any(np.any(np.abs(g[np.isnan(c)]) > 1e-6)
                            for g, c in zip(groups, case.groups, strict=True)):
         return "a rejected row gets a non-zero advantage"
+    want = rules[0][0].groups_values(case.groups, case.dtype)
+    if case.dtype == "float64":
+        as32 = dataclasses.replace(case, dtype="float32")
+        if _agrees(as32, groups, rules[0][0].groups_values(case.groups, "float32")):
+            return ("the function computes in float32: it agrees with the rule on the "
+                    "float32-rounded rewards, to float32 round-off")
+    flat = [(g, w) for g, w in zip(groups, want, strict=True) if len(w)]
+    if any(np.max(np.abs(w)) < 1e-6 < np.max(np.abs(g)) for g, w in flat):
+        top = max(float(np.max(np.abs(g))) for g, w in flat if np.max(np.abs(w)) < 1e-6)
+        return f"non-zero advantages (up to {top:.3g}) where the rule's are 0"
     if case.dtype == "float32":
-        want = rules[0][0].groups_values(case.groups, case.dtype)
         ratio = max(float(np.max(np.abs(g)) / max(np.max(np.abs(w)), 1e-12))
                     for g, w in zip(groups, want, strict=True) if len(g))
         f64 = rules[0][0].groups_values(case.groups, "float64")
@@ -723,6 +765,8 @@ def _common_factor(groups, alone) -> float | None:
     if den < 1e-12:
         return None
     f = num / den
+    if abs(f) < 1e-6:  # the function gives 0 where the rule does not: no factor
+        return None
     if all(np.allclose(g, f * a, rtol=1e-4, atol=1e-7) for g, a in zip(groups, alone,
                                                                        strict=True)):
         return f
@@ -823,7 +867,8 @@ def _conv(convention) -> str:
 def check_advantages(fn: Callable, *, method: str = "grpo", params: dict | None = None,
                      convention: str = "plain", returns: str = "advantages",
                      name: str | None = None, infer: bool = True,
-                     checks: Sequence[str] | None = None) -> AdvantageReport:
+                     checks: Sequence[str] | None = None,
+                     errors: str = "raise") -> AdvantageReport:
     r"""Run the advantage function ``fn`` on the battery of :data:`CHECKS` and compare it with
     the lab's exact rule ``method`` (a name of :data:`simplexlab.shaping.METHODS`, a rule of the
     rewards alone) with ``params``.
@@ -839,6 +884,9 @@ def check_advantages(fn: Callable, *, method: str = "grpo", params: dict | None 
         infer: also infer the function's std convention (:func:`infer_convention`; only where
             the rule is one of the rewards of real value).
         checks: the names of :data:`CHECKS` to run (default all).
+        errors: ``"raise"`` (default): a case the function fails on (it raises, returns another
+            shape or non-finite values) is a ``ValueError``; ``"report"``: a failed check whose
+            deviation says so, and the battery goes on (a framework's table row).
 
     Returns:
         An :class:`AdvantageReport`: each check passed, failed or skipped (with the reason),
@@ -856,6 +904,8 @@ def check_advantages(fn: Callable, *, method: str = "grpo", params: dict | None 
         raise ValueError(f"check_advantages: the advantage function must be callable; got "
                          f"{fn!r}")
     convention = _conv(convention)
+    if errors not in ("raise", "report"):
+        raise ValueError(f"errors must be 'raise' or 'report'; got {errors!r}")
     if returns not in ("advantages", "loss_weights"):
         raise ValueError(f"returns must be 'advantages' or 'loss_weights'; got {returns!r}")
     rule = _Rule(method, dict(params or {}), returns)
@@ -899,8 +949,24 @@ def check_advantages(fn: Callable, *, method: str = "grpo", params: dict | None 
             outcome.setdefault(case.check, f"skipped: {reason}")
             continue
         lay = _layout(case, caller.contiguous)
-        got = _call(caller, lay, case, label)
+        try:
+            got = _call(caller, lay, case, label)
+        except ValueError as err:
+            if errors == "raise":
+                raise
+            outcome[case.check] = "fail"
+            found.setdefault(case.check, Deviation(
+                check=case.check, case=case.name,
+                group=_shown(min(case.groups, key=len)),
+                expected=[], got=[], max_error=math.inf,
+                why=str(err).split("): ", 1)[-1]))
+            continue
         count += 1
+        if caller.narrow and case.dtype == "float64":  # the function computes in float32
+            case = dataclasses.replace(case, dtype="float32")
+            if not any("float32" in n for n in notes):
+                notes.append("the function returns float32 for float64 rewards: every case is "
+                             "compared as float32 (the lab's rule on the rounded rewards)")
         want = rule.groups_values(case.groups, case.dtype)
         got_groups = _per_group(got, lay, case)
         bad = _compare(case, got_groups, want)
@@ -914,9 +980,7 @@ def check_advantages(fn: Callable, *, method: str = "grpo", params: dict | None 
         if old is not None and (len(old.group), -old.max_error) <= (len(case.groups[i]), -err):
             continue
         found[case.check] = Deviation(
-            check=case.check, case=case.name,
-            group=[None if np.isnan(v) else float(np.asarray(v, case.dtype))
-                   for v in case.groups[i]],
+            check=case.check, case=case.name, group=_shown(case.groups[i], case.dtype),
             expected=[float(v) for v in want[i]], got=[float(v) for v in got_groups[i]],
             max_error=err, why=_why(case, lay, got, rules, caller))
     ordered = {c: outcome.get(c, "skipped: no case applies to this rule") for c in CHECKS}
