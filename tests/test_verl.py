@@ -491,3 +491,32 @@ def test_verls_default_trainer_path_carries_mode_ids(verl, core):
                 data.batch["advantages"].numpy(),
                 grpo.numpy() + _expected("g2rpo_bonus")[:, None] * mask.numpy(),
                 rtol=1e-6, atol=1e-6)
+
+
+# ---- verl's estimators through the advantage oracle ---------------------------------------------
+
+def test_the_oracle_on_verls_grpo(core):
+    """verl's ``grpo``, looked up in its registry and called as its ``compute_advantage`` calls
+    it, is the lab's ``grpo_sample_std`` on every check of whole groups, and a response with an
+    empty response mask still votes in its group's mean and std (verl PR #6452's class)."""
+    from simplexlab.llm._frameworks import verl_function
+    from simplexlab.verify import check_advantages
+
+    report = check_advantages(verl_function("grpo"), method="grpo_sample_std",
+                              convention="verl")
+    assert report.failed == ["masked rows", "one valid rollout"], report.summary()
+    assert "rejected rows enter their group's statistics as rewards 0" in \
+        report.deviations[0].why
+    assert report.inferred.rule == ("grpo_sample_std", {"std_eps": 1e-6})
+
+
+@pytest.mark.slow
+def test_the_committed_verl_rows_are_a_fresh_run(verl):
+    """The verl rows of docs/llm/take-a-rule.md's table (tests/framework_table.py) are a fresh
+    run of verl's estimators through the oracle."""
+    from framework_table import committed_rows, fresh_rows
+
+    fresh = fresh_rows("verl")
+    assert committed_rows("verl") == fresh, (
+        f"the verl {verl.__version__} rows differ from a fresh run: run `python "
+        "tests/framework_table.py --write` in the verl environment and review the change")
