@@ -705,8 +705,8 @@ def _why(case, lay, got, rules, caller) -> str:
                     for g, w in zip(groups, want, strict=True) if len(g))
         f64 = rules[0][0].groups_values(case.groups, "float64")
         if ratio > 2:
-            return (f"in float32 the advantages grow {ratio:.3g}× past the rule's: a float32 "
-                    "round-off residue where a std is exactly 0")
+            return (f"in float32 the advantages grow {ratio:.3g}× past the rule's: a "
+                    "round-off residue divides where a std is exactly 0")
         if not _agrees(case, groups, f64):
             return "float32 round-off beyond the tolerance"
     if len(case.groups) > 1 and rules[0][0].rule.group_local:
