@@ -6,7 +6,6 @@ estimator object called as verl calls it, the rarity bonus, the refusals) run wi
 
 import asyncio
 import inspect
-import json
 import subprocess
 import sys
 import warnings
@@ -15,6 +14,8 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the verl adapter needs the llm extra (torch)")
+
+from schedule_files import schedule_file  # noqa: E402
 
 from simplexlab.llm import (  # noqa: E402
     VerlEstimator,
@@ -71,15 +72,6 @@ def _check_broadcast(adv, per_seq, mask):
     assert adv.shape == mask.shape
     np.testing.assert_array_equal(adv.numpy(), (per_seq[:, None] * mask.numpy()).astype(
         adv.numpy().dtype))
-
-
-def _schedule_file(path, schedule, passed):
-    d = schedule.to_dict()
-    path.write_text(json.dumps({
-        "format": "simplexlab.gain_schedule/1", "schedule": d,
-        "verification": {"passed": passed, "reasons": [] if passed else ["(c) fails"],
-                         "numbers": {}, "inputs": {"schedule": d}}, "provenance": {}}))
-    return path
 
 
 # ---- without verl -------------------------------------------------------------------------------
@@ -155,8 +147,8 @@ def test_rarity_bonus_is_the_lab_bonus():
 
 
 def test_failed_schedule_refused_unless_forced(tmp_path):
-    bad = _schedule_file(tmp_path / "bad.json", SCHED, passed=False)
-    good = _schedule_file(tmp_path / "good.json", SCHED, passed=True)
+    bad = schedule_file(tmp_path / "bad.json", SCHED, passed=False)
+    good = schedule_file(tmp_path / "good.json", SCHED, passed=True)
     with pytest.raises(ValueError, match="bad.json.*failed verification"):
         rarity_bonus(SCORE, MODE, list(UID), schedule=bad)
     with pytest.raises(ValueError, match="failed verification"):
@@ -315,7 +307,7 @@ def _dataproto(verl, modes=True):
 
 
 def test_registered_estimator_through_verls_registry(verl, core, tmp_path):
-    est = register(_schedule_file(tmp_path / "s.json", SCHED, passed=True))
+    est = register(schedule_file(tmp_path / "s.json", SCHED, passed=True))
     assert est.name == "simplexlab_g2rpo"
     fn = core.get_adv_estimator_fn("simplexlab_g2rpo")  # verl's own lookup
     assert fn is est
@@ -333,7 +325,7 @@ def test_registered_estimator_through_verls_registry(verl, core, tmp_path):
 
 
 def test_register_refusals(verl, core, tmp_path):
-    bad = _schedule_file(tmp_path / "bad.json", SCHED, passed=False)
+    bad = schedule_file(tmp_path / "bad.json", SCHED, passed=False)
     with pytest.raises(ValueError, match="failed verification"):
         register(bad)
     assert "simplexlab_g2rpo" not in core.ADV_ESTIMATOR_REGISTRY
