@@ -265,9 +265,8 @@ def register_tunix(method: str | Sequence[str] | None = None, *, schedule=None,
                          f"method(s) {methods} with schedule {schedule!r}")
     sched = resolve_schedule(schedule, force) if any(r.schedule for r in rules) else None
     ests = [TunixEstimator(m, schedule=sched if r.schedule else None, params=params,
-                           modes_in_scores=modes_in_scores if r.modes or modes_in_scores
-                           else None, num_clusters=num_clusters, step_fn=step_fn,
-                           delta_fn=delta_fn, delta_fp=delta_fp, name=name)
+                           modes_in_scores=modes_in_scores, num_clusters=num_clusters,
+                           step_fn=step_fn, delta_fn=delta_fn, delta_fp=delta_fp, name=name)
             for m, r in zip(methods, rules, strict=True)]
     held = registry.default_registry.list_functions("advantage_estimator")
     for est in ests:
