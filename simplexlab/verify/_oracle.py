@@ -391,8 +391,8 @@ def _torch(what: str):
 
 
 class _Caller:
-    """``fn`` in one convention: ``run(layout) -> flat advantages`` (``None`` where the
-    convention cannot express the case, with the reason in :meth:`cannot`)."""
+    """``fn`` in one convention: :meth:`run` gives its flat advantages of a laid-out case;
+    :meth:`cannot` says why the convention cannot express a case (``None``: it can)."""
 
     def __init__(self, fn, convention: str):
         self.fn = fn
@@ -433,7 +433,7 @@ class _Caller:
             return self._verl(lay)
         return _to_numpy(out, "the function")
 
-    def _verl(self, lay: _Layout) -> np.ndarray:
+    def _verl(self, lay: _Layout) -> tuple[np.ndarray, bool]:
         torch = _torch("verl")
         n, T = len(lay.rewards), 3
         length = 1 + np.arange(n) % T  # responses of unequal lengths
@@ -461,9 +461,9 @@ _CACHE: dict = {}
 
 
 class _Rule:
-    """The lab's exact rule ``method`` with ``params``, in float64, per case: ``expected(case,
-    layout) -> flat values``; ``returns="loss_weights"`` divides by the valid rollouts of the
-    groups that carry signal."""
+    """The lab's exact rule ``method`` with ``params``, in float64: :meth:`groups_values` gives
+    its value for every row of a case's groups; ``returns="loss_weights"`` divides by the valid
+    rollouts of the groups that carry signal."""
 
     def __init__(self, method: str, params: dict, returns: str):
         self.method = method
