@@ -61,10 +61,9 @@ from .. import shaping
 __all__ = ["CHECKS", "CONVENTIONS", "AdvantageReport", "Convention", "Deviation",
            "check_advantages", "infer_convention"]
 
-#: the calling conventions (module docstring)
 CONVENTIONS = ("plain", "trl", "verl", "tunix")
+"""The calling conventions of :func:`check_advantages` (the module docstring says each)."""
 
-#: the checks of the battery, in order: name -> what it asks
 CHECKS = {
     "whole groups": "mixed groups of 2 to 8 rollouts, alone and in a batch",
     "zero variance": "all-0 and all-1 groups, alone and beside mixed groups",
@@ -78,6 +77,7 @@ CHECKS = {
     "one valid rollout": "a group with one valid rollout: no group-relative signal, 0",
     "batch locality": "a group's advantages in batches with other groups, as alone",
 }
+"""The checks of the oracle's battery, in order: name -> what its cases ask."""
 
 _TOL = {"float64": (1e-6, 1e-6), "float32": (2e-4, 2e-4)}  # (rtol, atol) on advantages
 
