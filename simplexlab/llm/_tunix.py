@@ -293,8 +293,16 @@ def _quiet_register(registry, est) -> None:
 
 
 def unregister_tunix(name: str) -> bool:
-    """Remove a simplexlab estimator from Tunix's registry (``True`` if one was there under
-    ``name``); Tunix's own estimators are never removed (``ValueError``)."""
+    """Remove a simplexlab estimator from Tunix's registry (Tunix has no unregister of its own:
+    its registry's table, under its lock).
+
+    Args:
+        name: the registry name (``"simplexlab_<method>"``).
+
+    Returns:
+        ``True`` if a simplexlab estimator was there under ``name``, ``False`` if none was;
+        Tunix's own estimators are never removed (``ValueError``).
+    """
     registry = _registry()
     table = registry.default_registry._registry["advantage_estimator"]
     held = table.get(name)
