@@ -1,8 +1,9 @@
 """The ``simplexlab`` command line: ``list``, ``reproduce``, ``claims`` (the experiment
 commands: :mod:`simplexlab.lab._reproduce_cli`), ``sweep``, ``schedule verify``, ``plan`` (how
-many generations per prompt), ``train`` (:mod:`simplexlab.lab._train_cli`; the torch side is
-imported only when it runs) and ``docs`` (the documentation site, with MkDocs: the ``docs``
-extra); the argument types and the JAX set-up they share: :mod:`simplexlab.lab._cli_args`.
+many generations per prompt), ``verify-advantages`` (the advantage oracle), ``train``
+(:mod:`simplexlab.lab._train_cli`; the torch side is imported only when it runs) and ``docs``
+(the documentation site, with MkDocs: the ``docs`` extra); the argument types and the JAX
+set-up they share: :mod:`simplexlab.lab._cli_args`.
 
 Arguments are parsed before JAX is imported (``simplexlab --help`` answers at once). Before the
 first JAX import the CLI asks XLA for one host device per CPU core
@@ -276,6 +277,53 @@ def _cmd_plan(args) -> int:
     return 0 if report.recommended is not None else 1
 
 
+def _cmd_verify_advantages(args) -> int:
+    """``simplexlab verify-advantages MODULE:FUNC --method NAME``: the advantage oracle
+    (:func:`simplexlab.verify.check_advantages`) on a function of the user's module, imported
+    only through the import gate (``--import`` / ``SIMPLEXLAB_IMPORT``). Exit status 0 when
+    every check passes, 1 when one fails, 2 on bad input (one line)."""
+    from .._imports import import_user_module
+    from .._results import atomic_write_json, provenance, writable_file
+    from ..shaping import import_method
+    from ..verify import check_advantages
+
+    try:
+        module, sep, attr = args.function.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"{args.function!r}: name the function as MODULE:FUNC (e.g. "
+                             "mypkg.adv:compute_advantages)")
+        who = f"verify-advantages {args.function}"
+        allow_import(*args.imports)
+        fn = import_user_module(module, who)
+        for part in attr.split("."):
+            if not hasattr(fn, part):
+                raise ValueError(f"{who}: module {module!r} has no attribute {attr!r}")
+            fn = getattr(fn, part)
+        method = import_method(args.method, "--method: ")
+        params = {}
+        for item in args.param or ():
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip():
+                raise ValueError(f"--param wants NAME=VALUE; got {item!r}")
+            try:
+                params[key.strip()] = float(value)
+            except ValueError:
+                raise ValueError(f"--param {key.strip()}: {value!r} is not a number") from None
+        if args.json:
+            writable_file(args.json, "--json")
+        report = check_advantages(fn, method=method, params=params or None,
+                                  convention=args.convention, returns=args.returns,
+                                  name=args.function)
+    except (OSError, ValueError) as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    print(report.summary())
+    if args.json:
+        atomic_write_json(args.json, {**report.to_dict(), "provenance": provenance()})
+        print(f"wrote {args.json}")
+    return 0 if report.passed else 1
+
+
 def _cmd_docs(args) -> int:
     import importlib.util
     import subprocess
@@ -485,6 +533,34 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.add_argument("--out", type=_path_arg, default=None, metavar="DIR",
                         help="also write DIR/plan.json (with provenance) and DIR/plan.png")
     p_plan.set_defaults(func=_cmd_plan)
+    p_va = sub.add_parser(
+        "verify-advantages", help="check an advantage function against the lab's exact rule",
+        description="Run an advantage function (a framework's, your own) on a battery of groups "
+        "-- zero-variance, one valid rollout, ragged, rejected rows, shuffled order, ties, "
+        "G = 256, float32 -- against the lab's exact rule; report every deviation with the "
+        "smallest group that shows it, and the std convention (ddof, eps) inferred. Exit "
+        "status: 0 every check passes, 1 a check fails, 2 bad input.")
+    p_va.add_argument("function", metavar="MODULE:FUNC",
+                      help="the function, in a module allowed with --import")
+    p_va.add_argument("--method", default="grpo",
+                      help="the lab's rule it should compute (a name of "
+                      "simplexlab.shaping.METHODS, or MODULE:RULE; default grpo)")
+    p_va.add_argument("--param", action="append", metavar="NAME=VALUE",
+                      help="a parameter of the rule (e.g. std_eps=1e-4); repeat for several")
+    p_va.add_argument("--convention", default="plain",
+                      choices=("plain", "trl", "verl", "tunix"),
+                      help="how the function is called: plain fn(rewards, group_ids[, mask]) "
+                      "(default), TRL's (rewards, num_generations) with NaN for a rejected "
+                      "row, verl's registered estimator, Tunix's compute_advantages")
+    p_va.add_argument("--returns", default="advantages", choices=("advantages", "loss_weights"),
+                      help="what the function returns (loss_weights: each rollout's weight in "
+                      "the loss gradient)")
+    p_va.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                      help="allow MODULE (and its submodules) to be imported; repeat for "
+                      "several (also: SIMPLEXLAB_IMPORT=MODULE,...)")
+    p_va.add_argument("--json", type=_path_arg, default=None, metavar="PATH",
+                      help="also write the report as JSON (with provenance)")
+    p_va.set_defaults(func=_cmd_verify_advantages)
     from ._train_cli import add_parser as add_train_parser
 
     add_train_parser(sub)

@@ -19,6 +19,7 @@ from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 from .._checks import as_int, check_parameter, is_concrete
 
@@ -100,6 +101,56 @@ class EntropyBonus(eqx.Module):
             step = step.astype(jnp.result_type(float))
         frac = jnp.clip(step / self.decay_steps, 0.0, 1.0)
         return self.coef + (self.final - self.coef) * frac
+
+    def schedule(self):
+        r"""The coefficient as an optax-style schedule, ``step -> c`` (:meth:`coefficient`: what
+        optax, brax and Tunix take for a schedule; traceable). An adaptive coefficient follows
+        the entropy, not the step: ``ValueError``. :meth:`from_schedule` takes such a callable
+        back."""
+        if self.adaptive:
+            raise ValueError("EntropyBonus.schedule: an adaptive coefficient follows the policy's "
+                             "entropy (controller_step), not the training step: it has no "
+                             "step -> value schedule")
+        return self.coefficient
+
+    @classmethod
+    def from_schedule(cls, schedule, *, steps: int = 10_000, **fields) -> EntropyBonus:
+        """The :class:`EntropyBonus` whose coefficient follows the optax-style ``schedule``
+        (``step -> value``: ``optax.constant_schedule(c)``, ``optax.linear_schedule(c0, c1,
+        n)`` or :meth:`schedule`'s), read at steps ``0 .. steps``: a constant, or a linear
+        change from ``coef`` to ``final`` over ``decay_steps`` (the forms it has); the other
+        ``fields`` (``step_time``) as given. Any other form is a ``ValueError`` naming the
+        first step where it differs."""
+        who = "EntropyBonus.from_schedule"
+        if not callable(schedule):
+            raise ValueError(f"{who}: the schedule must be callable, step -> value; got "
+                             f"{schedule!r}")
+        n = as_int(steps, f"{who}: steps", lower=1)
+        grid = np.arange(n + 1)
+        try:
+            values = np.asarray(schedule(grid), dtype=np.float64)
+        except Exception:  # a schedule of one step at a time
+            values = np.zeros(0)
+        if values.shape != grid.shape:
+            values = np.asarray([float(schedule(int(k))) for k in grid])
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{who}: the schedule gives non-finite values")
+        end = float(values[-1])
+        moving = ~np.isclose(values, end, rtol=1e-5, atol=0.0)
+        decay = int(np.flatnonzero(moving)[-1]) + 1 if moving.any() else 0
+        if decay >= n:
+            raise ValueError(f"{who}: the schedule has not settled at step {n}; pass a larger "
+                             "steps=")
+        bonus = cls(coef=float(values[0]), final=end if decay else None, decay_steps=decay,
+                    **fields)
+        mine = np.asarray(bonus.coefficient(grid), dtype=np.float64)
+        bad = ~np.isclose(values, mine, rtol=1e-5, atol=1e-7 * max(np.max(np.abs(values)), 1e-12))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{who}: the schedule is neither constant nor linear to a final "
+                             f"value: at step {i} it is {values[i]!r}, the line "
+                             f"{mine[i]!r}")
+        return bonus
 
     def at_time(self, t):
         """The coefficient at mean-field time ``t`` (step ``t / step_time``)."""

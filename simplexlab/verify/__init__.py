@@ -28,12 +28,27 @@ finite-group :class:`~simplexlab.sim.Bandit`), below the lab and the torch bridg
   gradient noise scale, and the compute-optimal ``G*`` with its margin, for TRL and verl (a
   :class:`BudgetReport`); :func:`budget_curve`: ``G*(R)`` over budgets (a
   :class:`BudgetCurve`). :func:`plan` is its one-prompt special case.
+- :func:`check_advantages`: the advantage oracle -- any advantage function (a framework's, a
+  user's; the calling conventions of TRL, verl, Tunix or a plain ``(rewards, group_ids)``,
+  :data:`CONVENTIONS`) run on a battery of groups (:data:`CHECKS`) against the lab's exact rule,
+  every deviation with the smallest group that shows it and what reproduces it
+  (:class:`AdvantageReport`); :func:`infer_convention` reads a function's baseline, std ddof and
+  ε, group or batch level (:class:`Convention`), named as a rule of the lab where there is one.
 
 Every file is read and written through :mod:`simplexlab._results`.
 """
 
 from ._budget import BUDGET_GROUP_SIZES, BudgetCurve, BudgetReport, budget_curve, plan_budget
 from ._files import FORMAT, load_schedule, load_schedule_config, save_schedule
+from ._oracle import (
+    CHECKS,
+    CONVENTIONS,
+    AdvantageReport,
+    Convention,
+    Deviation,
+    check_advantages,
+    infer_convention,
+)
 from ._plan import DEFAULT_GROUP_SIZES, REGIMES, PlanReport, plan
 from ._report import ScheduleReport, describe_schedule
 from ._verify import (
@@ -46,11 +61,16 @@ from ._verify import (
 )
 
 __all__ = [
+    "AdvantageReport",
     "BOUND_GROUP_SIZES",
     "BUDGET_GROUP_SIZES",
     "BudgetCurve",
     "BudgetReport",
+    "CHECKS",
     "COMPOSITIONS",
+    "CONVENTIONS",
+    "Convention",
+    "Deviation",
     "DEFAULT_GROUP_SIZES",
     "FORMAT",
     "PlanReport",
@@ -59,7 +79,9 @@ __all__ = [
     "ScheduleReport",
     "bad_bonus_growth",
     "budget_curve",
+    "check_advantages",
     "describe_schedule",
+    "infer_convention",
     "load_schedule",
     "load_schedule_config",
     "plan",
