@@ -118,15 +118,10 @@ def test_float32_leave_one_out_residue():
     assert "grow" in dev.why and "residue" in dev.why
 
 
-@pytest.mark.xfail(strict=True, reason="the oracle finds it: the lab's loo_std (shaping/"
-                   "_advantages.py) forms the others' mean as (sum − r)/(n − 1), which rounds "
-                   "for real-valued rewards, so where the others agree their std is a residue "
-                   "(~1e-17) and divides: [0.3, 0.3, 0.3, 0.9] gets 8.8e15 instead of 0.6")
 def test_the_labs_own_loo_std_where_the_others_agree():
     """The definition (loo_std's docstring): where the others' std is 0, ``A_i = r_i − b_i``
-    unscaled; [0.7, 0.7, 0.7] is 0 and [0.3, 0.3, 0.3, 0.9] ends in 0.9 − 0.3 = 0.6. Fails while
-    the lab's formula rounds (strict xfail: fixing it makes this test pass, and the marker must
-    go)."""
+    unscaled; [0.7, 0.7, 0.7] is 0 and [0.3, 0.3, 0.3, 0.9] ends in 0.9 − 0.3 = 0.6 (the oracle
+    found the lab's formula dividing by a rounding residue there, 8.8e15: fixed)."""
     report = check_advantages(_fn(rule="loo_std"), method="loo_std",
                               checks=["zero variance", "ties"])
     assert report.passed, report.summary()
