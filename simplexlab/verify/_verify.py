@@ -215,7 +215,8 @@ def _rates(dyn, ts, states):
 
 @eqx.filter_jit
 def _fields(dyn, ts, states):
-    return jax.vmap(dyn.vector_field)(ts, states)
+    with trusted_inputs():  # the solve's own times and states: no run-time checks, no callback
+        return jax.vmap(dyn.vector_field)(ts, states)
 
 
 def _as_arrays(tree):
