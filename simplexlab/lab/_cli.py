@@ -231,10 +231,14 @@ def _cmd_plan(args) -> int:
             name, sep, value = item.partition("=")
             if not sep:
                 raise ValueError(f"--param wants NAME=VALUE; got {item!r}")
+            name = name.strip()
+            if name in params:  # the last one would silently win
+                raise ValueError(f"--param {name} is given twice ({params[name]:g} and "
+                                 f"{value.strip()}); give each parameter once")
             try:
-                params[name.strip()] = float(value)
+                params[name] = float(value)
             except ValueError:
-                raise ValueError(f"--param {name.strip()}: {value!r} is not a number") from None
+                raise ValueError(f"--param {name}: {value!r} is not a number") from None
         if args.budget is not None:
             return _cmd_plan_budget(args, params)
         budget_only = [flag for flag, v in (("--pass-rates", args.pass_rates),
@@ -507,9 +511,9 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.add_argument("--delta-fn", type=float, default=0.0, help="verifier false-negative rate")
     p_plan.add_argument("--delta-fp", type=float, default=0.0, help="verifier false-positive rate")
     p_plan.add_argument("--param", action="append", metavar="NAME=VALUE",
-                        help="a method parameter (focal_gamma, iac_alpha, progrpo_alpha, "
-                             "progrpo_all_correct); "
-                        "repeat for several")
+                        help="a parameter of the method (focal_gamma, iac_alpha, progrpo_alpha, "
+                             "progrpo_all_correct, ...; one the method does not use is refused, "
+                             "naming its own); repeat for several")
     p_plan.add_argument("--num-groups", type=int, default=None,
                         help="groups per batch (reinforce_pp)")
     p_plan.add_argument("--group-sizes", default=None, metavar="G,G,...",

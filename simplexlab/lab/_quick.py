@@ -20,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import is_int
+
 __all__ = ["BanditVsTheory", "bandit_vs_theory", "plot_portrait"]
+
+#: the most grid points per side of :func:`plot_portrait`'s stream plot (its field is evaluated
+#: on ``n x n`` points; the default is 20)
+MAX_GRID = 400
 
 
 def plot_portrait(system, *, group_size: float = math.inf, params: dict | None = None,
@@ -58,8 +64,16 @@ def plot_portrait(system, *, group_size: float = math.inf, params: dict | None =
             raise ValueError("plot_portrait: group_size, params, schedule and verifier build "
                              "the system of a method name; a system is given whole")
         label = type(system).__name__
-    if not 0.0 < float(p) < 1.0:
-        raise ValueError(f"plot_portrait: p (the frozen bad mass) must be in (0, 1); got {p!r}")
+    if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating) \
+            or not 0.0 < float(p) < 1.0:
+        raise ValueError(f"plot_portrait: p (the frozen bad mass) must be in (0, 1); got "
+                         f"{p!r}")
+    if not is_int(n) or not 2 <= n <= MAX_GRID:
+        raise ValueError(f"plot_portrait: n (grid points per side of the stream plot) must be "
+                         f"an integer in [2, {MAX_GRID}]; got {n!r}")
+    if not isinstance(fixed_points, bool):
+        raise ValueError(f"plot_portrait: fixed_points must be True or False; got "
+                         f"{fixed_points!r}")
     state = make_state(p=float(p), y=np.full(3, 1.0 / 3), z=np.asarray(z, float))
     field = block_field(system, state, "y", time=time)
     if ax is None:
@@ -134,6 +148,9 @@ def bandit_vs_theory(bandit, params: dict[str, Any] | None = None, *, seeds: int
         raise ValueError(f"bandit_vs_theory: bandit must be a simplexlab.sim.Bandit; got "
                          f"{bandit!r}")
     seeds = as_int(seeds, "seeds", lower=2)  # a standard error needs two
+    if not is_int(seed) or not -2**63 <= seed < 2**63:  # jax.random.key's seeds (int64)
+        raise ValueError(f"bandit_vs_theory: seed must be an integer in [-2**63, 2**63 - 1]; "
+                         f"got {seed!r}")
     num_steps = as_int(num_steps, "num_steps", lower=1)
     stride = as_int(stride, "stride", lower=1)
     if num_steps % stride:

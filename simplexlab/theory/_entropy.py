@@ -21,7 +21,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import as_int, check_parameter, is_concrete
+from .._checks import as_int, check, check_pair, check_parameter, is_concrete, xp
 
 __all__ = ["EntropyBonus", "entropy_gradient"]
 
@@ -37,6 +37,12 @@ def entropy_gradient(probs):
     r"""``∇_θ H(softmax θ) = −π (log π + H)`` along the last axis, ``π = probs``,
     ``H = −Σ π log π`` (a mode of mass 0 contributes 0: ``π log π → 0``)."""
     return _entropy_and_gradient(probs)[1]
+
+
+#: the array fields of :class:`EntropyBonus` (checked by their domains, traced ones at run time)
+_ARRAY_FIELDS = ("coef", "final", "target", "delta", "coef_min", "coef_max")
+#: the adaptive controller's settings and their defaults (TRL's)
+_ADAPTIVE_DEFAULTS = {"target": 0.2, "delta": 0.005, "coef_min": 0.0, "coef_max": 1.0}
 
 
 class EntropyBonus(eqx.Module):
@@ -65,6 +71,40 @@ class EntropyBonus(eqx.Module):
     coef_min: Any = eqx.field(default=0.0, kw_only=True)
     coef_max: Any = eqx.field(default=1.0, kw_only=True)
 
+    def __post_init__(self):
+        # built from traced values (inside jit / vmap): the host checks of __check_init__ cannot
+        # run, so the same rules are attached as run-time checks to the values themselves
+        if not all(is_concrete(getattr(self, k)) for k in _ARRAY_FIELDS):
+            for k, v in self._checked_values().items():
+                setattr(self, k, v)
+
+    def _checked_values(self) -> dict:
+        """The array fields with their domains attached (a concrete value: checked now)."""
+        out = {"coef": check_parameter(self.coef, "EntropyBonus.coef"),
+               "final": None if self.final is None else check_parameter(
+                   self.final, "EntropyBonus.final"),
+               "target": check(self.target, lambda a: ~(xp.isfinite(a) & (a > 0)),
+                               "EntropyBonus.target (the entropy, in nats, the adaptive "
+                               "controller aims at) must be finite and > 0 (a softmax policy's "
+                               "entropy is > 0: a target <= 0 would never switch the bonus on)"),
+               "delta": check_parameter(self.delta, "EntropyBonus.delta", lower=0.0)}
+        lo = check_parameter(self.coef_min, "EntropyBonus.coef_min")
+        hi = check_parameter(self.coef_max, "EntropyBonus.coef_max")
+        # each value carries its own checks (a check on a value nothing reads is no check); the
+        # order of the two bounds is carried by both: the controller reads them, the field coef_max
+        msg = "EntropyBonus: coef_min (the smallest coefficient) must be <= coef_max"
+        out["coef_min"] = check_pair(lo, hi, lambda a, b: ~(a <= b), f"{msg}: (coef_min, "
+                                     "coef_max)")
+        out["coef_max"] = check_pair(hi, lo, lambda b, a: ~(a <= b), f"{msg}: (coef_max, "
+                                     "coef_min)")
+        return out
+
+    def checked(self) -> EntropyBonus:
+        """The same bonus with run-time checks of its (possibly traced) values attached."""
+        values = self._checked_values()
+        return eqx.tree_at(lambda b: [getattr(b, k) for k in values], self,
+                           list(values.values()), is_leaf=lambda x: x is None)
+
     def __check_init__(self):
         check_parameter(self.coef, "EntropyBonus.coef")
         if self.final is not None:
@@ -77,16 +117,19 @@ class EntropyBonus(eqx.Module):
         if not isinstance(self.adaptive, bool):
             raise ValueError(f"EntropyBonus.adaptive must be True or False; got "
                              f"{self.adaptive!r}")
-        for name in ("target", "coef_min", "coef_max"):
-            check_parameter(getattr(self, name), f"EntropyBonus.{name}")
-        check_parameter(self.delta, "EntropyBonus.delta", lower=0.0)
+        self._checked_values()  # every value in its domain (a traced one: __post_init__)
+        if not self.adaptive:  # the controller's settings would be dropped without it
+            given = [k for k, d in _ADAPTIVE_DEFAULTS.items()
+                     if is_concrete(getattr(self, k)) and np.any(np.asarray(getattr(self, k))
+                                                                  != d)]
+            if given:
+                raise ValueError(f"EntropyBonus: {', '.join(given)} set the adaptive "
+                                 f"controller, which is off (adaptive=False): pass "
+                                 f"adaptive=True, or leave them at their defaults "
+                                 f"{ {k: _ADAPTIVE_DEFAULTS[k] for k in given} }")
         if self.adaptive and self.final is not None:
             raise ValueError("EntropyBonus: an adaptive coefficient does not decay (final and "
                              "decay_steps are for a scheduled one)")
-        if (is_concrete(self.coef_min) and is_concrete(self.coef_max)
-                and float(self.coef_min) > float(self.coef_max)):
-            raise ValueError(f"EntropyBonus: coef_min = {self.coef_min!r} must be <= coef_max "
-                             f"= {self.coef_max!r}")
         if not (isinstance(self.step_time, int | float) and math.isfinite(self.step_time)
                 and self.step_time > 0):
             raise ValueError(f"EntropyBonus.step_time must be a finite number > 0; got "

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import trusted_inputs
 from .._env import fast_compile_options
 from ..shaping import METHODS, GainSchedule, group_rule, lookup_method, meanfield_system
 from ..theory import FiniteGroup, State, Verifier, activity, tail_miss
@@ -380,7 +381,10 @@ def _drift_program(dyn, t: float, state: State):
 
     def drift(arrays, p, y, z):
         d = eqx.combine(arrays, static)
-        v = d.vector_field(t, State(p, y, z))
+        # the planner's own states, checked on the host: no run-time check (a host callback),
+        # so that JAX's persistent cache keeps the program
+        with trusted_inputs():
+            v = d.vector_field(t, State(p, y, z))
         return 2.0 * jnp.sum(y * v.y)
 
     args = (arrays, state.p, state.y, state.z)
