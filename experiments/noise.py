@@ -83,6 +83,14 @@ def _bandit_runs(fixed: dict, grid: dict, seeds: int, seed: int):
     return sweep.run("bandit", grid, fixed=fixed, seeds=seeds, seed=seed, progress=False)
 
 
+def _log_ticks(ax, values):
+    """Major ticks at ``values`` on a log x axis, labelled plainly, no minor labels."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xticks(list(values), [f"{v:g}" for v in values])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def _state(K, y0, z0, p0):
     import simplexlab as sl
 
@@ -208,7 +216,7 @@ def spread(ctx: Context) -> dict:
                     color=colors[G], lw=1.3, label=f"G = {G}, η = {eta:g}")
         ax.set_xlabel("t = step · η")
         ax.set_ylabel(f"across-seed std of {label[q]}")
-        ax.set_title(f"{label[q]}: bandit (points, 95 % interval of the variance) and the "
+        ax.set_title(f"{label[q]}: bandit (points, 95 % interval of the variance)\nand the "
                      f"linear-noise prediction (lines)", fontsize=10)
         ax.grid(alpha=0.3)
         if k == 1:
@@ -223,11 +231,11 @@ def spread(ctx: Context) -> dict:
             ax.plot(x, ratio, "o-", color=colors[G], label=f"G = {G}")
         ax.axhline(1.0, color="k", lw=1.0, ls="--", label="prediction")
         ax.set_xscale("log")
-        ax.set_xticks(list(etas), [f"{e:g}" for e in etas])
+        _log_ticks(ax, etas)
         ax.set_xlabel("step size η")
         ax.set_ylabel(f"bandit variance / predicted, {label[q]} at t = {times[-1]:g}")
-        ax.set_title("where the approximation breaks: the ratio leaves 1 at large η, small G",
-                     fontsize=10)
+        ax.set_title("where the approximation breaks: the ratio leaves 1 at large η\n(bands: "
+                     "95 % intervals)", fontsize=10)
         ax.grid(alpha=0.3, which="both")
         if k == 1:
             legend_outside(ax, fontsize=8)
@@ -236,6 +244,7 @@ def spread(ctx: Context) -> dict:
         f"Seed spread of GRPO on the bandit (K = 3, M = 2, p0 = {SPREAD['p0']}, y0 = "
         f"{SPREAD['y0']}, z0 = {SPREAD['z0']}; {st['seeds']} seeds, one group per step), "
         "predicted by the linear-noise approximation", fontsize=11)
+    fig.canvas.draw()  # the constrained layout settled: the note goes under it
     figure_note(fig, claim_lines(ctx.name, ctx.out) + [
         f"prediction within the bandit's simultaneous 95 % intervals (p and L_y at every t): "
         f"{', '.join(held) or 'nowhere'}"],
@@ -432,6 +441,7 @@ def extinction(ctx: Context) -> dict:
         f"{EXTINCTION['p0']}, K̂ threshold {EXTINCTION['mode_threshold']:g}; the mean keeps "
         f"it above the threshold to t = {st['T']:g}), SDE ensemble of the theory "
         f"({st['paths']} paths) against the bandit ({st['seeds']} seeds)", fontsize=10)
+    fig.canvas.draw()  # the constrained layout settled: the note goes under it
     figure_note(fig, claim_lines(ctx.name, ctx.out) + [
         f"SDE within the bandit's interval (extinction by T and E[K̂(T)], simultaneous 95 %) "
         f"at {held} of {len(rows)} (rule, G, η) points; first passage read on the save grid "
@@ -664,14 +674,14 @@ SC_PAPER = {"group_size": 16, "eta": 1.0}
 
 def optimizer_settings(mode: str) -> dict:
     if mode == "full":
-        return {"ladder": {"adam": (2e-4, 1e-4, 5e-5), "momentum": (4e-3, 2e-3, 1e-3)},
-                "t": {"adam": 2.0, "momentum": 1.0}, "seeds": 256,
+        return {"ladder": {"adam": (2e-4, 1e-4, 5e-5), "momentum": (1.6e-2, 8e-3, 4e-3, 2e-3)},
+                "t": {"adam": 2.0, "momentum": 1.0}, "seeds": {"adam": 256, "momentum": 4096},
                 "sc": {"G": (4, 8, 16, 64), "etas": (0.1, 1.0), "steps": 500, "seeds": 64}}
     if mode == "tiny":
-        return {"ladder": {"adam": (2e-4, 1e-4, 5e-5)}, "t": {"adam": 0.5}, "seeds": 32,
+        return {"ladder": {"adam": (2e-4, 1e-4, 5e-5)}, "t": {"adam": 0.5}, "seeds": {"adam": 32},
                 "sc": {"G": (16,), "etas": (1.0,), "steps": 100, "seeds": 16}}
-    return {"ladder": {"adam": (2e-4, 1e-4, 5e-5), "momentum": (4e-3, 2e-3, 1e-3)},
-            "t": {"adam": 0.5, "momentum": 0.5}, "seeds": 64,
+    return {"ladder": {"adam": (2e-4, 1e-4, 5e-5), "momentum": (1.6e-2, 8e-3, 4e-3)},
+            "t": {"adam": 0.5, "momentum": 0.5}, "seeds": {"adam": 64, "momentum": 1024},
             "sc": {"G": (16,), "etas": (0.1, 1.0), "steps": 200, "seeds": 16}}
 
 
@@ -698,7 +708,7 @@ def _optimizer_ladder(mode, seed):
     t0 = time.perf_counter()
     for opt, etas in st["ladder"].items():
         t = st["t"][opt]
-        sim = Bandit(K=c["K"], M=c["M"], method=c["method"], num_prompts=st["seeds"],
+        sim = Bandit(K=c["K"], M=c["M"], method=c["method"], num_prompts=st["seeds"][opt],
                      max_group_size=c["group_size"], y0=c["y0"], z0=c["z0"], optimizer=opt)
         # one program for every η: the run advanced by a traced number of steps
         run = jax.jit(lambda s, q, n, sim=sim: jax.lax.fori_loop(
@@ -871,7 +881,7 @@ def second_order(ctx: Context) -> dict:
         top = max(rows[st["etas"][0]][lab]["error"] for lab in rows[st["etas"][0]])
         ax.loglog(etas, top * etas / etas.max(), "k--", lw=0.8, label="∝ η")
         ax.loglog(etas, 0.5 * top * (etas / etas.max()) ** 2, "k-.", lw=0.8, label="∝ η²")
-        ax.set_xticks(list(etas), [f"{e:g}" for e in etas])
+        _log_ticks(ax, etas)
         ax.set_ylim(bottom=0.3 * min(floor, noise))
         ax.set_xlabel("step size η")
         ax.set_ylabel(r"$\sup_t \max(|\Delta p|, |\Delta L_y|)$, bandit seed mean − theory")
@@ -915,6 +925,7 @@ def second_order(ctx: Context) -> dict:
     fig.suptitle("The O(η) bias of the bandit's mean closed to O(η²): the finite-group ODE, "
                  "the modified drift alone and the second-order mean (modified drift + the "
                  "noise's shift ½∂²f:C, linear_noise(..., mean_correction=True))", fontsize=10)
+    fig.canvas.draw()  # the constrained layout settled: the note goes under it
     figure_note(fig, claim_lines(ctx.name, ctx.out) + notes,
                 differs=["no paper figure: Li, Tai & E's second-order stochastic modified "
                          "equation applied to the finite-group theory (SGD, P = 1)"])
@@ -969,20 +980,23 @@ def optimizers(ctx: Context) -> dict:
     ax.set_xlabel("step size η")
     ax.set_ylabel("|bandit seed mean − field|, good mass 1 − p")
     ax.set_title(f"(a) the bandit follows the optimizer's small-step field as η shrinks\n"
-                 f"GRPO, K = 3, M = 2, G = {OPT_LADDER['group_size']}, "
-                 f"{lad['settings']['seeds']} seeds (bars: the mean's 95 % half-width)",
+                 f"GRPO, K = 3, M = 2, G = {OPT_LADDER['group_size']}, seeds "
+                 f"{lad['settings']['seeds']} (bars: the mean's 95 % half-width)",
                  fontsize=10)
     ax.grid(alpha=0.3, which="both")
     legend_outside(ax, where="below", fontsize=8)
     ax = axes[1]
+    drawn = set()
     for k, (opt, v) in enumerate(lad["optimizers"].items()):
         x = np.arange(len(v["rows"])) + 4 * k
         ax.errorbar(x, [r["bandit"] for r in v["rows"]], yerr=[r["half"] for r in v["rows"]],
                     fmt="D", color=col[opt], capsize=3, label=f"bandit, {opt}")
         ax.plot(x, [r["field"] for r in v["rows"]], "_", ms=22, mew=2, color="k",
                 label="optimizer's field" if k == 0 else None)
-        ax.axhline(v["sgd_field"], color=col[opt], ls=":", lw=1,
-                   label=f"SGD field at t = {v['t']:g} (what the limit is not)")
+        if v["t"] not in drawn:
+            drawn.add(v["t"])
+            ax.axhline(v["sgd_field"], color=col["sgd"], ls=":", lw=1,
+                       label=f"SGD field at t = {v['t']:g} (what the limit is not)")
         for xx, r in zip(x, v["rows"], strict=True):
             ax.annotate(f"η = {r['eta']:g}", (xx, r["bandit"]), textcoords="offset points",
                         xytext=(0, 9), ha="center", fontsize=7)
@@ -999,24 +1013,33 @@ def optimizers(ctx: Context) -> dict:
         r = rows[key]
         opt = key[0]
         m, lo, hi = r["bandit_diff"]
-        ax.errorbar([k], [m], yerr=[[m - lo], [hi - m]], fmt="D", color=col[opt], capsize=3)
-        ax.plot([k + 0.2], [r["theory_steps"] - r["theory_sgd_steps"]], "o", mfc="none", ms=8,
-                color=col[opt])
+        ax.errorbar([k], [m], yerr=[[m - lo], [hi - m]], fmt="D", color=col[opt], capsize=3,
+                    label="bandit (paired 95 %)")
+        none = r["theory_verdict"] == "no collapse"
+        ax.plot([k + 0.2], [r["theory_steps"] - r["theory_sgd_steps"]], "x" if none else "o",
+                mfc="none", ms=8, color=col[opt],
+                label=("small-step fields: no collapse by the horizon" if none else
+                       "small-step fields (collapse step minus SGD's)"))
     ax.axhline(0.0, color="k", lw=0.8)
+    handles, labels = ax.get_legend_handles_labels()
+    uniq = dict(zip(labels, handles, strict=True))
+    legend_outside(ax, where="below", handles=list(uniq.values()), labels=list(uniq),
+                   fontsize=8)
     ax.set_xticks(range(len(keys)), [f"{o}\nG = {G}\nη = {e:g}" for o, G, e in keys],
                   fontsize=7)
     ax.set_ylabel("collapse step minus SGD's at the same η (< 0: accelerates)")
     agree = sum(r["agree"] for r in rows.values() if r["informative"])
     inf = sum(r["informative"] for r in rows.values())
-    ax.set_title(f"(c) SC App. H on the bandit (raw rewards, K = 2, M = 2, y0 = {SC_H['y0']}): "
-                 f"bandit (◆, paired 95 %)\nand the small-step fields (○); verdicts agree at "
-                 f"{agree} of {inf} points (horizon {sc['horizon']} steps)", fontsize=10)
+    ax.set_title(f"(c) SC App. H on the bandit (raw rewards, K = 2, M = 2, y0 = {SC_H['y0']})\n"
+                 f"verdicts agree at {agree} of {inf} points (horizon {sc['horizon']} steps)",
+                 fontsize=10)
     ax.grid(alpha=0.3)
     fig.suptitle("Optimizers in the finite-group theory: the small-step limits of Adam and "
                  "heavy ball, and SC App. H's 'momentum and AdamW accelerate collapse'",
                  fontsize=11)
     verdicts = "; ".join(f"{o} G = {G} η = {e:g}: theory {r['theory_verdict']}, bandit "
                          f"{r['bandit_verdict']}" for (o, G, e), r in rows.items())
+    fig.canvas.draw()  # the constrained layout settled: the note goes under it
     figure_note(fig, claim_lines(ctx.name, ctx.out) + [verdicts],
                 differs=["SC App. H's classifier toy replaced by the bandit (two good and two "
                          f"bad modes, raw rewards, start y0 = {SC_H['y0']} instead of "
