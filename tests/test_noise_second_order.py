@@ -109,3 +109,15 @@ def test_bad_input_is_refused_with_a_clear_error():
         expected_moments(rule, probs, 3, 64, path="clusters", max_size=100_000)
     with pytest.raises(ValueError, match="does not apply to the second moment"):
         expected_moments(group_rule("progrpo"), probs, 3, 4, path="clusters")
+    # optimizers the theory does not cover, and β outside [0, 1)
+    import optax
+
+    from simplexlab.theory import Momentum, RMSprop
+
+    with pytest.raises(ValueError, match="covers the optimizers by name"):
+        Bandit(optimizer=lambda lr: optax.lion(lr)).finite_group({"group_size": 4})
+    for beta in (1.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match=r"beta must be in \[0, 1\)"):
+            Momentum(beta=beta)
+    with pytest.raises(ValueError, match=r"decay must be in \[0, 1\)"):
+        RMSprop(decay=1.0)
