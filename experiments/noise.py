@@ -824,9 +824,10 @@ def _sc_collapse(mode, seed):
 
 
 def _root():
-    from simplexlab.lab import find_experiments_dir
+    """The checkout this file belongs to (its committed ``figures/``)."""
+    from pathlib import Path
 
-    return find_experiments_dir().parent
+    return Path(__file__).resolve().parent.parent
 
 
 def _flip_counts(rows, which):
