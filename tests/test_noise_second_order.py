@@ -88,6 +88,13 @@ def test_a_batch_of_starts_and_one_program_for_every_eta():
                  mean_correction=True)
     assert _linear_noise._cached._cache_size() == size
     assert np.asarray(d.eta).shape == () and float(d.eta) == 0.1
+    # a fixed step: the spread as the adaptive solve gives it, to a few digits
+    plain = Diffusion(dyn, eta=0.1)
+    fixed = linear_noise(plain, S0, t1=2.0, n_save=3, dt=0.25)
+    ref = linear_noise(plain, S0, t1=2.0, n_save=3)
+    np.testing.assert_allclose(fixed.std["L_y"], ref.std["L_y"], rtol=1e-4)
+    with pytest.raises(ValueError, match="multiples of dt"):
+        linear_noise(plain, S0, t1=2.0, n_save=3, dt=0.3)
 
 
 def test_bad_input_is_refused_with_a_clear_error():
