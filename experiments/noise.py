@@ -201,9 +201,13 @@ def spread(ctx: Context) -> dict:
     colors = dict(zip(Gs, shades("grpo", len(Gs)), strict=True))
     styles = dict(zip(etas, ("-", "--", ":", "-.", (0, (1, 3)))[:len(etas)], strict=True))
     label = {"p": "p (bad mass)", "L_y": r"$L_y = \|y\|^2$"}
+    # the time course at a few settings: the smallest and largest G at the smallest, a middle
+    # and the largest η (every setting is in the lower panels)
+    shown = [(e, G) for e in dict.fromkeys((etas[0], etas[len(etas) // 2], etas[-1]))
+             for G in dict.fromkeys((Gs[0], Gs[-1]))]
     for k, q in enumerate(("p", "L_y")):
         ax = axes[0, k]
-        for (eta, G), row in rows.items():
+        for (eta, G), row in ((key, rows[key]) for key in shown):
             v = np.asarray(row[q]["variance"])
             se = np.asarray(row[q]["se"])
             lo = np.sqrt(np.maximum(v - 1.96 * se, 0.0))
@@ -217,7 +221,7 @@ def spread(ctx: Context) -> dict:
         ax.set_xlabel("t = step · η")
         ax.set_ylabel(f"across-seed std of {label[q]}")
         ax.set_title(f"{label[q]}: bandit (points, 95 % interval of the variance)\nand the "
-                     f"linear-noise prediction (lines)", fontsize=10)
+                     f"linear-noise prediction (lines); every setting below", fontsize=10)
         ax.grid(alpha=0.3)
         if k == 1:
             legend_outside(ax, fontsize=8)
@@ -239,7 +243,8 @@ def spread(ctx: Context) -> dict:
         ax.grid(alpha=0.3, which="both")
         if k == 1:
             legend_outside(ax, fontsize=8)
-    held = [f"η = {e:g}, G = {G}" for (e, G), row in rows.items() if row["holds"]]
+    held = "; ".join(f"η = {e:g}: {sum(rows[(e, G)]['holds'] for G in Gs)} of {len(Gs)} G"
+                     for e in etas)
     fig.suptitle(
         f"Seed spread of GRPO on the bandit (K = 3, M = 2, p0 = {SPREAD['p0']}, y0 = "
         f"{SPREAD['y0']}, z0 = {SPREAD['z0']}; {st['seeds']} seeds, one group per step), "
@@ -247,7 +252,7 @@ def spread(ctx: Context) -> dict:
     fig.canvas.draw()  # the constrained layout settled: the note goes under it
     figure_note(fig, claim_lines(ctx.name, ctx.out) + [
         f"prediction within the bandit's simultaneous 95 % intervals (p and L_y at every t): "
-        f"{', '.join(held) or 'nowhere'}"],
+        f"{held}"],
         differs=["no paper figure: the lab's own prediction (linear-noise approximation of "
                  "the finite-group theory, P = 1 group per step)"])
     ctx.savefig(fig, "noise_spread")
