@@ -687,7 +687,7 @@ def optimizer_settings(mode: str) -> dict:
                 "sc": {"G": (16,), "etas": (1.0,), "steps": 100, "seeds": 16}}
     return {"ladder": {"adam": (2e-4, 1e-4, 5e-5), "momentum": (1.6e-2, 8e-3, 4e-3)},
             "t": {"adam": 0.5, "momentum": 0.5}, "seeds": {"adam": 64, "momentum": 1024},
-            "sc": {"G": (16,), "etas": (0.1, 1.0), "steps": 200, "seeds": 16}}
+            "sc": {"G": (16,), "etas": (1.0,), "steps": 200, "seeds": 16}}
 
 
 def optimizer_ladder_data(mode: str = "quick", seed: int = 0) -> dict:
