@@ -183,7 +183,7 @@ def _spread(mode, seed):
         "covariance ODE dC/dt = JC + CJᵀ + ηΣ along the mean, Σ the exact covariance of one "
         "group step) predicts the across-seed standard deviation of p and L_y at small η; the "
         "figure shows where it breaks (large η, small G)"),
-    cost={"quick": "~25 s", "full": "~2 min"},
+    cost={"quick": "~30 s", "full": "~2.5 min"},
 )
 def spread(ctx: Context) -> dict:
     """The across-seed spread of ``p`` and ``L_y`` of GRPO on the bandit (K = 3, M = 2, one
@@ -394,7 +394,7 @@ def _extinction(mode, seed):
         "noise) from the SDE ensemble of the finite-group theory (dθ = f dt + √η Σ^½ dW): the "
         "probability that a rare good mode's y falls to the K̂ threshold by T and E[K̂(T)] "
         "against the bandit, for GRPO, Dr. GRPO, RLOO, F-GRPO and G²RPO"),
-    cost={"quick": "~40 s", "full": "~5 min"},
+    cost={"quick": "~30 s", "full": "~4 min"},
 )
 def extinction(ctx: Context) -> dict:
     """A rare good mode (y0 = 0.065, K̂ threshold 0.05) under each rule on the bandit (K = 3,
@@ -970,7 +970,7 @@ def second_order(ctx: Context) -> dict:
         "finite-group bandit by the optimizers' small-step fields (theory) and by simulation "
         "side by side; and the η ladder of the Adam and heavy-ball fields against the bandit "
         "with optax's optimizer (the error's order)"),
-    cost={"quick": "~40 s", "full": "~6 min"},
+    cost={"quick": "~60 s", "full": "~4 min"},
 )
 def optimizers(ctx: Context) -> dict:
     """(a, b) the bandit with optax's Adam and heavy ball (GRPO, K = 3, M = 2, G = 8) against
