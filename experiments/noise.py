@@ -394,7 +394,7 @@ def _extinction(mode, seed):
         "noise) from the SDE ensemble of the finite-group theory (dθ = f dt + √η Σ^½ dW): the "
         "probability that a rare good mode's y falls to the K̂ threshold by T and E[K̂(T)] "
         "against the bandit, for GRPO, Dr. GRPO, RLOO, F-GRPO and G²RPO"),
-    cost={"quick": "~30 s", "full": "~4 min"},
+    cost={"quick": "~30 s", "full": "~10 min"},
 )
 def extinction(ctx: Context) -> dict:
     """A rare good mode (y0 = 0.065, K̂ threshold 0.05) under each rule on the bandit (K = 3,
