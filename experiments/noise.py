@@ -1057,8 +1057,16 @@ def optimizers(ctx: Context) -> dict:
     fig.suptitle("Optimizers in the finite-group theory: the small-step limits of Adam and "
                  "heavy ball, and SC App. H's 'momentum and AdamW accelerate collapse'",
                  fontsize=11)
-    verdicts = "; ".join(f"{o} G = {G} η = {e:g}: theory {r['theory_verdict']}, bandit "
-                         f"{r['bandit_verdict']}" for (o, G, e), r in rows.items())
+    from collections import Counter
+
+    def _counts(opt, which):
+        c = Counter(r[which] for (o, _, _), r in rows.items() if o == opt)
+        return ", ".join(f"{v} × {n}" for v, n in c.items())
+
+    verdicts = "; ".join(
+        f"{opt}: verdicts agree at {sum(r['agree'] for (o, _, _), r in rows.items() if o == opt)}"
+        f" of {sum(o == opt for o, _, _ in rows)} (theory: {_counts(opt, 'theory_verdict')}; "
+        f"bandit: {_counts(opt, 'bandit_verdict')})" for opt in SC_OPTIMIZERS)
     fig.canvas.draw()  # the constrained layout settled: the note goes under it
     figure_note(fig, claim_lines(ctx.name, ctx.out) + [verdicts],
                 differs=["SC App. H's classifier toy replaced by the bandit (two good and two "
