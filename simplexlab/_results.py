@@ -3,8 +3,9 @@ the package reads (the one place below ``lab`` that touches files).
 
 Every file is written to a temporary sibling and then renamed (``os.replace``), so a reader never
 sees a half-written result and an interrupted run leaves the previous file intact. The readers
-(:func:`read_json`, :func:`read_toml`) raise ``ValueError`` naming the file when its text does not
-parse or it is a folder (``OSError`` as usual when it cannot be read).
+(:func:`read_json`, :func:`read_toml`, :func:`read_rollouts`) raise ``ValueError`` naming the file
+when its text does not parse or it is a folder (``OSError`` as usual when it cannot be read);
+:func:`read_rollouts` names the line and the column of a bad entry too.
 
 Every file is written with the user's normal permissions (``0o666`` less the process umask, as
 ``open`` would give), whichever writer made it. Names that become files (a sweep's ``name``, an
@@ -35,9 +36,9 @@ from typing import Any
 import numpy as np
 
 __all__ = ["atomic_write_bytes", "atomic_write_json", "check_file_name", "file_mode",
-           "provenance", "read_json", "read_npz", "read_toml", "remove_temporaries",
-           "set_aside", "to_jsonable", "user_secret", "writable_file", "writable_folder",
-           "write_dataset", "write_npz"]
+           "provenance", "read_json", "read_npz", "read_rollouts", "read_toml",
+           "remove_temporaries", "set_aside", "to_jsonable", "user_secret", "writable_file",
+           "writable_folder", "write_dataset", "write_npz"]
 
 
 def check_file_name(name: Any, what: str = "name") -> str:
@@ -405,6 +406,135 @@ def read_json(path: str | os.PathLike) -> Any:
 def read_toml(path: str | os.PathLike) -> dict[str, Any]:
     """The tables of the TOML file ``path`` (:func:`_read_text`'s errors)."""
     return _read_text(path, "TOML", tomllib.loads, tomllib.TOMLDecodeError)
+
+
+#: the columns of a rollouts file (:func:`read_rollouts`): each one's accepted names, first the
+#: canonical one
+ROLLOUT_COLUMNS = {"prompt_id": ("prompt_id", "prompt"), "reward": ("reward", "score"),
+                   "mode_id": ("mode_id", "mode")}
+
+
+def _rollout_column(names, column: str):
+    """The name ``names`` (a record's keys or a header) uses for ``column``, or ``None``."""
+    return next((n for n in ROLLOUT_COLUMNS[column] if n in names), None)
+
+
+def _rollout_reward(value, where: str) -> float:
+    """A reward: a finite number in [0, 1] (``ValueError`` naming ``where`` otherwise)."""
+    shown = value
+    if isinstance(value, str):
+        shown = value.strip()
+        try:
+            value = float(shown)
+        except ValueError:
+            raise ValueError(f"{where}: {shown!r} is not a number") from None
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{where}: {value!r} is not a number")
+    r = float(value)
+    if not np.isfinite(r):
+        raise ValueError(f"{where}: {shown!r} is not finite")
+    if not 0.0 <= r <= 1.0:
+        raise ValueError(f"{where}: {r!r} is outside [0, 1] (a reward is a score in "
+                         "[0, 1]: 1 correct, 0 wrong)")
+    return r
+
+
+def _rollout_id(value, where: str) -> str:
+    """A prompt or mode id: a non-empty string or an integer, as a string."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(f"{where}: {value!r} is not an id (a string or an integer)")
+    text = str(value).strip()
+    if not text:
+        raise ValueError(f"{where}: the id is empty")
+    return text
+
+
+def _rollout_records(path: Path, text: str):
+    """``(line, record)`` of every rollout of ``text``: JSON lines (a ``.jsonl`` / ``.json``
+    file, or text whose first non-blank character is ``{``) or CSV with a header row."""
+    import csv
+    import io
+
+    first = text.lstrip()[:1]
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson") or (
+            path.suffix.lower() != ".csv" and first == "{"):
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}, line {n}: not a JSON object ({err.msg})") from None
+            if not isinstance(rec, dict):
+                raise ValueError(f"{path}, line {n}: not a JSON object (got "
+                                 f"{type(rec).__name__}); a rollouts file holds one object "
+                                 "per line")
+            yield n, rec
+        return
+    rows = csv.reader(io.StringIO(text))
+    header = None
+    for n, row in enumerate(rows, 1):
+        if not any(cell.strip() for cell in row):
+            continue
+        if header is None:
+            header = [cell.strip() for cell in row]
+            for column in ("prompt_id", "reward"):
+                if _rollout_column(header, column) is None:
+                    raise ValueError(
+                        f"{path}, line {n} (the header): no column {column!r} (columns: "
+                        f"{header}); a rollouts file has the columns prompt_id, reward and, "
+                        "optionally, mode_id")
+            continue
+        if len(row) != len(header):
+            raise ValueError(f"{path}, line {n}: {len(row)} fields, the header has "
+                             f"{len(header)} ({header})")
+        yield n, {k: v for k, v in zip(header, row, strict=True)
+                  if k != "" and not (k in ROLLOUT_COLUMNS["mode_id"] and not v.strip())}
+
+
+def read_rollouts(path: str | os.PathLike) -> dict[str, Any]:
+    """The rollouts of a base model, sampled once, from a JSON-lines or CSV file: one rollout a
+    line (a JSON object, or a CSV row under a header) with the columns ``prompt_id`` (or
+    ``prompt``: a string or an integer), ``reward`` (or ``score``: a finite number in
+    ``[0, 1]``) and, optionally, ``mode_id`` (or ``mode``: which answer or strategy the rollout
+    took; given for every rollout or for none).
+
+    Returns ``{"prompt_id": [str], "reward": float array, "mode_id": [str] or None, "line": int
+    array}`` (the file's line of each rollout). Refused with ``ValueError`` naming the file, the
+    line and the column: a missing column, a reward that is not a number, not finite or outside
+    ``[0, 1]``, an empty id, a mode given on some lines only; an empty file."""
+    path = Path(path)
+    text = _read_text(path, "rollouts", lambda t: t, ())
+    prompts, rewards, modes, lines = [], [], [], []
+    mode_line = no_mode_line = None
+    for n, rec in _rollout_records(path, text):
+        where = f"{path}, line {n}, column"
+        cols = {c: _rollout_column(rec, c) for c in ROLLOUT_COLUMNS}
+        for column in ("prompt_id", "reward"):
+            if cols[column] is None:
+                raise ValueError(f"{where} {column!r}: missing (the line has {sorted(rec)}); "
+                                 "a rollouts file has the columns prompt_id, reward and, "
+                                 "optionally, mode_id")
+        prompts.append(_rollout_id(rec[cols["prompt_id"]], f"{where} {cols['prompt_id']!r}"))
+        rewards.append(_rollout_reward(rec[cols["reward"]], f"{where} {cols['reward']!r}"))
+        mode = cols["mode_id"]
+        if mode is not None and rec[mode] is not None:
+            modes.append(_rollout_id(rec[mode], f"{where} {mode!r}"))
+            mode_line = mode_line or n
+        else:
+            no_mode_line = no_mode_line or n
+        if mode_line is not None and no_mode_line is not None:
+            raise ValueError(f"{path}, line {max(mode_line, no_mode_line)}, column 'mode_id': "
+                             f"line {min(mode_line, no_mode_line)} "
+                             + ("gives a mode and this one does not" if mode_line < no_mode_line
+                                else "gives no mode and this one does")
+                             + "; give a mode for every rollout or for none")
+        lines.append(n)
+    if not prompts:
+        raise ValueError(f"{path}: no rollouts (the file holds no rollout lines)")
+    return {"prompt_id": prompts, "reward": np.asarray(rewards, float),
+            "mode_id": modes if mode_line is not None else None,
+            "line": np.asarray(lines, int)}
 
 
 def _git_revision() -> str | None:

@@ -43,6 +43,8 @@ CASES = {
     # group sizes 2, 3: two power-of-two buckets (2, 4), each its own program
     "bandit": ("bandit", {"eta": [0.05, 0.2], "group_size": [2, 3]},
                {"num_prompts": 2, **STEPS}, 3),
+    "shared_bandit": ("shared_bandit", {"eta": [0.5, 1.0], "group_size": [2, 3]},
+                      {"num_prompts": 2, "pool_size": 4, **STEPS}, 3),
     "classifier": ("classifier", {"eta": [0.1, 0.5], "group_size": [4, 8]},
                    {"max_group_size": 8, **STEPS}, 3),
     "product": ("product", {}, {"length": 6, "group_size": 3, **STEPS}, 7),

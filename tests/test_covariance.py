@@ -217,7 +217,7 @@ def test_bad_input_is_refused_with_a_clear_error():
         expected_moments(rule, PI, 3, 4, num_groups=0)
     with pytest.raises(ValueError, match="num_groups must be 1 .* or 3"):
         expected_moments(group_rule("reinforce_pp", num_groups=3), PI, 3, 4, num_groups=2)
-    with pytest.raises(ValueError, match=r"needs [\d,]+ table entries \(about .* GiB\) > "
+    with pytest.raises(ValueError, match=r"needs at least [\d,]+ table entries \(about .* GiB\) > "
                                          r"max_size.*montecarlo"):
         expected_moments(group_rule("progrpo"), PI, 3, 12, path="enumerate", max_size=10_000)
     with pytest.raises(ValueError, match="probs .* must be finite"):

@@ -213,7 +213,7 @@ def test_cli_synopsis_matches_the_parser():
     lines = [x.split("#")[0].split() for x in synopsis.splitlines() if x.startswith("simplexlab")]
     assert len(lines) >= 6
     for words in lines:
-        command = [w for w in words[1:3] if re.fullmatch(r"[a-z]+", w)]
+        command = [w for w in words[1:3] if re.fullmatch(r"[a-z][a-z-]*", w)]
         options = {w.strip("[]") for w in words if w.strip("[]").startswith("--")}
         with pytest.raises(SystemExit):
             main([*command, "--help"])

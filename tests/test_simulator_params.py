@@ -27,6 +27,8 @@ CANDIDATES = (np.nan, np.inf, -np.inf, -1.0, 0.0, 0.5, 1.0, 1.5, 2.5, 3.0, 1e9)
 SIMULATORS = {
     "bandit": sim.Bandit(K=2, M=2, max_group_size=4, method="g2rpo"),
     "bandit_pass_k": sim.Bandit(K=2, M=1, max_group_size=4, method="pass_at_k"),
+    "shared_bandit": sim.SharedBandit(K=2, M=1, max_group_size=4, pool_size=4, num_prompts=2,
+                                      method="g2rpo"),
     "classifier": sim.SoftmaxClassifier(max_group_size=4, estimator=("grpo", "rloo")),
     "two_stage": sim.TwoStage(max_group_size=4),
     "product": sim.Product(probs=(0.5, 0.5), length=2, group_size=3),
@@ -73,7 +75,8 @@ def test_every_declared_parameter_is_refused_outside_its_domain_eagerly_and_trac
             jax.block_until_ready(_traced_init(s)({**traced, name: jnp.asarray(v, float)}))
 
 
-@pytest.mark.parametrize("which", ["bandit", "classifier", "two_stage", "product", "categorical"])
+@pytest.mark.parametrize("which", ["bandit", "shared_bandit", "classifier", "two_stage", "product",
+                                   "categorical"])
 def test_the_joint_rules_are_checked_both_ways(which):
     """``group_size`` above the static bound the rollouts are padded to: refused on the host and
     at run time, naming the bound."""

@@ -83,7 +83,7 @@ def test_every_target_is_bit_identical_whatever_the_devices_and_chunks(tmp_path)
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err[-3000:]
     refs = sorted(outs[1].glob("*.default.npz"))
-    assert len(refs) == 7  # 5 simulators, 2 mean-field sweeps
+    assert len(refs) == 8  # 6 simulators, 2 mean-field sweeps
     for ref_path in refs:
         case = ref_path.name.split(".")[0]
         runs = sorted(p for out in outs.values() for p in out.glob(f"{case}.*.npz"))

@@ -6,7 +6,6 @@ estimator object called as verl calls it, the rarity bonus, the refusals) run wi
 
 import asyncio
 import inspect
-import json
 import subprocess
 import sys
 import warnings
@@ -15,6 +14,8 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the verl adapter needs the llm extra (torch)")
+
+from schedule_files import schedule_file  # noqa: E402
 
 from simplexlab.llm import (  # noqa: E402
     VerlEstimator,
@@ -71,15 +72,6 @@ def _check_broadcast(adv, per_seq, mask):
     assert adv.shape == mask.shape
     np.testing.assert_array_equal(adv.numpy(), (per_seq[:, None] * mask.numpy()).astype(
         adv.numpy().dtype))
-
-
-def _schedule_file(path, schedule, passed):
-    d = schedule.to_dict()
-    path.write_text(json.dumps({
-        "format": "simplexlab.gain_schedule/1", "schedule": d,
-        "verification": {"passed": passed, "reasons": [] if passed else ["(c) fails"],
-                         "numbers": {}, "inputs": {"schedule": d}}, "provenance": {}}))
-    return path
 
 
 # ---- without verl -------------------------------------------------------------------------------
@@ -155,8 +147,8 @@ def test_rarity_bonus_is_the_lab_bonus():
 
 
 def test_failed_schedule_refused_unless_forced(tmp_path):
-    bad = _schedule_file(tmp_path / "bad.json", SCHED, passed=False)
-    good = _schedule_file(tmp_path / "good.json", SCHED, passed=True)
+    bad = schedule_file(tmp_path / "bad.json", SCHED, passed=False)
+    good = schedule_file(tmp_path / "good.json", SCHED, passed=True)
     with pytest.raises(ValueError, match="bad.json.*failed verification"):
         rarity_bonus(SCORE, MODE, list(UID), schedule=bad)
     with pytest.raises(ValueError, match="failed verification"):
@@ -315,7 +307,7 @@ def _dataproto(verl, modes=True):
 
 
 def test_registered_estimator_through_verls_registry(verl, core, tmp_path):
-    est = register(_schedule_file(tmp_path / "s.json", SCHED, passed=True))
+    est = register(schedule_file(tmp_path / "s.json", SCHED, passed=True))
     assert est.name == "simplexlab_g2rpo"
     fn = core.get_adv_estimator_fn("simplexlab_g2rpo")  # verl's own lookup
     assert fn is est
@@ -333,7 +325,7 @@ def test_registered_estimator_through_verls_registry(verl, core, tmp_path):
 
 
 def test_register_refusals(verl, core, tmp_path):
-    bad = _schedule_file(tmp_path / "bad.json", SCHED, passed=False)
+    bad = schedule_file(tmp_path / "bad.json", SCHED, passed=False)
     with pytest.raises(ValueError, match="failed verification"):
         register(bad)
     assert "simplexlab_g2rpo" not in core.ADV_ESTIMATOR_REGISTRY
@@ -491,3 +483,32 @@ def test_verls_default_trainer_path_carries_mode_ids(verl, core):
                 data.batch["advantages"].numpy(),
                 grpo.numpy() + _expected("g2rpo_bonus")[:, None] * mask.numpy(),
                 rtol=1e-6, atol=1e-6)
+
+
+# ---- verl's estimators through the advantage oracle ---------------------------------------------
+
+def test_the_oracle_on_verls_grpo(core):
+    """verl's ``grpo``, looked up in its registry and called as its ``compute_advantage`` calls
+    it, is the lab's ``grpo_sample_std`` on every check of whole groups, and a response with an
+    empty response mask still votes in its group's mean and std (verl PR #6452's class)."""
+    from simplexlab.llm._frameworks import verl_function
+    from simplexlab.verify import check_advantages
+
+    report = check_advantages(verl_function("grpo"), method="grpo_sample_std",
+                              convention="verl")
+    assert report.failed == ["masked rows", "one valid rollout"], report.summary()
+    assert "rejected rows enter their group's statistics as rewards 0" in \
+        report.deviations[0].why
+    assert report.inferred.rule == ("grpo_sample_std", {"std_eps": 1e-6})
+
+
+@pytest.mark.slow
+def test_the_committed_verl_rows_are_a_fresh_run(verl):
+    """The verl rows of docs/llm/take-a-rule.md's table (tests/framework_table.py) are a fresh
+    run of verl's estimators through the oracle."""
+    from framework_table import committed_rows, fresh_rows
+
+    fresh = fresh_rows("verl")
+    assert committed_rows("verl") == fresh, (
+        f"the verl {verl.__version__} rows differ from a fresh run: run `python "
+        "tests/framework_table.py --write` in the verl environment and review the change")

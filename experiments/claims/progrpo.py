@@ -132,7 +132,7 @@ def _by_reading(x, ia, ig, alphas, Gs, direction):
 
 # ---- faults (the library ProGRPO rests on) ---------------------------------------------------
 
-_RULE = "simplexlab.shaping._methods.progrpo_advantages"  # looked up by the bandit's rule
+_RULE = "simplexlab.shaping._token.progrpo_advantages"  # looked up by the rule's __call__
 SIGN = Fault("the re-weighting's sign flipped: Ã = A − α (c(q) − c(o|q))", _RULE,
              lambda f: lambda *a, alpha, **k: f(*a, alpha=-alpha, **k))
 DROPPED = Fault("the confidence term dropped (Ã = A: α read as 0)", _RULE,

@@ -25,7 +25,7 @@ PAPER_G = 16
 def _bandit_stats_fault(description, field):
     """A fault of the bandit's side only: its G²RPO statistics
     (:func:`simplexlab.shaping._g2rpo.g2rpo_stats`, which the bandit's bonus reads; the theory
-    reduces the rule on its own, :mod:`simplexlab.shaping._finite`) with ``field`` dropped
+    reduces the rule on its own, :class:`simplexlab.shaping.G2RPORule`) with ``field`` dropped
     (``"bad_bonus"``) or of the wrong sign (``"good_bonus"``). The experiment's memo keys on the
     injected faults (:func:`simplexlab.lab.injected_faults`), so the fault reaches the numbers."""
     scale = 0.0 if field == "bad_bonus" else -1.0

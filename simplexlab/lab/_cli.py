@@ -1,8 +1,9 @@
 """The ``simplexlab`` command line: ``list``, ``reproduce``, ``claims`` (the experiment
 commands: :mod:`simplexlab.lab._reproduce_cli`), ``sweep``, ``schedule verify``, ``plan`` (how
-many generations per prompt), ``train`` (:mod:`simplexlab.lab._train_cli`; the torch side is
-imported only when it runs) and ``docs`` (the documentation site, with MkDocs: the ``docs``
-extra); the argument types and the JAX set-up they share: :mod:`simplexlab.lab._cli_args`.
+many generations per prompt), ``verify-advantages`` (the advantage oracle), ``train``
+(:mod:`simplexlab.lab._train_cli`; the torch side is imported only when it runs) and ``docs``
+(the documentation site, with MkDocs: the ``docs`` extra); the argument types and the JAX
+set-up they share: :mod:`simplexlab.lab._cli_args`.
 
 Arguments are parsed before JAX is imported (``simplexlab --help`` answers at once). Before the
 first JAX import the CLI asks XLA for one host device per CPU core
@@ -28,6 +29,7 @@ from .._interrupt import check, install
 from ._cli_args import (
     MAX_SEED,
     _experiments_folder,
+    _int_arg,
     _jobs_arg,
     _path_arg,
     _seed_arg,
@@ -121,15 +123,102 @@ def _sizes_arg(text: str, what: str):
     return out
 
 
+def _prompts_arg(args):
+    """The prompt distribution of ``plan --budget``: ``--pass-rates FILE`` (a rollouts file),
+    ``--beta a,b`` or ``--mu P`` (one prompt), exactly one of them."""
+    from ..theory import PromptSet
+
+    given = [n for n, v in (("--pass-rates", args.pass_rates), ("--beta", args.beta),
+                            ("--mu", args.mu)) if v is not None]
+    if len(given) != 1:
+        raise ValueError("plan --budget needs the prompts' pass rates: exactly one of "
+                         "--pass-rates FILE (a rollouts file: prompt_id, reward[, mode_id]), "
+                         "--beta a,b (a Beta law) or --mu P (one prompt)"
+                         + (f"; got {' and '.join(given)}" if given else ""))
+    if args.pass_rates is not None:
+        return PromptSet.from_rollouts(args.pass_rates, estimator=args.estimator)
+    if args.beta is not None:
+        parts = args.beta.split(",")
+        if len(parts) != 2:
+            raise ValueError(f"--beta wants two numbers a,b; got {args.beta!r}")
+        try:
+            a, b = (float(x) for x in parts)
+        except ValueError:
+            raise ValueError(f"--beta wants two numbers a,b; got {args.beta!r}") from None
+        return PromptSet.from_beta(a, b)
+    if not 0.0 < args.mu < 1.0:
+        raise ValueError(f"--mu must be in the open interval (0, 1); got {args.mu!r}")
+    return PromptSet.single(args.mu)
+
+
+def _cmd_plan_budget(args, params) -> int:
+    """``simplexlab plan --budget R (--pass-rates FILE | --beta a,b | --mu P) [...]``: how to
+    split ``R`` rollouts per step into prompts x ``G`` (:func:`simplexlab.verify.plan_budget`);
+    prints the table and ``G*`` for TRL and verl, writes ``budget.json`` (with provenance and
+    the ``G*(R)`` curve, :func:`simplexlab.verify.budget_curve`) and ``budget.png`` under
+    ``--out``. Exit status 0 with a ``G*``, 2 on bad input."""
+    from .._results import writable_file, writable_folder
+    from ..verify import budget_curve, plan_budget
+
+    ignored = [flag for flag, v in (("--tau", args.tau), ("--schedule", args.schedule),
+                                    ("--drift-group-sizes", args.drift_group_sizes),
+                                    ("--num-groups", args.num_groups),
+                                    ("--max-modes", args.max_modes),
+                                    ("--max-programs", args.max_programs)) if v is not None]
+    ignored += [flag for flag, v in (("--avoid-collision", args.avoid_collision),
+                                     ("--no-neutralize", args.no_neutralize)) if v]
+    if ignored:
+        raise ValueError(f"{', '.join(ignored)}: settings of the single-state planner, not of "
+                         "plan --budget")
+    out = writable_folder(args.out, "--out") if args.out else None  # before any compute
+    if out is not None:
+        for file in ("budget.json", "budget.png"):
+            writable_file(out / file, "--out")
+    prompts = _prompts_arg(args)
+    settings = dict(method=args.method or "grpo", objective=args.objective, kl=args.kl,
+                    features=args.features, num_features=args.num_features, K=args.K or 4,
+                    M=args.M, pool_size=args.pool_size, delta_fn=args.delta_fn,
+                    delta_fp=args.delta_fp, params=params or None, gain=args.gain,
+                    optimizers=tuple(args.optimizers.split(",")))
+    report = plan_budget(args.budget, prompts, num_prompts=args.num_prompts,
+                         group_sizes=None if args.group_sizes is None
+                         else _sizes_arg(args.group_sizes, "--group-sizes"), **settings)
+    print(report.to_text())
+    if out is not None:
+        from ._budget_plot import plot_budget
+
+        curve = budget_curve(prompts, **settings)
+        _write_plan(out, "budget", {**report.to_dict(), "curve": curve.to_dict()},
+                    lambda: plot_budget(report, curve), "simplexlab plan --budget")
+    return 0 if report.best[report.optimizers[0]] is not None else 1
+
+
+def _write_plan(out, stem: str, payload: dict, figure, software: str) -> None:
+    """``out/<stem>.json`` (``payload`` with provenance) and ``out/<stem>.png`` (the figure
+    ``figure()`` draws), each written atomically; prints where."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from .._results import atomic_write_bytes, atomic_write_json, provenance
+
+    path = atomic_write_json(out / f"{stem}.json", {**payload, "provenance": provenance()})
+    fig = figure()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight",
+                metadata={"Software": software})
+    plt.close(fig)
+    png = atomic_write_bytes(out / f"{stem}.png", buf.getvalue())
+    print(f"wrote {path}, {png}")
+
+
 def _cmd_plan(args) -> int:
     """``simplexlab plan --mu P [...] [--out DIR]``: how many generations per prompt
     (:func:`simplexlab.verify.plan`); prints the table and the recommendation for TRL and verl,
     writes ``plan.json`` (with provenance) and ``plan.png`` under ``--out``. Exit status 0 with
-    a recommendation, 1 when no group size of the grid meets the targets, 2 on bad input."""
+    a recommendation, 1 when no group size of the grid meets the targets, 2 on bad input. With
+    ``--budget R``: the budget planner (:func:`_cmd_plan_budget`)."""
     from .._results import (
-        atomic_write_bytes,
-        atomic_write_json,
-        provenance,
         writable_file,
         writable_folder,
     )
@@ -137,19 +226,33 @@ def _cmd_plan(args) -> int:
     from ..verify import plan
 
     try:
-        out = writable_folder(args.out, "--out") if args.out else None  # before any compute
-        if out is not None:  # the two files too (a folder named plan.json: before, not after)
-            for file in ("plan.json", "plan.png"):
-                writable_file(out / file, "--out")
         params = {}
         for item in args.param or ():
             name, sep, value = item.partition("=")
             if not sep:
                 raise ValueError(f"--param wants NAME=VALUE; got {item!r}")
+            name = name.strip()
+            if name in params:  # the last one would silently win
+                raise ValueError(f"--param {name} is given twice ({params[name]:g} and "
+                                 f"{value.strip()}); give each parameter once")
             try:
-                params[name.strip()] = float(value)
+                params[name] = float(value)
             except ValueError:
-                raise ValueError(f"--param {name.strip()}: {value!r} is not a number") from None
+                raise ValueError(f"--param {name}: {value!r} is not a number") from None
+        if args.budget is not None:
+            return _cmd_plan_budget(args, params)
+        budget_only = [flag for flag, v in (("--pass-rates", args.pass_rates),
+                                            ("--beta", args.beta),
+                                            ("--num-prompts", args.num_prompts)) if v is not None]
+        if budget_only:
+            raise ValueError(f"{', '.join(budget_only)} go with --budget R (rollouts per step)")
+        if args.mu is None:
+            raise ValueError("plan needs --mu P (the pass rate of one prompt) or --budget R "
+                             "with the prompts' pass rates (--pass-rates FILE or --beta a,b)")
+        out = writable_folder(args.out, "--out") if args.out else None  # before any compute
+        if out is not None:  # the two files too (a folder named plan.json: before, not after)
+            for file in ("plan.json", "plan.png"):
+                writable_file(out / file, "--out")
         schedule = None
         if args.schedule is not None or args.no_neutralize:
             schedule = GainSchedule(kind=args.schedule or "B", neutralize=not args.no_neutralize)
@@ -158,8 +261,8 @@ def _cmd_plan(args) -> int:
             drift_sizes = _sizes_arg(drift_sizes, "--drift-group-sizes")
         report = plan(
             args.mu, tau=args.tau, K=args.K,
-            method=args.method, gain=args.gain, schedule=schedule, delta_fn=args.delta_fn,
-            delta_fp=args.delta_fp, M=args.M,
+            method=args.method or "g2rpo", gain=args.gain, schedule=schedule,
+            delta_fn=args.delta_fn, delta_fp=args.delta_fp, M=args.M,
             group_sizes=None if args.group_sizes is None
             else _sizes_arg(args.group_sizes, "--group-sizes"),
             drift_group_sizes=drift_sizes, min_signal=args.min_signal,
@@ -172,22 +275,57 @@ def _cmd_plan(args) -> int:
         return 2
     print(report.to_text())
     if out is not None:
-        import io
-
-        import matplotlib.pyplot as plt
-
         from ._plotting import plot_plan
 
-        path = atomic_write_json(out / "plan.json", {**report.to_dict(),
-                                                     "provenance": provenance()})
-        fig = plot_plan(report)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=120, bbox_inches="tight",
-                    metadata={"Software": "simplexlab plan"})
-        plt.close(fig)
-        png = atomic_write_bytes(out / "plan.png", buf.getvalue())
-        print(f"wrote {path}, {png}")
+        _write_plan(out, "plan", report.to_dict(), lambda: plot_plan(report), "simplexlab plan")
     return 0 if report.recommended is not None else 1
+
+
+def _cmd_verify_advantages(args) -> int:
+    """``simplexlab verify-advantages MODULE:FUNC --method NAME``: the advantage oracle
+    (:func:`simplexlab.verify.check_advantages`) on a function of the user's module, imported
+    only through the import gate (``--import`` / ``SIMPLEXLAB_IMPORT``). Exit status 0 when
+    every check passes, 1 when one fails, 2 on bad input (one line)."""
+    from .._imports import import_user_module
+    from .._results import atomic_write_json, provenance, writable_file
+    from ..shaping import import_method
+    from ..verify import check_advantages
+
+    try:
+        module, sep, attr = args.function.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"{args.function!r}: name the function as MODULE:FUNC (e.g. "
+                             "mypkg.adv:compute_advantages)")
+        who = f"verify-advantages {args.function}"
+        allow_import(*args.imports)
+        fn = import_user_module(module, who)
+        for part in attr.split("."):
+            if not hasattr(fn, part):
+                raise ValueError(f"{who}: module {module!r} has no attribute {attr!r}")
+            fn = getattr(fn, part)
+        method = import_method(args.method, "--method: ")
+        params = {}
+        for item in args.param or ():
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip():
+                raise ValueError(f"--param wants NAME=VALUE; got {item!r}")
+            try:
+                params[key.strip()] = float(value)
+            except ValueError:
+                raise ValueError(f"--param {key.strip()}: {value!r} is not a number") from None
+        if args.json:
+            writable_file(args.json, "--json")
+        report = check_advantages(fn, method=method, params=params or None,
+                                  convention=args.convention, returns=args.returns,
+                                  name=args.function)
+    except (OSError, ValueError) as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    print(report.summary())
+    if args.json:
+        atomic_write_json(args.json, {**report.to_dict(), "provenance": provenance()})
+        print(f"wrote {args.json}")
+    return 0 if report.passed else 1
 
 
 def _cmd_docs(args) -> int:
@@ -323,18 +461,47 @@ def main(argv: list[str] | None = None) -> int:
         "representative state; then the smallest G that meets the targets, as TRL's "
         "num_generations and verl's actor_rollout_ref.rollout.n. Exit status: 0 recommended, "
         "1 no G of the grid meets the targets, 2 bad input.")
-    p_plan.add_argument("--mu", type=float, required=True,
+    p_plan.add_argument("--mu", type=float, default=None,
                         help="μ: the policy's pass rate (success probability) on the prompts, "
-                        "in (0, 1)")
+                        "in (0, 1) (with --budget: one prompt of this pass rate)")
+    bud = p_plan.add_argument_group(
+        "budget", "plan --budget R: how to split R rollouts per step into P prompts x G for a "
+        "distribution of prompts (the progress per rollout of the shared-parameter model, "
+        "SGD and Adam, and the compute-optimal G*)")
+    bud.add_argument("--budget", type=lambda t: _int_arg(t, 2), default=None, metavar="R",
+                     help="rollouts per step (R = P x G, R >= 2)")
+    bud.add_argument("--pass-rates", type=_path_arg, default=None, metavar="FILE",
+                     help="a rollouts file of the base model (JSONL or CSV: prompt_id, reward "
+                     "in [0, 1], optional mode_id)")
+    bud.add_argument("--beta", default=None, metavar="a,b",
+                     help="pass rates from a Beta(a, b) law (a, b > 0)")
+    bud.add_argument("--estimator", choices=("mean", "jeffreys"), default="mean",
+                     help="a prompt's pass rate from its file rollouts: k/n or (k+1/2)/(n+1)")
+    bud.add_argument("--objective", default="pass", metavar="pass|pass@k|diversity",
+                     help="what a step should raise: the pass rate (default), pass@k, or the "
+                     "diversity of the good modes (1 - L_y)")
+    bud.add_argument("--num-prompts", type=lambda t: _int_arg(t, 1), default=None, metavar="P",
+                     help="fix P, prompts per step (then G = R/P)")
+    bud.add_argument("--kl", type=float, default=1.0,
+                     help="the trust region: the price of a nat of KL per step (default 1)")
+    bud.add_argument("--features", choices=("random", "onehot", "shared"), default="random",
+                     help="how the prompts share parameters (default random unit features; "
+                     "onehot: each prompt its own logits)")
+    bud.add_argument("--num-features", type=lambda t: _int_arg(t, 1), default=8, metavar="D",
+                     help="D of the random features (default 8)")
+    bud.add_argument("--pool-size", type=lambda t: _int_arg(t, 1), default=32, metavar="N",
+                     help="prompts standing for the distribution in the model (default 32)")
+    bud.add_argument("--optimizers", default="sgd,adam", metavar="sgd,adam",
+                     help="the optimizers compared (default sgd,adam)")
     p_plan.add_argument("--tau", type=float, default=None,
                         help="τ: policy mass of the rarest good mode worth keeping, below "
                         "μ/K (default μ/(2K))")
     p_plan.add_argument("--K", "-K", type=int, default=None,
                         help="K, distinct correct answers / strategies (default 4)")
     p_plan.add_argument("--M", "-M", type=int, default=2, help="M (default 2)")
-    p_plan.add_argument("--method", default="g2rpo",
+    p_plan.add_argument("--method", default=None,
                         help="advantage rule, a name of simplexlab.shaping.METHODS "
-                        "(default g2rpo)")
+                        "(default g2rpo; with --budget grpo)")
     p_plan.add_argument("--gain", type=float, default=None,
                         help="G²RPO gain λ (constant) or λ0 (schedules A, B); default 1.5")
     p_plan.add_argument("--schedule", choices=("A", "B", "constant"), default=None,
@@ -344,9 +511,9 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.add_argument("--delta-fn", type=float, default=0.0, help="verifier false-negative rate")
     p_plan.add_argument("--delta-fp", type=float, default=0.0, help="verifier false-positive rate")
     p_plan.add_argument("--param", action="append", metavar="NAME=VALUE",
-                        help="a method parameter (focal_gamma, iac_alpha, progrpo_alpha, "
-                             "progrpo_all_correct); "
-                        "repeat for several")
+                        help="a parameter of the method (focal_gamma, iac_alpha, progrpo_alpha, "
+                             "progrpo_all_correct, ...; one the method does not use is refused, "
+                             "naming its own); repeat for several")
     p_plan.add_argument("--num-groups", type=int, default=None,
                         help="groups per batch (reinforce_pp)")
     p_plan.add_argument("--group-sizes", default=None, metavar="G,G,...",
@@ -370,6 +537,34 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.add_argument("--out", type=_path_arg, default=None, metavar="DIR",
                         help="also write DIR/plan.json (with provenance) and DIR/plan.png")
     p_plan.set_defaults(func=_cmd_plan)
+    p_va = sub.add_parser(
+        "verify-advantages", help="check an advantage function against the lab's exact rule",
+        description="Run an advantage function (a framework's, your own) on a battery of groups "
+        "-- zero-variance, one valid rollout, ragged, rejected rows, shuffled order, ties, "
+        "G = 256, float32 -- against the lab's exact rule; report every deviation with the "
+        "smallest group that shows it, and the std convention (ddof, eps) inferred. Exit "
+        "status: 0 every check passes, 1 a check fails, 2 bad input.")
+    p_va.add_argument("function", metavar="MODULE:FUNC",
+                      help="the function, in a module allowed with --import")
+    p_va.add_argument("--method", default="grpo",
+                      help="the lab's rule it should compute (a name of "
+                      "simplexlab.shaping.METHODS, or MODULE:RULE; default grpo)")
+    p_va.add_argument("--param", action="append", metavar="NAME=VALUE",
+                      help="a parameter of the rule (e.g. std_eps=1e-4); repeat for several")
+    p_va.add_argument("--convention", default="plain",
+                      choices=("plain", "trl", "verl", "tunix"),
+                      help="how the function is called: plain fn(rewards, group_ids[, mask]) "
+                      "(default), TRL's (rewards, num_generations) with NaN for a rejected "
+                      "row, verl's registered estimator, Tunix's compute_advantages")
+    p_va.add_argument("--returns", default="advantages", choices=("advantages", "loss_weights"),
+                      help="what the function returns (loss_weights: each rollout's weight in "
+                      "the loss gradient)")
+    p_va.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                      help="allow MODULE (and its submodules) to be imported; repeat for "
+                      "several (also: SIMPLEXLAB_IMPORT=MODULE,...)")
+    p_va.add_argument("--json", type=_path_arg, default=None, metavar="PATH",
+                      help="also write the report as JSON (with provenance)")
+    p_va.set_defaults(func=_cmd_verify_advantages)
     from ._train_cli import add_parser as add_train_parser
 
     add_train_parser(sub)

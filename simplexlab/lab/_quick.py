@@ -15,14 +15,21 @@ over the same time.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
 
+from .._checks import is_int
+
 __all__ = ["BanditVsTheory", "bandit_vs_theory", "plot_portrait"]
 
+#: the most grid points per side of :func:`plot_portrait`'s stream plot (its field is evaluated
+#: on ``n x n`` points; the default is 20)
+MAX_GRID = 400
 
-def plot_portrait(system, *, group_size: int | None = None, params: dict | None = None,
+
+def plot_portrait(system, *, group_size: float = math.inf, params: dict | None = None,
                   schedule=None, verifier=None, p: float = 0.5, z=(0.5, 0.5),
                   time: str = "inner", n: int = 20, fixed_points: bool = True,
                   title: str | None = None, ax=None):
@@ -33,7 +40,8 @@ def plot_portrait(system, *, group_size: int | None = None, params: dict | None 
 
     ``system``: a method name of :data:`simplexlab.shaping.METHODS` (one of your own included)
     -- its finite-group system at ``group_size`` (``params``: its own parameters), or with
-    ``group_size=None`` its ``G → ∞`` limit (``grpo``, ``g2rpo`` with ``schedule``) --, or a
+    ``group_size = inf`` (the default) its ``G → ∞`` limit (``grpo``, ``g2rpo`` with
+    ``schedule``) --, or a
     mean-field system of :mod:`simplexlab.theory` itself. ``n``: grid points per side of the
     stream plot. Returns the figure (drawn into ``ax`` when given)."""
     import matplotlib.pyplot as plt
@@ -49,15 +57,23 @@ def plot_portrait(system, *, group_size: int | None = None, params: dict | None 
             kw["verifier"] = verifier
         system = meanfield_system(name, schedule, **{k: v for k, v in kw.items()
                                                      if v is not None})
-        where = f"G = {group_size}" if group_size is not None else "G → ∞"
+        where = "G → ∞" if group_size == math.inf else f"G = {group_size}"
         label = f"{name!r}" + (f" {params}" if params else "") + f" at {where}"
     else:
-        if group_size is not None or params or schedule is not None or verifier is not None:
+        if group_size != math.inf or params or schedule is not None or verifier is not None:
             raise ValueError("plot_portrait: group_size, params, schedule and verifier build "
                              "the system of a method name; a system is given whole")
         label = type(system).__name__
-    if not 0.0 < float(p) < 1.0:
-        raise ValueError(f"plot_portrait: p (the frozen bad mass) must be in (0, 1); got {p!r}")
+    if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating) \
+            or not 0.0 < float(p) < 1.0:
+        raise ValueError(f"plot_portrait: p (the frozen bad mass) must be in (0, 1); got "
+                         f"{p!r}")
+    if not is_int(n) or not 2 <= n <= MAX_GRID:
+        raise ValueError(f"plot_portrait: n (grid points per side of the stream plot) must be "
+                         f"an integer in [2, {MAX_GRID}]; got {n!r}")
+    if not isinstance(fixed_points, bool):
+        raise ValueError(f"plot_portrait: fixed_points must be True or False; got "
+                         f"{fixed_points!r}")
     state = make_state(p=float(p), y=np.full(3, 1.0 / 3), z=np.asarray(z, float))
     field = block_field(system, state, "y", time=time)
     if ax is None:
@@ -132,6 +148,9 @@ def bandit_vs_theory(bandit, params: dict[str, Any] | None = None, *, seeds: int
         raise ValueError(f"bandit_vs_theory: bandit must be a simplexlab.sim.Bandit; got "
                          f"{bandit!r}")
     seeds = as_int(seeds, "seeds", lower=2)  # a standard error needs two
+    if not is_int(seed) or not -2**63 <= seed < 2**63:  # jax.random.key's seeds (int64)
+        raise ValueError(f"bandit_vs_theory: seed must be an integer in [-2**63, 2**63 - 1]; "
+                         f"got {seed!r}")
     num_steps = as_int(num_steps, "num_steps", lower=1)
     stride = as_int(stride, "stride", lower=1)
     if num_steps % stride:

@@ -22,8 +22,11 @@ built on first use, needs the ``trl`` extra), the verl advantage estimator
 (:func:`register_verl`, :class:`VerlEstimator`, :func:`verl_compute_advantage`) and the
 reward-side :func:`rarity_bonus` of G2 Listing 1 (:func:`with_rarity_bonus`; verl is imported only
 when they run), the reward function that carries mode ids through verl's default trainer in the
-reward score (:func:`with_mode_in_score`, :func:`score_with_mode`, :func:`split_scores`), and
-mode discovery for free text (:func:`discover_modes`).
+reward score (:func:`with_mode_in_score`, :func:`score_with_mode`, :func:`split_scores`), the
+Tunix advantage estimators (:func:`register_tunix`, :class:`TunixEstimator`,
+:func:`tunix_reward_with_mode`: the lab's JAX rules in Tunix's registry, no bridge; Tunix is
+imported only when they are registered), and mode discovery for free text
+(:func:`discover_modes`).
 
 Importing this package imports torch (``import simplexlab`` never does). It sits beside
 :mod:`simplexlab.lab` and imports only the layers below (theory, shaping, sim, sweep).
@@ -44,6 +47,7 @@ from ._model import load_model, tiny_model
 from ._modes import Modes, discover_modes, token_f1
 from ._prediction import fit_time_scale, initial_states, predict
 from ._task import FAMILIES, ArithmeticTask
+from ._tunix import TunixEstimator, register_tunix, tunix_reward_with_mode, unregister_tunix
 from ._verl import VerlEstimator
 from ._verl import compute_advantage as verl_compute_advantage
 from ._verl import register as register_verl
@@ -71,6 +75,7 @@ __all__ = [
     "STATS",
     "ArithmeticTask",
     "TrainConfig",
+    "TunixEstimator",
     "VerlEstimator",
     "advantages",
     "auto_layers",
@@ -87,12 +92,15 @@ __all__ = [
     "rarity_bonus",
     "score_with_mode",
     "split_scores",
+    "register_tunix",
     "register_verl",
     "tiny_model",
     "to_jax",
     "to_torch",
     "token_f1",
     "train",
+    "tunix_reward_with_mode",
+    "unregister_tunix",
     "unregister_verl",
     "verl_compute_advantage",
     "warm_start",

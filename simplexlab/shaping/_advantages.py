@@ -205,12 +205,17 @@ def loo_std_advantages(rewards: Rewards, mask: Mask | None = None) -> Rewards:
     n = jnp.sum(mf, axis=-1, keepdims=True)
     others = n - 1.0
     b = (jnp.sum(r * mf, axis=-1, keepdims=True) - r) / others
-    # the others' squared deviations from their own mean, one row per rollout: exact 0 when the
-    # others agree (their mean is exact for binary rewards), where a closed form would round
-    dev = mf[..., None, :] * (1.0 - jnp.eye(r.shape[-1], dtype=r.dtype)) * (
-        r[..., None, :] - b[..., :, None]) ** 2
+    # the others' squared deviations from their own mean, one row per rollout; where the others
+    # agree (their largest equals their smallest) the std is 0 exactly: their mean, a rounded
+    # (sum − r)/(n − 1) for real-valued rewards, would leave a residue of ~1e-16 that divides d
+    # (found by simplexlab.verify.check_advantages: [0.3, 0.3, 0.3, 0.9] gave 8.8e15)
+    other = mf[..., None, :] * (1.0 - jnp.eye(r.shape[-1], dtype=r.dtype)) > 0
+    dev = jnp.where(other, (r[..., None, :] - b[..., :, None]) ** 2, 0.0)
     var = jnp.sum(dev, -1) / jnp.maximum(others - 1.0, 1.0)
-    s = jnp.where(others > 1.0, jnp.sqrt(var), 0.0)
+    row = r[..., None, :]
+    spread = (jnp.max(jnp.where(other, row, -jnp.inf), -1)
+              - jnp.min(jnp.where(other, row, jnp.inf), -1))
+    s = jnp.where((others > 1.0) & (spread > 0), jnp.sqrt(var), 0.0)
     d = r - b
     return jnp.where(m, jnp.where(s > 0, d / jnp.where(s > 0, s, 1.0), d), 0.0)
 

@@ -9,6 +9,8 @@ finite-group theory, the torch bridge and the TRL / verl adapters.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping
 from typing import Any
 
 from .._checks import Param
@@ -30,8 +32,9 @@ from ._rule import AbstractRule
 from ._rules import FGRPORule, GRPONRule, IACRule, NSRRule, UnlikelinessRule, WReinforceRule
 from ._token import ProGRPORule
 
-__all__ = ["METHODS", "METHOD_PARAMETERS", "METHOD_PARAMS", "import_method", "is_registered",
-           "lookup_method", "register_method", "unregister_method"]
+__all__ = ["METHODS", "METHOD_PARAMETERS", "METHOD_PARAMS", "check_method_params",
+           "import_method", "is_registered", "lookup_method", "nearest", "register_method",
+           "unregister_method"]
 
 METHODS: dict[str, AbstractRule] = {
     "raw": RawRule(),
@@ -169,3 +172,33 @@ def lookup_method(name, who: str = "") -> AbstractRule:
     if not isinstance(name, str) or name not in METHODS:
         raise ValueError(f"{who}unknown method {name!r}; choose one of {sorted(METHODS)}")
     return METHODS[name]
+
+
+def nearest(name, choices) -> str:
+    """``" (did you mean 'x'?)"`` for the nearest of ``choices`` (difflib), or ``""``."""
+    near = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def check_method_params(method: str, rule: AbstractRule, params, who: str = "") -> dict:
+    """``params`` (``None``: none) as a dict, refused with a ``ValueError`` naming ``who`` when
+    it is not a mapping, names a parameter no rule declares (a misspelling: the known names and
+    the nearest one), or one that ``rule`` (the method ``method``) does not use (naming the
+    method's own parameters): a parameter is never silently dropped."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise ValueError(f"{who}params must be a mapping of parameter names to values; got "
+                         f"{params!r}")
+    own = tuple(rule.params)
+    takes = f"method {method!r} takes {list(own)}" if own else \
+        f"method {method!r} takes no parameter"
+    for k in params:
+        if not isinstance(k, str) or k not in METHOD_PARAMETERS:
+            raise ValueError(f"{who}unknown method parameter {k!r}"
+                             f"{nearest(k, own) or nearest(k, METHOD_PARAMETERS)}; {takes} "
+                             f"(every rule's: {sorted(METHOD_PARAMETERS)})")
+    if unused := [k for k in params if k not in own]:
+        raise ValueError(f"{who}method {method!r} does not use parameter(s) {unused} (a "
+                         f"parameter of another rule); {takes}")
+    return dict(params)

@@ -164,6 +164,42 @@ class GainSchedule(eqx.Module):
         s = {**self.settings(), "gain": gain, "ramp_steps": 0}
         return G2RPOConfig(verifier=verifier, **s)
 
+    def gain_schedule(self):
+        r"""The gain as an optax-style schedule, ``step -> λ`` (what optax, brax and Tunix take
+        for a schedule): the gain of training step ``step`` with the warm-up,
+        ``min(1, step / ramp_steps) · gain`` (:meth:`config`'s; λ0 for schedules A and B, whose
+        per-group gain also reads the group). Traceable (a step array or a traced step);
+        :meth:`from_schedule` takes such a callable back."""
+        return lambda step: jnp.asarray(self.config(step).gain)
+
+    @classmethod
+    def from_schedule(cls, schedule, *, steps: int = 10_000, **fields) -> GainSchedule:
+        """The :class:`GainSchedule` whose gain follows the optax-style ``schedule`` (``step ->
+        value``, e.g. ``optax.linear_schedule(0.0, 1.5, 100)``, ``optax.constant_schedule(1.5)``,
+        or :meth:`gain_schedule`'s), read at steps ``0 .. steps``: a constant gain, or a linear
+        warm-up from 0 to the gain over ``ramp_steps`` (the forms a GainSchedule has); the other
+        ``fields`` as given. Any other form (a cosine, a decay, a warm-up from a non-zero
+        value, one that has not settled by ``steps``) is a ``ValueError`` naming the first step
+        where it differs."""
+        values = _read_schedule(schedule, steps, "GainSchedule.from_schedule")
+        gain = float(values[-1])
+        settled = np.isclose(values, gain, rtol=1e-5, atol=0.0)
+        ramp = 0 if settled.all() else int(np.flatnonzero(~settled)[-1]) + 1
+        if ramp >= steps:
+            raise ValueError(f"GainSchedule.from_schedule: the schedule has not settled at step "
+                             f"{steps} ({values[-2]!r} then {values[-1]!r}); pass a larger "
+                             "steps=")
+        out = cls(**{**fields, "gain": gain, "ramp_steps": ramp})
+        mine = np.asarray(out.gain_schedule()(np.arange(steps + 1)), dtype=np.float64)
+        bad = ~np.isclose(values, mine, rtol=1e-5, atol=1e-7 * max(abs(gain), 1.0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"GainSchedule.from_schedule: the schedule is neither a constant "
+                             f"gain nor a linear warm-up from 0: at step {i} it is "
+                             f"{values[i]!r}, the warm-up to {gain!r} over {ramp} steps "
+                             f"{mine[i]!r}")
+        return out
+
     def theory_gain(self, step_time: float = 1.0) -> AbstractGain:
         """The mean-field gain module (``ConstantGain`` / ``ScheduleA`` / ``ScheduleB`` of
         ``gain``, warmed up over ``t_ramp = ramp_steps · step_time``: one training step lasts
@@ -212,6 +248,30 @@ class GainSchedule(eqx.Module):
 
 
 GainSchedule.FIELDS = tuple(f.name for f in dataclasses.fields(GainSchedule))
+
+
+def _read_schedule(schedule, steps, who) -> np.ndarray:
+    """An optax-style schedule's values at steps ``0 .. steps`` (float64): called on the step
+    array where it takes one, else step by step."""
+    if not callable(schedule):
+        raise ValueError(f"{who}: the schedule must be callable, step -> value; got "
+                         f"{schedule!r}")
+    if not is_int(steps) or steps < 1:
+        raise ValueError(f"{who}: steps must be an integer >= 1; got {steps!r}")
+    grid = np.arange(steps + 1)
+    try:
+        values = np.asarray(schedule(grid), dtype=np.float64)
+    except Exception:  # a schedule of one step at a time
+        values = None
+    if values is None or values.shape != grid.shape:
+        try:
+            values = np.asarray([float(schedule(int(s))) for s in grid])
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{who}: the schedule must map a step to a number ({err})") from None
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{who}: the schedule gives non-finite values (at step "
+                         f"{int(np.flatnonzero(~np.isfinite(values))[0])})")
+    return values
 
 
 class G2RPOConfig(GainSchedule):

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..theory import EntropyBonus, FiniteGroup, Verifier
 from ._finite import group_rule
-from ._registry import METHODS, lookup_method
+from ._registry import METHODS, check_method_params, lookup_method
 from ._schedule import GainSchedule, with_gain
 
 __all__ = ["meanfield_system"]
@@ -69,6 +69,20 @@ def meanfield_system(method: str, schedule: GainSchedule | None = None, *,
     if entropy_bonus is not None:
         raise ValueError("the papers' G → ∞ fields have no entropy bonus: it is a term of the "
                          "finite-group system only (pass group_size; a Bandit's finite_group)")
+    # the limit's settings: a parameter is the rule's (a misspelt one, or one of another rule,
+    # would be dropped); the gain, given either way, is the schedule's
+    given = check_method_params(method, m, params)
+    if "gain" in given:
+        if gain is not None:
+            raise ValueError(f"give the gain once: gain={gain!r} and params['gain'] = "
+                             f"{given['gain']!r}")
+        gain = given["gain"]
+    if options or num_groups is not None or (surrogate, reduction, path) != (
+            "log_likelihood", "mean", "auto"):
+        raise ValueError("the papers' G → ∞ fields are SGD's on the mean-reduced log-likelihood "
+                         "surrogate: surrogate, reduction, path, num_groups and "
+                         f"{sorted(options) or 'the options'} are the finite-group system's "
+                         "(pass group_size)")
     if not m.has_limit_system:
         have = " and ".join(repr(k) for k, v in METHODS.items() if v.has_limit_system)
         raise ValueError(f"no G → ∞ mean-field system for method {method!r} (only {have} have "

@@ -7,7 +7,15 @@ name is re-exported from the layer's private modules.
 """
 
 from ._diversity import unchecked
+from ._finite import check_structure
+from ._methods import checked_output, rule_advantages
+from ._registry import check_method_params, nearest
 
 __all__ = [
+    "check_method_params",
+    "check_structure",
+    "checked_output",
+    "nearest",
+    "rule_advantages",
     "unchecked",
 ]

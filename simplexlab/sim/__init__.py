@@ -11,6 +11,11 @@
 - :class:`Bandit`: the finite-group (K+M)-mode bandit of G²RPO: noisy verifier, any
   advantage rule of :mod:`simplexlab.shaping` by name (:data:`METHODS`), optax optimizers; its
   ensemble mean follows the mean-field ODEs of :mod:`simplexlab.theory`.
+- :class:`SharedBandit`: the (K+M)-mode bandit over a distribution of prompts that share one
+  weight matrix (logits = base logits + ``W x_i``): ``P`` prompts drawn per step, the same rules
+  and verifier; its finite-group mean and covariance (:meth:`SharedBandit.moments`) and the
+  progress of a step (:meth:`SharedBandit.progress`); one-hot features give the per-prompt
+  :class:`Bandit`.
 - :class:`Product`: the toy product "LLM" of G²RPO App. E (i.i.d. tokens, fixed policy): each
   step draws one batch of ``group_size`` sequences (token counts and ``log10 π(h)``).
 - :class:`SoftmaxClassifier`: the Cat/Dog/Persian/Siamese linear softmax classifier of SC §2.4
@@ -52,11 +57,12 @@ from ._policy import OPTIMIZERS
 from ._product import Product, ProductMetrics, ProductState
 from ._protocol import AbstractSimulator, WithDtype, trajectory
 from ._sampler import counts_from_weights, sample_counts
+from ._shared_bandit import SharedBandit, SharedBanditMetrics, SharedBanditState
 from ._twostage import TwoStage, TwoStageMetrics, TwoStageState
 
 SIMULATORS = {Categorical.name: Categorical, Bandit.name: Bandit,
               SoftmaxClassifier.name: SoftmaxClassifier, Product.name: Product,
-              TwoStage.name: TwoStage}
+              TwoStage.name: TwoStage, SharedBandit.name: SharedBandit}
 """Simulators by name, for sweep configuration files."""
 
 __all__ = [
@@ -78,6 +84,9 @@ __all__ = [
     "Product",
     "ProductMetrics",
     "ProductState",
+    "SharedBandit",
+    "SharedBanditMetrics",
+    "SharedBanditState",
     "SoftmaxClassifier",
     "TwoStage",
     "TwoStageMetrics",

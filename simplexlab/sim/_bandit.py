@@ -67,7 +67,7 @@ from ._policy import (
     optimizer_init,
     optimizer_update,
 )
-from ._protocol import AbstractSimulator, WithDtype
+from ._protocol import AbstractSimulator, WithDtype, suggest
 from ._sampler import uniforms
 
 __all__ = ["METHODS", "Bandit", "BanditMetrics", "BanditState"]
@@ -148,6 +148,18 @@ class BanditMetrics(NamedTuple):
     accuracy: jax.Array  #: probability of a correct rollout, ``1 − p``
     m_ret: jax.Array  #: retained correct mass (F-GRPO eq. 26) over the good modes
     reward: jax.Array  #: mean verifier outcome of the last group
+
+
+def _same(value, default) -> bool:
+    """Whether a flat setting is at its default (``None`` only ``None``, a bool only a bool)."""
+    if value is None or default is None:
+        return value is default
+    if isinstance(default, bool):
+        return isinstance(value, bool | np.bool_) and bool(value) == default
+    try:
+        return bool(np.all(np.asarray(value) == default))
+    except (TypeError, ValueError):
+        return False
 
 
 def _composition(value, n: int, name: str):
@@ -246,7 +258,19 @@ class Bandit(AbstractSimulator, WithDtype):
                                  f"its flat settings {sorted(self.ENTROPY_SETTINGS)}, not both")
             on = (bonus.get("adaptive", False) or bonus.get("coef", 0.0) != 0
                   or bonus.get("final") not in (None, 0))  # a ramp up from 0 is a bonus
-            settings["entropy_bonus"] = EntropyBonus(**bonus) if on else None
+            if not on:  # no bonus: a setting of one would be dropped
+                flat_of = {v[0]: k for k, v in self.ENTROPY_SETTINGS.items()}
+                given = [flat_of[k] for k, v in bonus.items()
+                         if not _same(v, self.ENTROPY_SETTINGS[flat_of[k]][1])]
+                if given:
+                    raise ValueError(f"bandit: {', '.join(given)} set an entropy bonus, which "
+                                     "is off (entropy_coef = 0 without entropy_adaptive or a "
+                                     "nonzero entropy_final): give it a coefficient, or leave "
+                                     "them at their defaults")
+            try:
+                settings["entropy_bonus"] = EntropyBonus(**bonus) if on else None
+            except ValueError as err:
+                raise ValueError(f"bandit: {err}") from None
         if isinstance(schedule, GainSchedule):
             base = schedule
         else:
@@ -265,7 +289,10 @@ class Bandit(AbstractSimulator, WithDtype):
             if f.name != "schedule":
                 setattr(self, f.name, settings.pop(f.name, f.default))
         if settings:
-            raise TypeError(f"Bandit() got unexpected keyword argument(s) {sorted(settings)}")
+            known = [*(f.name for f in dataclasses.fields(Bandit)), *self.SCHEDULE_SETTINGS,
+                     *self.ENTROPY_SETTINGS]
+            raise TypeError(f"Bandit() got unexpected keyword argument(s) {sorted(settings)}"
+                            f"{suggest(sorted(settings), known)}")
 
     def __check_init__(self):
         who = "bandit"
@@ -281,6 +308,14 @@ class Bandit(AbstractSimulator, WithDtype):
         if self.entropy_bonus is not None and not isinstance(self.entropy_bonus, EntropyBonus):
             raise ValueError(f"{who}: entropy_bonus must be an EntropyBonus or None; got "
                              f"{self.entropy_bonus!r}")
+        if self._adaptive_entropy and is_int(self.K) and is_int(self.M):
+            top = float(np.log(self.K + self.M))  # the entropy of the uniform policy
+            target = self.entropy_bonus.target
+            if is_concrete(target) and np.any(np.asarray(target) > top):
+                raise ValueError(f"{who}: entropy_target = {target!r} is above log(K + M) = "
+                                 f"{top:.6g}, the largest entropy a policy over the K + M = "
+                                 f"{self.K + self.M} modes has: the controller would never "
+                                 "lower its coefficient")
         if self.surrogate not in SURROGATES:
             raise ValueError(f"{who}: surrogate must be one of {SURROGATES}; got "
                              f"{self.surrogate!r}")

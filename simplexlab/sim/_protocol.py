@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import Param, error_if, host_memory_bytes, is_concrete, is_int
+from ..shaping.internal import nearest
 from ._policy import default_float
 
 __all__ = ["MAX_STEPS", "AbstractSimulator", "Constraint", "WithDtype", "trajectory"]
@@ -85,7 +86,8 @@ class AbstractSimulator(eqx.Module):
         known = cls.settings() if known is None else known
         unknown = sorted(set(settings) - set(known))
         if unknown:
-            raise ValueError(f"{cls.name}: unknown setting(s) {unknown}; known: {sorted(known)}")
+            raise ValueError(f"{cls.name}: unknown setting(s) {unknown}"
+                             f"{suggest(unknown, known)}; known: {sorted(known)}")
 
     @classmethod
     def settings(cls) -> dict[str, Any]:
@@ -140,8 +142,9 @@ class AbstractSimulator(eqx.Module):
         specs = self.param_specs()
         unknown = sorted(set(params) - set(specs))
         if unknown:
-            raise ValueError(f"{type(self).__name__}: unknown parameter(s) {unknown}; array "
-                             f"parameters are {sorted(specs)}")
+            raise ValueError(f"{type(self).__name__}: unknown parameter(s) {unknown}"
+                             f"{suggest(unknown, specs)}; array parameters are "
+                             f"{sorted(specs)}")
         for k, v in params.items():
             if is_concrete(v):
                 _numbers(v, f"{who}: {k}")
@@ -194,6 +197,11 @@ class AbstractSimulator(eqx.Module):
     @abc.abstractmethod
     def observe(self, state):
         """Metrics of ``state`` (a pytree of arrays)."""
+
+
+def suggest(unknown, known) -> str:
+    """The nearest known name to the first unknown one that has a near name (difflib)."""
+    return next((hint for hint in (nearest(k, known) for k in unknown) if hint), "")
 
 
 def _show(a: np.ndarray) -> str:

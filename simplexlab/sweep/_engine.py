@@ -24,8 +24,11 @@ and :func:`_assemble` (the Dataset with its provenance), which ``run`` then writ
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -322,12 +325,44 @@ def _compute(fn, mesh, kd: np.ndarray, arrays: dict[str, np.ndarray]) -> dict[st
     def put(x):
         return jax.make_array_from_callback(x.shape, sharding, lambda i: x[i])
 
-    res = fn(put(kd), {k: put(v) for k, v in arrays.items()})
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
+    with _quiet_callbacks():
+        try:
+            res = fn(put(kd), {k: put(v) for k, v in arrays.items()})
+            if jax.process_count() > 1:
+                from jax.experimental import multihost_utils
 
-        res = multihost_utils.process_allgather(res, tiled=True)
-    return {k: np.asarray(v) for k, v in res.items()}
+                res = multihost_utils.process_allgather(res, tiled=True)
+            return {k: np.asarray(v) for k, v in res.items()}
+        except jax.errors.JaxRuntimeError as err:
+            what = _check_failure(err)
+            if what is None:
+                raise
+            raise ValueError(f"sweep: a run-time check in the program failed: {what}") from None
+
+
+#: the message of a failed ``eqx.error_if`` inside a program run by ``jax.jit``
+_CHECK_FAILED = re.compile(r"EquinoxRuntimeError: (.+)")
+
+
+def _check_failure(err: Exception) -> str | None:
+    """The message of the run-time check (``eqx.error_if``) that ``err`` reports, or ``None``.
+    The only such checks in a sweep's program are the ones its host checks cannot make: the
+    output of a rule from user code (:func:`simplexlab.shaping.advantages`)."""
+    found = _CHECK_FAILED.search(str(err))
+    return found.group(1).strip() if found else None
+
+
+@contextlib.contextmanager
+def _quiet_callbacks():
+    """JAX's callback logger off while a chunk runs: a failed run-time check is reported once,
+    as the engine's one-line error, not also as a logged traceback."""
+    log = logging.getLogger("jax._src.callback")
+    before = log.disabled
+    log.disabled = True
+    try:
+        yield
+    finally:
+        log.disabled = before
 
 
 def _scatter(results: dict, part: dict, idx: list, shape: tuple) -> None:

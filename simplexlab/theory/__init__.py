@@ -8,6 +8,20 @@ This ``__init__`` is the layer's public face (the ``_modules`` here are private)
 parts of it by topic. What the layers above need beyond it is in :mod:`simplexlab.theory.internal`.
 """
 
+from ._budget import (
+    FEATURES,
+    OBJECTIVES,
+    SAMPLING,
+    Progress,
+    SharedMoments,
+    SharedPolicy,
+    objective_value,
+    progress_batch,
+    prompt_moments,
+    shared_moments,
+    shared_policy,
+    step_progress,
+)
 from ._closed_forms import (
     attenuation,
     collision_field,
@@ -126,6 +140,10 @@ from ._product import (
     range_distribution,
     summary_statistic_laws,
 )
+from ._prompts import (
+    ESTIMATORS,
+    PromptSet,
+)
 from ._sampling import (
     CategoricalBatch,
     TailMissPeak,
@@ -185,7 +203,21 @@ from ._verifier import (
 )
 
 __all__ = [
+    "ESTIMATORS",
+    "FEATURES",
     "MOMENT_PATHS",
+    "OBJECTIVES",
+    "SAMPLING",
+    "Progress",
+    "PromptSet",
+    "SharedMoments",
+    "SharedPolicy",
+    "objective_value",
+    "progress_batch",
+    "prompt_moments",
+    "shared_moments",
+    "shared_policy",
+    "step_progress",
     "SGD",
     "AbstractDynamics",
     "AbstractGain",

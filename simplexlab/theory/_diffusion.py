@@ -163,7 +163,8 @@ class Diffusion(eqx.Module):
                                          jax.random.key(self.dynamics.seed), False).covariance
         return error_if(cov, ~jnp.all(jnp.isfinite(cov)),
                         "Diffusion: the step covariance is not finite (the rule's advantages "
-                        "are not finite at this policy)")
+                        "are not finite at this policy, or the path left every finite policy: "
+                        "a smaller eta or dt)")
 
     def diffusion(self, t, theta, K: int):
         """``√η (Σ/P)^{1/2}`` (symmetric square root; the covariance's round-off negative
@@ -209,15 +210,65 @@ def _prepare(who, diffusion, state0, t1, n_save, batch=False):
     if not (isinstance(t1, int | float | np.floating) and math.isfinite(t1) and t1 > 0):
         raise ValueError(f"{who}: t1 must be a finite number > 0; got {t1!r}")
     n_save = as_int(n_save, f"{who}: n_save", lower=2)
+    C = state0.K + state0.M
+    # one path's saved states (linear_noise: and its covariances; per start of a batch), before
+    # anything is built
+    _check_paths_fit(who, int(np.shape(state0.p)[0]) if np.ndim(state0.p) else 1, n_save, C)
     return state0, jnp.linspace(0.0, float(t1), n_save)
+
+
+#: the most Euler–Maruyama steps :func:`sde_paths` takes per path (``t1 / dt``): a smaller
+#: ``dt`` is almost always a typo, and the Brownian tree refines to ``dt / 4`` at every step
+MAX_SDE_STEPS = 10**7
 
 
 def _dt(who, dt, t1):
     if dt is None:
         return float(t1) / 200
-    if not (isinstance(dt, int | float | np.floating) and math.isfinite(dt) and 0 < dt <= t1):
+    if isinstance(dt, bool) or not (isinstance(dt, int | float | np.floating)
+                                    and math.isfinite(dt) and 0 < dt <= t1):
         raise ValueError(f"{who}: dt must be a finite number in (0, t1]; got {dt!r}")
+    if t1 / dt > MAX_SDE_STEPS:
+        raise ValueError(f"{who}: dt = {dt!r} takes t1 / dt = {t1 / dt:.3g} steps per path, more "
+                         f"than {MAX_SDE_STEPS:,}; raise dt")
     return float(dt)
+
+
+def _key(who, key):
+    """``key`` (``None``: ``jax.random.key(0)``), a JAX PRNG key: a ``ValueError`` otherwise."""
+    if key is None:
+        return jax.random.key(0)
+    if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+            and key.ndim == 0):
+        raise ValueError(f"{who}: key must be one JAX PRNG key (jax.random.key(seed)); got "
+                         f"{key!r}")
+    return key
+
+
+def _check_paths_fit(who, num_paths: int, n_save: int, C: int) -> None:
+    """Refuse paths whose saved states (the linear-noise covariance too, ``C x C`` per save
+    point) and per-path working arrays (the step covariance and its square root) cannot fit in
+    half of this machine's memory."""
+    from .._checks import host_memory_bytes
+
+    need = 8 * num_paths * (n_save * (2 * C + 1 + C * C) + 8 * C * C)
+    memory = host_memory_bytes()
+    if memory is not None and need > memory // 2:
+        raise ValueError(f"{who}: num_paths = {num_paths:,} paths with n_save = {n_save:,} save "
+                         f"points over C = {C} modes need about {need:,} bytes, more than half "
+                         f"of this machine's memory ({memory:,} bytes); lower num_paths or "
+                         "n_save")
+
+
+def _tolerances(who, rtol, atol):
+    """``(rtol, atol)``: finite numbers >= 0, not both 0 (diffrax's step-size controller)."""
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if isinstance(v, bool) or not (isinstance(v, int | float | np.floating)
+                                       and math.isfinite(v) and v >= 0):
+            raise ValueError(f"{who}: {name} must be a finite number >= 0; got {v!r}")
+    if rtol == 0 and atol == 0:
+        raise ValueError(f"{who}: rtol and atol cannot both be 0 (no step would be accepted)")
+    return float(rtol), float(atol)
 
 
 def sde_paths(diffusion: Diffusion, state0: State, *, t1: float, num_paths: int, key=None,
@@ -233,7 +284,8 @@ def sde_paths(diffusion: Diffusion, state0: State, *, t1: float, num_paths: int,
     state0, ts = _prepare(who, diffusion, state0, t1, n_save)
     num_paths = as_int(num_paths, f"{who}: num_paths", lower=1)
     dt = _dt(who, dt, t1)
-    key = jax.random.key(0) if key is None else key
+    _check_paths_fit(who, num_paths, ts.shape[0], state0.K + state0.M)
+    key = _key(who, key)
     keys = jax.random.split(key, num_paths)
     theta = _sde_paths(diffusion, theta_from_state(state0), keys, ts, dt,
                        diffrax.Euler() if solver is None else solver, state0.K)
@@ -273,6 +325,7 @@ def linear_noise(diffusion: Diffusion, state0: State, *, t1: float, n_save: int 
     be multiples of it): the covariance moves smoothly, and a few dozen steps over a run give
     its spread to a few digits at a fraction of the cost. Returns :class:`LinearNoise`."""
     state0, ts = _prepare("linear_noise", diffusion, state0, t1, n_save, batch=True)
+    rtol, atol = _tolerances("linear_noise", rtol, atol)
     if not isinstance(mean_correction, bool):
         raise ValueError(f"linear_noise: mean_correction must be True or False; got "
                          f"{mean_correction!r}")

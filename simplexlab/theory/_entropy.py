@@ -19,8 +19,9 @@ from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
-from .._checks import as_int, check_parameter, is_concrete
+from .._checks import as_int, check, check_pair, check_parameter, is_concrete, xp
 
 __all__ = ["EntropyBonus", "entropy_gradient"]
 
@@ -36,6 +37,12 @@ def entropy_gradient(probs):
     r"""``∇_θ H(softmax θ) = −π (log π + H)`` along the last axis, ``π = probs``,
     ``H = −Σ π log π`` (a mode of mass 0 contributes 0: ``π log π → 0``)."""
     return _entropy_and_gradient(probs)[1]
+
+
+#: the array fields of :class:`EntropyBonus` (checked by their domains, traced ones at run time)
+_ARRAY_FIELDS = ("coef", "final", "target", "delta", "coef_min", "coef_max")
+#: the adaptive controller's settings and their defaults (TRL's)
+_ADAPTIVE_DEFAULTS = {"target": 0.2, "delta": 0.005, "coef_min": 0.0, "coef_max": 1.0}
 
 
 class EntropyBonus(eqx.Module):
@@ -64,6 +71,40 @@ class EntropyBonus(eqx.Module):
     coef_min: Any = eqx.field(default=0.0, kw_only=True)
     coef_max: Any = eqx.field(default=1.0, kw_only=True)
 
+    def __post_init__(self):
+        # built from traced values (inside jit / vmap): the host checks of __check_init__ cannot
+        # run, so the same rules are attached as run-time checks to the values themselves
+        if not all(is_concrete(getattr(self, k)) for k in _ARRAY_FIELDS):
+            for k, v in self._checked_values().items():
+                setattr(self, k, v)
+
+    def _checked_values(self) -> dict:
+        """The array fields with their domains attached (a concrete value: checked now)."""
+        out = {"coef": check_parameter(self.coef, "EntropyBonus.coef"),
+               "final": None if self.final is None else check_parameter(
+                   self.final, "EntropyBonus.final"),
+               "target": check(self.target, lambda a: ~(xp.isfinite(a) & (a > 0)),
+                               "EntropyBonus.target (the entropy, in nats, the adaptive "
+                               "controller aims at) must be finite and > 0 (a softmax policy's "
+                               "entropy is > 0: a target <= 0 would never switch the bonus on)"),
+               "delta": check_parameter(self.delta, "EntropyBonus.delta", lower=0.0)}
+        lo = check_parameter(self.coef_min, "EntropyBonus.coef_min")
+        hi = check_parameter(self.coef_max, "EntropyBonus.coef_max")
+        # each value carries its own checks (a check on a value nothing reads is no check); the
+        # order of the two bounds is carried by both: the controller reads them, the field coef_max
+        msg = "EntropyBonus: coef_min (the smallest coefficient) must be <= coef_max"
+        out["coef_min"] = check_pair(lo, hi, lambda a, b: ~(a <= b), f"{msg}: (coef_min, "
+                                     "coef_max)")
+        out["coef_max"] = check_pair(hi, lo, lambda b, a: ~(a <= b), f"{msg}: (coef_max, "
+                                     "coef_min)")
+        return out
+
+    def checked(self) -> EntropyBonus:
+        """The same bonus with run-time checks of its (possibly traced) values attached."""
+        values = self._checked_values()
+        return eqx.tree_at(lambda b: [getattr(b, k) for k in values], self,
+                           list(values.values()), is_leaf=lambda x: x is None)
+
     def __check_init__(self):
         check_parameter(self.coef, "EntropyBonus.coef")
         if self.final is not None:
@@ -76,16 +117,19 @@ class EntropyBonus(eqx.Module):
         if not isinstance(self.adaptive, bool):
             raise ValueError(f"EntropyBonus.adaptive must be True or False; got "
                              f"{self.adaptive!r}")
-        for name in ("target", "coef_min", "coef_max"):
-            check_parameter(getattr(self, name), f"EntropyBonus.{name}")
-        check_parameter(self.delta, "EntropyBonus.delta", lower=0.0)
+        self._checked_values()  # every value in its domain (a traced one: __post_init__)
+        if not self.adaptive:  # the controller's settings would be dropped without it
+            given = [k for k, d in _ADAPTIVE_DEFAULTS.items()
+                     if is_concrete(getattr(self, k)) and np.any(np.asarray(getattr(self, k))
+                                                                  != d)]
+            if given:
+                raise ValueError(f"EntropyBonus: {', '.join(given)} set the adaptive "
+                                 f"controller, which is off (adaptive=False): pass "
+                                 f"adaptive=True, or leave them at their defaults "
+                                 f"{ {k: _ADAPTIVE_DEFAULTS[k] for k in given} }")
         if self.adaptive and self.final is not None:
             raise ValueError("EntropyBonus: an adaptive coefficient does not decay (final and "
                              "decay_steps are for a scheduled one)")
-        if (is_concrete(self.coef_min) and is_concrete(self.coef_max)
-                and float(self.coef_min) > float(self.coef_max)):
-            raise ValueError(f"EntropyBonus: coef_min = {self.coef_min!r} must be <= coef_max "
-                             f"= {self.coef_max!r}")
         if not (isinstance(self.step_time, int | float) and math.isfinite(self.step_time)
                 and self.step_time > 0):
             raise ValueError(f"EntropyBonus.step_time must be a finite number > 0; got "
@@ -100,6 +144,56 @@ class EntropyBonus(eqx.Module):
             step = step.astype(jnp.result_type(float))
         frac = jnp.clip(step / self.decay_steps, 0.0, 1.0)
         return self.coef + (self.final - self.coef) * frac
+
+    def schedule(self):
+        r"""The coefficient as an optax-style schedule, ``step -> c`` (:meth:`coefficient`: what
+        optax, brax and Tunix take for a schedule; traceable). An adaptive coefficient follows
+        the entropy, not the step: ``ValueError``. :meth:`from_schedule` takes such a callable
+        back."""
+        if self.adaptive:
+            raise ValueError("EntropyBonus.schedule: an adaptive coefficient follows the policy's "
+                             "entropy (controller_step), not the training step: it has no "
+                             "step -> value schedule")
+        return self.coefficient
+
+    @classmethod
+    def from_schedule(cls, schedule, *, steps: int = 10_000, **fields) -> EntropyBonus:
+        """The :class:`EntropyBonus` whose coefficient follows the optax-style ``schedule``
+        (``step -> value``: ``optax.constant_schedule(c)``, ``optax.linear_schedule(c0, c1,
+        n)`` or :meth:`schedule`'s), read at steps ``0 .. steps``: a constant, or a linear
+        change from ``coef`` to ``final`` over ``decay_steps`` (the forms it has); the other
+        ``fields`` (``step_time``) as given. Any other form is a ``ValueError`` naming the
+        first step where it differs."""
+        who = "EntropyBonus.from_schedule"
+        if not callable(schedule):
+            raise ValueError(f"{who}: the schedule must be callable, step -> value; got "
+                             f"{schedule!r}")
+        n = as_int(steps, f"{who}: steps", lower=1)
+        grid = np.arange(n + 1)
+        try:
+            values = np.asarray(schedule(grid), dtype=np.float64)
+        except Exception:  # a schedule of one step at a time
+            values = np.zeros(0)
+        if values.shape != grid.shape:
+            values = np.asarray([float(schedule(int(k))) for k in grid])
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{who}: the schedule gives non-finite values")
+        end = float(values[-1])
+        moving = ~np.isclose(values, end, rtol=1e-5, atol=0.0)
+        decay = int(np.flatnonzero(moving)[-1]) + 1 if moving.any() else 0
+        if decay >= n:
+            raise ValueError(f"{who}: the schedule has not settled at step {n}; pass a larger "
+                             "steps=")
+        bonus = cls(coef=float(values[0]), final=end if decay else None, decay_steps=decay,
+                    **fields)
+        mine = np.asarray(bonus.coefficient(grid), dtype=np.float64)
+        bad = ~np.isclose(values, mine, rtol=1e-5, atol=1e-7 * max(np.max(np.abs(values)), 1e-12))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{who}: the schedule is neither constant nor linear to a final "
+                             f"value: at step {i} it is {values[i]!r}, the line "
+                             f"{mine[i]!r}")
+        return bonus
 
     def at_time(self, t):
         """The coefficient at mean-field time ``t`` (step ``t / step_time``)."""

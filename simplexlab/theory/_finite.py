@@ -27,14 +27,14 @@ the small interface :class:`AbstractGroupRule` and never imports it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from .._checks import as_int
+from .._checks import SIMPLEX_ATOL, as_int, check, error_if, is_concrete, xp
 from ._entropy import EntropyBonus
 from ._fields import AbstractDynamics
 from ._finite_moments import (
@@ -50,6 +50,7 @@ from ._finite_paths import (
     active_cells,
     cell_totals,
     check_settings,
+    check_time,
     choose_path,
     known_zero_rates,
 )
@@ -75,6 +76,25 @@ class ExpectedUpdate(eqx.Module):
     probs: jax.Array
     stderr: jax.Array
     path: str = eqx.field(static=True)
+
+
+def _checked_traced_state(state: State) -> State:
+    """A traced ``state`` with run-time checks: ``p`` in ``(0, 1)``, ``y`` and ``z`` on the
+    simplex (>= 0, summing to 1 within :data:`~simplexlab._checks.SIMPLEX_ATOL`). A NaN passes
+    (NaN in, NaN out: a fixed-point search's diverged iterate, which it discards); a finite point
+    off the state space, whose policy's logarithm would be NaN, does not."""
+    if not isinstance(state, State):
+        check_state(state)  # refuses it, naming its type
+    p = error_if(state.p, jnp.any((state.p <= 0) | (state.p >= 1)),
+                 "p (total bad mass) must lie in the open interval (0, 1)")
+    out = [p]
+    for name, what in (("y", "within-good"), ("z", "within-bad")):
+        a = getattr(state, name)
+        off = jnp.any(a < 0) | jnp.any(jnp.abs(jnp.sum(a, -1) - 1.0) > SIMPLEX_ATOL)
+        out.append(error_if(a, off, f"{name} ({what} composition) must lie on the probability "
+                                    f"simplex (entries >= 0 summing to 1 within "
+                                    f"{SIMPLEX_ATOL:g})"))
+    return State(*out)
 
 
 def _theta(W, probs, scale, surrogate):
@@ -110,10 +130,12 @@ def expected_update(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     K = as_int(K, "expected_update: K", lower=1)
     if K >= C + 1:
         raise ValueError(f"expected_update: need K <= C = {C} good modes; got K = {K}")
-    p = np.asarray(probs) if not isinstance(probs, jax.core.Tracer) else None
-    if p is not None and (np.any(~np.isfinite(p)) or np.any(p < 0)
-                          or abs(p.sum() - 1) > 1e-9):
-        raise ValueError(f"expected_update: probs must be a point of the simplex; got {p}")
+    # eagerly a ValueError naming the values, traced (jit, vmap) a run-time check
+    probs = check(probs, lambda a: ~xp.all(xp.isfinite(a) & (a >= 0)) | (abs(a.sum() - 1) > 1e-9),
+                  "expected_update: probs must be a point of the simplex (finite, >= 0, summing "
+                  "to 1 within 1e-9)")
+    probs = check_time(t, "expected_update", probs)
+    rule = rule.checked()  # its parameters' domains, where they are traced
     num_samples = as_int(num_samples, "expected_update: num_samples", lower=1)
     if path == "montecarlo" and num_samples < 2:
         raise ValueError(f"expected_update: Monte Carlo needs num_samples >= 2 for its error "
@@ -208,6 +230,12 @@ class FiniteGroup(AbstractDynamics):
     #: the path of the second moment (:data:`~simplexlab.theory.MOMENT_PATHS`; ``"auto"`` never
     #: takes Monte Carlo here)
     moments_path: str = eqx.field(default="auto", kw_only=True, static=True)
+    #: ``True`` on the copy :meth:`checked` hands the solvers: the times and states they
+    #: evaluate the field at are their own (a stage's state may leave the simplex by round-off),
+    #: not re-checked at each evaluation; ``False`` (the default): :meth:`vector_field` and
+    #: :meth:`theta_drift` check ``t`` and the state (eagerly a ``ValueError``, traced a
+    #: run-time check; off the simplex the policy's logarithm would be NaN)
+    solver_states: bool = eqx.field(default=False, kw_only=True, static=True)
     #: the exact field compiles to a large program: one copy per solve, not one per stage
     stage_loop: ClassVar[bool] = True
 
@@ -243,7 +271,13 @@ class FiniteGroup(AbstractDynamics):
                              f"{self.optimizer!r}")
 
     def checked(self):
-        return eqx.tree_at(lambda d: d.rule, super().checked(), self.rule.checked())
+        """This system as the solvers take it: the rule's parameters and the entropy bonus's
+        values checked (at run time where they are traced), the states and times left to the
+        solver (:attr:`solver_states`)."""
+        out = eqx.tree_at(lambda d: d.rule, super().checked(), self.rule.checked())
+        if self.entropy_bonus is not None:
+            out = eqx.tree_at(lambda d: d.entropy_bonus, out, self.entropy_bonus.checked())
+        return dataclasses.replace(out, solver_states=True)
 
     def rates(self, t, state):
         raise NotImplementedError("FiniteGroup's field is not collinear with V(y): use "
@@ -259,7 +293,15 @@ class FiniteGroup(AbstractDynamics):
 
     def theta_drift(self, t, state: State):
         """``dθ/dt`` at ``state`` (one point, or a batch like :meth:`vector_field`); one
-        compiled program per shape when called outside a trace."""
+        compiled program per shape when called outside a trace. ``t`` must be finite and
+        ``state`` a point of the state space (:func:`~simplexlab.theory.make_state`'s rules;
+        eagerly a ``ValueError``, traced a run-time check), unless :attr:`solver_states`."""
+        if not self.solver_states:
+            if all(map(is_concrete, (state.p, state.y, state.z))):
+                check_state(state)  # on the host: a ValueError naming the value
+            else:
+                state = _checked_traced_state(state)
+            state = eqx.tree_at(lambda s: s.p, state, check_time(t, "FiniteGroup", state.p))
         return _theta_drift(self, t, state)
 
     def _theta_one(self, t, state: State):

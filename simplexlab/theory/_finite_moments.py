@@ -60,16 +60,19 @@ from ._finite_paths import (
     MAX_SIZE,
     AbstractGroupRule,
     _cells,
+    _check_memory,
     _enumeration_tables,
     active_cells,
     binomial_pmf,
     check_settings,
+    check_time,
     cluster_second_size,
     clusters_second_moments,
     count_advantages,
     enumeration_outcomes,
     enumeration_size,
     known_zero_rates,
+    montecarlo_bytes,
     pick_path,
     sampled_cell_totals,
 )
@@ -289,11 +292,20 @@ def expected_moments(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
         raise ValueError(f"expected_moments: need K <= C = {probs.shape[0]} good modes; got "
                          f"K = {K}")
     C = probs.shape[0]
+    probs = check_time(t, "expected_moments", probs)
+    rule = rule.checked()  # its parameters' domains, where they are traced
     num_samples = as_int(num_samples, "expected_moments: num_samples", lower=2)
     max_size = as_int(max_size, "expected_moments: max_size", lower=1)
     zero_rates = known_zero_rates(verifier) if zero_rates is None else zero_rates
     chosen = choose_moments_path(rule, K, C - K, G, active_cells(verifier, K, C - K, zero_rates),
                                  path, max_size, allow_montecarlo=True)
+    if chosen == "montecarlo":  # its arrays, before they are built (G = 10^9: 327 TB)
+        B = rule.num_groups
+        _check_memory(f"expected_moments: path='montecarlo' at G = {G} with C = {C} modes, "
+                      f"num_samples = {num_samples:,} batches of {B * G:,} rollouts",
+                      montecarlo_bytes(num_samples, B, G, C) + 8 * num_samples * B * C * C,
+                      "lower num_samples (the standard error grows as 1/sqrt(num_samples)) or "
+                      "the group size")
     key = jax.random.key(0) if key is None else key
     return _expected_moments(rule, probs, verifier, t, key, K=K, G=G, P=P, path=chosen,
                              surrogate=surrogate, reduction=reduction, max_size=max_size,

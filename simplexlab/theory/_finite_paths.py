@@ -40,11 +40,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, xlogy
 
-from .._checks import as_int
+from .._checks import as_int, check, error_if, is_concrete, xp
 from ._verifier import Verifier
 
 __all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "AbstractGroupRule", "active_cells", "binomial_pmf",
-           "cell_totals", "choose_path", "cluster_second_size", "cluster_size",
+           "cell_totals", "check_time", "choose_path", "cluster_second_size", "cluster_size",
            "clusters_second_moments", "compositions", "count_advantages",
            "counts_totals", "enumeration_outcomes", "enumeration_size", "known_zero_rates",
            "montecarlo_bytes", "pick_path", "poisson_pmf", "sampled_cell_totals"]
@@ -742,3 +742,15 @@ def check_settings(who, group_size, surrogate, reduction, path, rule):
     if path not in PATHS:
         raise ValueError(f"{who}: unknown path {path!r}; choose one of {PATHS}")
     return G
+
+
+def check_time(t, who: str, carrier):
+    """``carrier`` (an array the computation uses), checked that the mean-field time ``t`` is
+    finite (a warm-up or a decaying bonus reads it; a rule that does not would let a check on
+    ``t`` itself be dropped from the program): eagerly a ``ValueError``, traced a run-time
+    check."""
+    msg = f"{who}: t (the mean-field time) must be finite"
+    if is_concrete(t):
+        check(t, lambda a: ~xp.isfinite(a), msg)
+        return carrier
+    return error_if(carrier, ~jnp.all(jnp.isfinite(t)), msg)

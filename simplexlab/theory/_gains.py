@@ -20,7 +20,7 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from .._checks import check_finite, check_parameter
-from ._closed_forms import _gain_schedule_a, _gain_schedule_b
+from ._closed_forms import _gain_schedule_a, _gain_schedule_b, unchecked
 from ._verifier import Verifier
 
 __all__ = ["SCHEDULE_KINDS", "AbstractGain", "ConstantGain", "ScheduleA", "ScheduleB",
@@ -42,9 +42,12 @@ class _OneGain(AbstractGain):
     """A schedule with one parameter ``gain`` (positional or keyword).
 
     Its plug-in form (class methods, for G²RPO's per-group estimator, G2 Listing 1 step (a),
-    and its finite-group reduction): :meth:`plugin_gain` the gain at a group's plug-in
-    statistics, :meth:`p_gain` its factor in ``p̂`` alone, :attr:`attenuated` whether it also
-    carries the attenuation ``(L̂_y + L̂_z)/(L̂_z + 1/K̂)`` (schedule B)."""
+    and its finite-group reduction; they call the closed forms through
+    :data:`simplexlab.theory.internal.unchecked`, the estimator's own path, so that a fault
+    injected into the mean-field gain reaches the mean field only): :meth:`plugin_gain` the gain
+    at a group's plug-in statistics, :meth:`p_gain` its factor in ``p̂`` alone,
+    :attr:`attenuated` whether it also carries the attenuation ``(L̂_y + L̂_z)/(L̂_z + 1/K̂)``
+    (schedule B)."""
 
     gain: float | jnp.ndarray
     _symbol: ClassVar[str] = "λ"
@@ -59,7 +62,7 @@ class _OneGain(AbstractGain):
         1``): ``λ0 J p̂/σ(p̂)`` for schedules A and B, 0 outside the interior (Listing 1 (a));
         the constant ``gain`` for :class:`ConstantGain`."""
         p_safe = jnp.where(interior, p_hat, 0.5)
-        return jnp.where(interior, _gain_schedule_a(p_safe, gain, verifier), 0.0)
+        return jnp.where(interior, unchecked.gain_schedule_a(p_safe, gain, verifier), 0.0)
 
     @classmethod
     def plugin_gain(cls, gain, p_hat, L_y, L_z, K, has_bad, verifier):
@@ -130,8 +133,8 @@ class ScheduleB(_BaseGainSchedule):
         interior = (p_hat > 0) & (p_hat < 1)
         p_safe = jnp.where(interior, p_hat, 0.5)
         L_z_safe = jnp.where(has_bad, L_z, 1.0)
-        return jnp.where(interior, _gain_schedule_b(p_safe, L_y, L_z_safe, jnp.maximum(K, 1.0),
-                                                    gain, verifier), 0.0)
+        return jnp.where(interior, unchecked.gain_schedule_b(
+            p_safe, L_y, L_z_safe, jnp.maximum(K, 1.0), gain, verifier), 0.0)
 
 
 #: The gain-schedule kinds by name and the gain each one means: ``"constant"`` (λ), ``"A"``

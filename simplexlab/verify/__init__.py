@@ -21,11 +21,34 @@ finite-group :class:`~simplexlab.sim.Bandit`), below the lab and the torch bridg
   the drift of ``L_y`` of the exact finite-group field (collision / cancel / anti-collision), and
   the smallest size that meets the targets, for TRL (``num_generations``) and verl
   (``actor_rollout_ref.rollout.n``): a :class:`PlanReport` (``to_text()``, ``to_dict()``).
+- :func:`plan_budget`: how to split a budget of ``R`` rollouts per step into ``P`` prompts ×
+  ``G`` for a distribution of prompts (:class:`~simplexlab.theory.PromptSet`): at each ``G``
+  the silent fraction, the tail-miss, the progress per rollout of SGD and Adam at their
+  progress-optimal rates (the shared-parameter model's exact step moments), the regime by the
+  gradient noise scale, and the compute-optimal ``G*`` with its margin, for TRL and verl (a
+  :class:`BudgetReport`); :func:`budget_curve`: ``G*(R)`` over budgets (a
+  :class:`BudgetCurve`). :func:`plan` is its one-prompt special case.
+- :func:`check_advantages`: the advantage oracle -- any advantage function (a framework's, a
+  user's; the calling conventions of TRL, verl, Tunix or a plain ``(rewards, group_ids)``,
+  :data:`CONVENTIONS`) run on a battery of groups (:data:`CHECKS`) against the lab's exact rule,
+  every deviation with the smallest group that shows it and what reproduces it
+  (:class:`AdvantageReport`); :func:`infer_convention` reads a function's baseline, std ddof and
+  ε, group or batch level (:class:`Convention`), named as a rule of the lab where there is one.
 
 Every file is read and written through :mod:`simplexlab._results`.
 """
 
+from ._budget import BUDGET_GROUP_SIZES, BudgetCurve, BudgetReport, budget_curve, plan_budget
 from ._files import FORMAT, load_schedule, load_schedule_config, save_schedule
+from ._oracle import (
+    CHECKS,
+    CONVENTIONS,
+    AdvantageReport,
+    Convention,
+    Deviation,
+    check_advantages,
+    infer_convention,
+)
 from ._plan import DEFAULT_GROUP_SIZES, REGIMES, PlanReport, plan
 from ._report import ScheduleReport, describe_schedule
 from ._verify import (
@@ -38,8 +61,16 @@ from ._verify import (
 )
 
 __all__ = [
+    "AdvantageReport",
     "BOUND_GROUP_SIZES",
+    "BUDGET_GROUP_SIZES",
+    "BudgetCurve",
+    "BudgetReport",
+    "CHECKS",
     "COMPOSITIONS",
+    "CONVENTIONS",
+    "Convention",
+    "Deviation",
     "DEFAULT_GROUP_SIZES",
     "FORMAT",
     "PlanReport",
@@ -47,10 +78,14 @@ __all__ = [
     "VERIFY_OPTIONS",
     "ScheduleReport",
     "bad_bonus_growth",
+    "budget_curve",
+    "check_advantages",
     "describe_schedule",
+    "infer_convention",
     "load_schedule",
     "load_schedule_config",
     "plan",
+    "plan_budget",
     "save_schedule",
     "verify_rule",
     "verify_schedule",

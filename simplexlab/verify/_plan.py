@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import trusted_inputs
 from .._env import fast_compile_options
 from ..shaping import METHODS, GainSchedule, group_rule, lookup_method, meanfield_system
 from ..theory import FiniteGroup, State, Verifier, activity, tail_miss
@@ -380,7 +381,10 @@ def _drift_program(dyn, t: float, state: State):
 
     def drift(arrays, p, y, z):
         d = eqx.combine(arrays, static)
-        v = d.vector_field(t, State(p, y, z))
+        # the planner's own states, checked on the host: no run-time check (a host callback),
+        # so that JAX's persistent cache keeps the program
+        with trusted_inputs():
+            v = d.vector_field(t, State(p, y, z))
         return 2.0 * jnp.sum(y * v.y)
 
     args = (arrays, state.p, state.y, state.z)
@@ -400,8 +404,8 @@ def _run_programs(jobs, *, fast_compile: bool, workers: int | None):
     """``{key: float}``: each job ``(key, dyn, t, state)`` traced here, compiled concurrently,
     run."""
     # the drift programs run once, in milliseconds: compiled with the fast-compiling CPU code
-    # generation of quick runs (a g2rpo program at G = 64: 5.9 s -> 1.6 s on a loaded 2-core
-    # CPU, 2026-11-26); the same program, the same numbers up to the last bits
+    # generation of quick runs (BENCHMARKS.md has the compile times); the same program, the
+    # same numbers up to the last bits
     options = fast_compile_options() if fast_compile else None
     lowered = {}
     for key, dyn, t, state in jobs:

@@ -215,7 +215,8 @@ def _rates(dyn, ts, states):
 
 @eqx.filter_jit
 def _fields(dyn, ts, states):
-    return jax.vmap(dyn.vector_field)(ts, states)
+    with trusted_inputs():  # the solve's own times and states: no run-time checks, no callback
+        return jax.vmap(dyn.vector_field)(ts, states)
 
 
 def _as_arrays(tree):
@@ -636,9 +637,12 @@ def verify_rule(
     :func:`verify_schedule`."""
     args = {k: v for k, v in locals().items() if k not in ("method", "params")}
     from ..shaping import lookup_method
+    from ..shaping.internal import check_method_params
     from ..sim import Bandit
 
-    lookup_method(method, "verify_rule: ")
+    # a misspelt parameter, or one of another rule, would be verified at its default: refused
+    params = check_method_params(method, lookup_method(method, "verify_rule: "), params,
+                                 "verify_rule: ")
     t_start = time.perf_counter()
     o = _options(None, {**args, "tol_p_vs_grpo": None, "tol_growth": 0.1,
                         "max_bad_bonus": None, "theory": "finite"})
