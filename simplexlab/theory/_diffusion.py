@@ -11,14 +11,24 @@ the run is approximated by the Itô SDE
 
 (the diffusion approximation; Li, Tai & E, arXiv 1511.06251, Thm. 1: weak error ``O(η)``).
 With ``modified=True`` the drift is the second-order stochastic modified equation's
-``f − (η/2)(∂f) f`` (ibid., Thm. 3, written for a field that need not be a gradient: weak error
-``O(η²)``, the ``O(η)`` bias of the mean closed).
+``f − (η/2)(∂f) f`` (ibid., Thm. 3, written for a field that need not be a gradient: the SDE's
+weak error is then ``O(η²)``, the ``O(η)`` bias of the ensemble mean closed; an ODE with that
+drift alone is not, see below).
 
 The **linear-noise approximation** follows the mean ``θ̄`` and the covariance ``C`` of ``θ``
 across seeds without sampling, ``dθ̄/dt = f(θ̄)``,
 ``dC/dt = J C + C Jᵀ + (η/P) Σ(θ̄)`` (``J = ∂f/∂θ``, by forward-mode differentiation), and
 pushes ``C`` to the coordinates ``(p, y, z, L_y)`` with their Jacobian ``D``: ``D C Dᵀ``. Its
 error is of the order of the spread itself (``√η``): it holds while the seeds stay close.
+
+**The mean to O(η²).** The seeds' spread (``C = O(η)``) shifts the mean of a nonlinear flow by
+``O(η)`` too, as much as the modified drift does and often the other way: the ensemble mean of
+the bandit is ``E[φ(θ)] = φ(θ̄) + ½ ∂²φ(θ̄) : C + O(η²)``, with
+``dθ̄/dt = f̃(θ̄) + ½ ∂²f(θ̄) : C`` (``f̃`` the modified drift; third central moments are
+``O(η²)``). :func:`linear_noise` with ``mean_correction=True`` on a ``Diffusion(...,
+modified=True)`` integrates that: the second-order mean (weak error ``O(η²)``); the modified
+drift alone leaves the noise's ``O(η)`` shift (measured on the bandit: it moves the mean the
+wrong way, NOTES.md).
 
 ``θ`` is the policy's log-probabilities (``θ = log π``; the softmax forgets a constant, which
 neither the field nor the noise moves: both sum to zero on the log-likelihood surrogate). Only
@@ -41,8 +51,9 @@ from ._finite import FiniteGroup
 from ._optimizers import SGD
 from ._state import State, check_state
 
-__all__ = ["Diffusion", "LinearNoise", "NoisePaths", "Survival", "linear_noise",
-           "mode_survival", "observables", "sde_paths", "state_from_theta", "theta_from_state"]
+__all__ = ["Diffusion", "LinearNoise", "NoisePaths", "Survival", "curvature", "linear_noise",
+           "mode_survival", "modified_drift", "observables", "sde_paths", "state_from_theta",
+           "theta_from_state"]
 
 #: the coordinates :func:`observables` returns, in order (``y`` and ``z`` one entry per mode)
 OBSERVABLES = ("p", "y", "z", "L_y")
@@ -73,6 +84,39 @@ def _split(obs, K: int) -> dict:
             "L_y": obs[..., -1]}
 
 
+def _step_size(e, who: str):
+    """The run's step size ``η`` as a 0-d array, refused unless a finite number ``> 0``."""
+    if isinstance(e, jax.Array) and np.ndim(e) == 0 and is_concrete(e):
+        e = float(e)
+    if isinstance(e, bool) or not isinstance(e, int | float | np.integer | np.floating) \
+            or not (math.isfinite(e) and e > 0):
+        raise ValueError(f"{who}: eta (the run's step size η) must be a finite number > 0; got "
+                         f"{e!r}")
+    return jnp.asarray(float(e), jnp.result_type(float))
+
+
+def modified_drift(field, theta, eta):
+    r"""The second-order stochastic modified equation's drift ``f − (η/2)(∂f) f`` of the field
+    ``field`` (a function of ``θ``) at ``θ`` (Li, Tai & E, arXiv 1511.06251, Thm. 3; the
+    directional derivative by forward mode)."""
+    f, jf = jax.jvp(field, (theta,), (field(theta),))
+    return f - 0.5 * eta * jf
+
+
+def curvature(fun, x, cov):
+    r"""``½ ∂²fun(x) : cov = ½ Σ_ij cov_ij ∂_i ∂_j fun(x)`` (the mean shift of ``fun`` under a
+    spread of covariance ``cov`` about ``x``): with ``cov = Σ_k l_k l_kᵀ`` (its symmetric
+    eigendecomposition, round-off negative eigenvalues clipped), ``½ Σ_k D²fun(x)[l_k, l_k]`` by
+    forward over forward mode."""
+    lam, vec = jnp.linalg.eigh(0.5 * (cov + cov.T))
+    cols = vec * jnp.sqrt(jnp.clip(lam, 0.0))[None, :]
+
+    def second(v):
+        return jax.jvp(lambda z: jax.jvp(fun, (z,), (v,))[1], (x,), (v,))[1]
+
+    return 0.5 * jnp.sum(jax.vmap(second, in_axes=1)(cols), 0)
+
+
 class Diffusion(eqx.Module):
     r"""The diffusion approximation of an SGD run of :attr:`dynamics` at rate ``eta`` (module
     docstring): ``dynamics`` a :class:`~simplexlab.theory.FiniteGroup` (SGD; its own ``eta`` 1,
@@ -81,7 +125,9 @@ class Diffusion(eqx.Module):
     ``f − (η/2)(∂f) f`` (Li, Tai & E, arXiv 1511.06251, Thm. 3)."""
 
     dynamics: FiniteGroup
-    eta: float = eqx.field(static=True, kw_only=True)
+    #: a 0-d array (checked to be a finite number > 0 when built): one compiled program serves
+    #: every step size
+    eta: jax.Array = eqx.field(kw_only=True, converter=lambda e: _step_size(e, "Diffusion"))
     modified: bool = eqx.field(default=False, static=True, kw_only=True)
 
     def __check_init__(self):
@@ -92,11 +138,6 @@ class Diffusion(eqx.Module):
         if opt is not None and not isinstance(opt, SGD):
             raise ValueError(f"Diffusion: the diffusion approximation here is SGD's; got "
                              f"optimizer={opt!r}")
-        e = self.eta
-        if isinstance(e, bool) or not isinstance(e, int | float | np.integer | np.floating) \
-                or not (math.isfinite(e) and e > 0):
-            raise ValueError(f"Diffusion: eta (the run's step size η) must be a finite number "
-                             f"> 0; got {e!r}")
         d = self.dynamics.eta
         if is_concrete(d) and np.any(np.asarray(d) != 1.0):
             raise ValueError(f"Diffusion: the system's own eta must be 1 (the time map t = step "
@@ -113,9 +154,7 @@ class Diffusion(eqx.Module):
         """The SDE's drift: ``f``, or ``f − (η/2)(∂f) f`` with ``modified``."""
         if not self.modified:
             return self.field(t, theta, K)
-        f, jf = jax.jvp(lambda th: self.field(t, th, K), (theta,),
-                        (self.field(t, theta, K),))
-        return f - 0.5 * self.eta * jf
+        return modified_drift(lambda th: self.field(t, th, K), theta, self.eta)
 
     def step_covariance(self, t, theta, K: int):
         """``Σ(θ)/P``: the covariance of one step's gradient (checked finite at run time)."""
@@ -131,7 +170,7 @@ class Diffusion(eqx.Module):
         """``√η (Σ/P)^{1/2}`` (symmetric square root; the covariance's round-off negative
         eigenvalues clipped to 0)."""
         lam, vec = jnp.linalg.eigh(self.step_covariance(t, theta, K))
-        return math.sqrt(self.eta) * (vec * jnp.sqrt(jnp.clip(lam, 0.0))[None, :]) @ vec.T
+        return jnp.sqrt(self.eta) * (vec * jnp.sqrt(jnp.clip(lam, 0.0))[None, :]) @ vec.T
 
 
 class NoisePaths(eqx.Module):
@@ -147,7 +186,8 @@ class NoisePaths(eqx.Module):
 
 
 class LinearNoise(eqx.Module):
-    """The linear-noise approximation along the mean: ``ts``; the mean ``theta`` ``(n_save, C)``
+    """The linear-noise approximation along the mean (a batch of starts: a leading axis on
+    every array but ``ts``): ``ts``; the mean ``theta`` ``(n_save, C)``
     and its coordinates ``mean`` (``p``, ``y``, ``z``, ``L_y``); ``theta_cov`` ``C`` ``(n_save,
     C, C)``; ``cov`` the covariance of the coordinates ``(p, y, z, L_y)`` ``(n_save, n, n)``;
     ``std`` their across-seed standard deviations (a dict of ``p``, ``y``, ``z``, ``L_y``)."""
@@ -160,19 +200,20 @@ class LinearNoise(eqx.Module):
     std: dict
 
 
-def _prepare(who, diffusion, state0, t1, n_save):
+def _prepare(who, diffusion, state0, t1, n_save, batch=False):
     if not isinstance(diffusion, Diffusion):
         raise ValueError(f"{who}: diffusion must be a Diffusion; got {diffusion!r}")
     state0 = check_state(state0)
-    if np.ndim(state0.p) != 0:
-        raise ValueError(f"{who}: state0 must be one point; got p of shape "
-                         f"{np.shape(state0.p)}")
+    if np.ndim(state0.p) > (1 if batch else 0):
+        raise ValueError(f"{who}: state0 must be one point{' or one batch axis' if batch else ''}"
+                         f"; got p of shape {np.shape(state0.p)}")
     if not (isinstance(t1, int | float | np.floating) and math.isfinite(t1) and t1 > 0):
         raise ValueError(f"{who}: t1 must be a finite number > 0; got {t1!r}")
     n_save = as_int(n_save, f"{who}: n_save", lower=2)
     C = state0.K + state0.M
-    # one path's saved states (linear_noise: and its covariances), before anything is built
-    _check_paths_fit(who, 1, n_save, C)
+    # one path's saved states (linear_noise: and its covariances; per start of a batch), before
+    # anything is built
+    _check_paths_fit(who, int(np.shape(state0.p)[0]) if np.ndim(state0.p) else 1, n_save, C)
     return state0, jnp.linspace(0.0, float(t1), n_save)
 
 
@@ -269,39 +310,67 @@ def _sde_paths(diffusion, theta0, keys, ts, dt, solver, K):
 
 
 def linear_noise(diffusion: Diffusion, state0: State, *, t1: float, n_save: int = 11,
-                 rtol: float = 1e-7, atol: float = 1e-10) -> LinearNoise:
+                 rtol: float = 1e-7, atol: float = 1e-10,
+                 mean_correction: bool = False, dt: float | None = None) -> LinearNoise:
     r"""The linear-noise approximation from ``state0`` (seeds start together: ``C(0) = 0``)
     over ``[0, t1]`` (module docstring): the mean by ``dθ̄/dt = f(θ̄)`` (the drift of
     ``diffusion``, modified or not), the covariance by ``dC/dt = J C + C Jᵀ + (η/P) Σ``,
     integrated together with diffrax's Tsit5 at ``rtol``/``atol``; pushed to ``(p, y, z, L_y)``.
-    Returns :class:`LinearNoise`."""
-    state0, ts = _prepare("linear_noise", diffusion, state0, t1, n_save)
+    ``mean_correction``: the noise's shift of the mean too, ``dθ̄/dt`` gains ``½ ∂²f : C`` and
+    the coordinates' means ``½ ∂²φ : C`` (:func:`curvature`): with ``diffusion.modified``, the
+    ensemble mean to ``O(η²)`` (module docstring; about ``2 (K + M)`` more field evaluations
+    per step). ``state0``: one point, or a batch along one leading axis (one program, the
+    points solved side by side; every array of the result gains that axis first). ``dt``: a
+    fixed step instead of the adaptive one (``rtol``/``atol`` then unused; the save points must
+    be multiples of it): the covariance moves smoothly, and a few dozen steps over a run give
+    its spread to a few digits at a fraction of the cost. Returns :class:`LinearNoise`."""
+    state0, ts = _prepare("linear_noise", diffusion, state0, t1, n_save, batch=True)
     rtol, atol = _tolerances("linear_noise", rtol, atol)
+    if not isinstance(mean_correction, bool):
+        raise ValueError(f"linear_noise: mean_correction must be True or False; got "
+                         f"{mean_correction!r}")
+    if dt is not None:
+        dt = _dt("linear_noise", dt, float(ts[-1]))
+        steps = np.asarray(ts) / dt
+        if np.max(np.abs(steps - np.round(steps))) > 1e-9:
+            raise ValueError(f"linear_noise: the save points {np.asarray(ts).tolist()} must be "
+                             f"multiples of dt = {dt!r}")
     K = state0.K
-    theta, C = _linear_noise(diffusion, theta_from_state(state0), ts, rtol, atol, K)
-    D = jax.vmap(jax.jacfwd(lambda th: observables(th, K)))(theta)
-    cov = jnp.einsum("tia,tab,tjb->tij", D, C, D)
+    theta, C, mean, cov = _linear_noise(diffusion, theta_from_state(state0), ts, rtol, atol, K,
+                                        mean_correction, dt)
     var = jnp.clip(jnp.diagonal(cov, axis1=-2, axis2=-1), 0.0)
-    return LinearNoise(ts, theta, C, _split(observables(theta, K), K), cov,
-                       _split(jnp.sqrt(var), K))
+    return LinearNoise(ts, theta, C, _split(mean, K), cov, _split(jnp.sqrt(var), K))
 
 
 @eqx.filter_jit
-def _linear_noise(diffusion, theta0, ts, rtol, atol, K):
+def _linear_noise(diffusion, theta0, ts, rtol, atol, K, mean_correction=False, dt=None):
     def rhs(t, y, args):
         th, C = y
         f, J = jax.linearize(lambda x: diffusion.drift(t, x, K), th)
         JC = jax.vmap(J, in_axes=1, out_axes=1)(C)  # J C, column by column
         dC = JC + JC.T + diffusion.eta * diffusion.step_covariance(t, th, K)
+        if mean_correction:
+            f = f + curvature(lambda x: diffusion.field(t, x, K), th, C)
         return f, dC
 
-    n = theta0.shape[-1]
-    y0 = (theta0, jnp.zeros((n, n), theta0.dtype))
-    sol = diffrax.diffeqsolve(diffrax.ODETerm(rhs), diffrax.Tsit5(), 0.0, ts[-1], None, y0,
-                              saveat=diffrax.SaveAt(ts=ts),
-                              stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-                              max_steps=100_000)
-    return sol.ys
+    def one(th0):
+        n = th0.shape[-1]
+        y0 = (th0, jnp.zeros((n, n), th0.dtype))
+        control = (diffrax.PIDController(rtol=rtol, atol=atol) if dt is None
+                   else diffrax.ConstantStepSize())
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(rhs), diffrax.Tsit5(), 0.0, ts[-1], dt, y0,
+                                  saveat=diffrax.SaveAt(ts=ts), stepsize_controller=control,
+                                  max_steps=100_000)
+        theta, C = sol.ys
+        D = jax.vmap(jax.jacfwd(lambda th: observables(th, K)))(theta)
+        cov = jnp.einsum("tia,tab,tjb->tij", D, C, D)
+        mean = observables(theta, K)
+        if mean_correction:
+            mean = mean + jax.vmap(lambda th, c: curvature(lambda x: observables(x, K), th, c))(
+                theta, C)
+        return theta, C, mean, cov
+
+    return one(theta0) if theta0.ndim == 1 else jax.vmap(one)(theta0)
 
 
 class Survival(eqx.Module):

@@ -31,6 +31,12 @@ The second moments of ``T`` along these paths (each result names its own):
 - ``"enumerate"``: every multinomial outcome of the ``G`` draws over the cells, the rule run on
   one representative group per outcome: ``E[T Tᵀ] = Σ_outcomes P · t tᵀ``; exact, for small ``G``
   and few cells.
+- ``"clusters"``: for a rule with G²RPO's cluster symmetry (its advantages depend on the
+  partitions of the correct-scored and of the incorrect-scored counts, a rollout's on its own
+  cluster's count: ``T_{rc} = n_{rc} A_r(n_{rc}, λ)``), the mean's partition programme
+  (Poissonised cell counts conditioned on their total ``G``) with one cell taken out for
+  ``E[T_{rc}²]`` and two for ``E[T_{rc} T_{r'c'}]``; exact, every safeguard included, where the
+  enumeration does not fit (G²RPO at K + M = 8, G = 16).
 - ``"montecarlo"``: ``num_samples`` sampled groups (for a rule that is not group-local, batches of
   ``rule.num_groups`` groups), with the standard error of every entry of the mean and the
   covariance; the fallback of ``"auto"`` where no exact path fits, never silent (the result
@@ -60,6 +66,8 @@ from ._finite_paths import (
     binomial_pmf,
     check_settings,
     check_time,
+    cluster_second_size,
+    clusters_second_moments,
     count_advantages,
     enumeration_outcomes,
     enumeration_size,
@@ -74,7 +82,7 @@ __all__ = ["MOMENT_PATHS", "StepMoments", "cell_second_moments", "check_num_grou
            "choose_moments_path", "counts_second_moments", "expected_moments", "gradient_map",
            "group_step_moments", "moments_size", "step_moments"]
 
-MOMENT_PATHS = ("auto", "counts", "enumerate", "montecarlo")
+MOMENT_PATHS = ("auto", "counts", "enumerate", "clusters", "montecarlo")
 """The ways :func:`expected_moments` computes the second moment ("auto" picks one)."""
 
 
@@ -154,12 +162,17 @@ def _enumerate_second_moments(rule, q1, q0, probs, G, t, C, cells):
     return W, M2.reshape(2, C, 2, C)
 
 
-def moments_size(rule: AbstractGroupRule, K: int, M: int, G: int, active) -> dict:
-    """Table entries of each second-moment path at these sizes (``None``: does not apply)."""
+def moments_size(rule: AbstractGroupRule, K: int, M: int, G: int, active,
+                 bound: int = MAX_SIZE) -> dict:
+    """Table entries of each second-moment path at these sizes (``None``: does not apply; the
+    partition programme's counted up to ``bound``, a lower bound beyond it)."""
     n = len(active[0]) + len(active[1])
     local = rule.group_local
+    symmetric = rule.structure in ("counts", "clusters") and local
     return {"counts": (G + 1) * G if rule.structure == "counts" and local else None,
-            "enumerate": enumeration_size(G, n) * (G + n) if local else None}
+            "enumerate": enumeration_size(G, n) * (G + n) if local else None,
+            "clusters": (cluster_second_size(G, len(active[0]), len(active[1]),
+                                             bound=bound) if symmetric else None)}
 
 
 def choose_moments_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *,
@@ -167,11 +180,10 @@ def choose_moments_path(rule: AbstractGroupRule, K, M, G, active, path, max_size
     """The second-moment path to take (static): ``path`` itself, checked, or the first exact one
     that fits within ``max_size`` table entries ("auto"), else Monte Carlo where allowed."""
     if path not in MOMENT_PATHS:
-        extra = (" (the rules' own reductions and the partition programme give the mean only)"
-                 if path in ("rule", "clusters") else "")
+        extra = " (the rules' own reductions give the mean only)" if path == "rule" else ""
         raise ValueError(f"unknown second-moment path {path!r}{extra}; choose one of "
                          f"{MOMENT_PATHS}")
-    return pick_path(moments_size(rule, K, M, G, active), path, G, K, M, max_size,
+    return pick_path(moments_size(rule, K, M, G, active, max_size), path, G, K, M, max_size,
                      allow_montecarlo=allow_montecarlo, what="second-moment path",
                      applies=" to the second moment", per_entry=8)
 
@@ -190,6 +202,8 @@ def cell_second_moments(rule: AbstractGroupRule, probs, K: int, group_size: int,
     q1, q0 = _cells(verifier, probs, K)
     if chosen == "counts":
         W, M2 = counts_second_moments(rule, q1, q0, probs, G, t, C)
+    elif chosen == "clusters":
+        W, M2 = clusters_second_moments(rule, q1, q0, probs, G, t, C, *active)
     else:
         cells = tuple((1, m) for m in active[0]) + tuple((0, m) for m in active[1])
         W, M2 = _enumerate_second_moments(rule, q1, q0, probs, G, t, C, cells)
@@ -260,9 +274,10 @@ def expected_moments(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     r"""The mean, second moment and covariance of one step's gradient ``ĝ = Δθ/η`` of ``rule``
     at the full policy ``probs`` (``C`` modes, the first ``K`` good), the step averaging
     ``num_groups`` groups drawn on the same parameters (module docstring). ``path="auto"``
-    takes ``"counts"``, then ``"enumerate"`` where they apply within ``max_size`` table
-    entries, else Monte Carlo (``num_samples`` groups or batches, ``key``); the result names
-    the path and, for Monte Carlo, the standard errors. One compiled program per setting."""
+    takes ``"counts"``, then ``"enumerate"``, then ``"clusters"`` where they apply within
+    ``max_size`` table entries, else Monte Carlo (``num_samples`` groups or batches, ``key``);
+    the result names the path and, for Monte Carlo, the standard errors. One compiled program
+    per setting."""
     verifier = Verifier() if verifier is None else verifier
     G = check_settings("expected_moments", group_size, surrogate, reduction, "auto", rule)
     P = check_num_groups(rule, num_groups, "expected_moments")

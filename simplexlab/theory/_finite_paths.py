@@ -44,10 +44,10 @@ from .._checks import as_int, check, error_if, is_concrete, xp
 from ._verifier import Verifier
 
 __all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "AbstractGroupRule", "active_cells", "binomial_pmf",
-           "cell_totals", "check_time", "choose_path", "cluster_size", "compositions",
-           "count_advantages", "counts_totals", "enumeration_outcomes", "enumeration_size",
-           "known_zero_rates", "montecarlo_bytes", "pick_path", "poisson_pmf",
-           "sampled_cell_totals"]
+           "cell_totals", "check_time", "choose_path", "cluster_second_size", "cluster_size",
+           "clusters_second_moments", "compositions", "count_advantages",
+           "counts_totals", "enumeration_outcomes", "enumeration_size", "known_zero_rates",
+           "montecarlo_bytes", "pick_path", "poisson_pmf", "sampled_cell_totals"]
 
 #: the ways :func:`cell_totals` computes an expectation ("auto" picks one)
 PATHS = ("auto", "rule", "counts", "clusters", "enumerate", "montecarlo")
@@ -294,14 +294,12 @@ def _run_dp(weights, G: int, max_parts: int):
 
 
 @functools.lru_cache(maxsize=16)
-def _cluster_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
-    """Static tables of the partition path: the representative groups of every pair
-    ``(λ_good, λ_bad)`` with ``|λ_good| + |λ_bad| = G`` and, for each side, the triples
-    ``(rest of own side, own part n, other side, pair, position)``."""
-    S1, i1 = _partitions(G, n1)
-    S0, i0 = _partitions(G, n0)
-    E1, e1 = _partitions(G, n1 - 1)
-    E0, e0 = _partitions(G, n0 - 1)
+def _cluster_pairs(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
+    """The pairs ``(λ_good, λ_bad)`` of partitions with ``|λ_good| + |λ_bad| = G`` of the
+    partition path: their representative groups' rewards and modes, the first position of a part
+    of each (side, count) in them, and the index of each pair."""
+    S1, _ = _partitions(G, n1)
+    S0, _ = _partitions(G, n0)
     pairs, rewards, modes, part_pos = [], [], [], []
     pair_index = {}
     S0_by_total = {}
@@ -325,16 +323,30 @@ def _cluster_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
             rewards.append(r)
             modes.append(m)
             part_pos.append(pos)
+    return rewards, modes, part_pos, pair_index
 
-    def by_total(states):
-        out = {}
-        for lam in states:
-            out.setdefault(sum(lam), []).append(lam)
-        return out
+
+def _by_total(states):
+    out = {}
+    for lam in states:
+        out.setdefault(sum(lam), []).append(lam)
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _cluster_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
+    """Static tables of the partition path: the representative groups of every pair
+    ``(λ_good, λ_bad)`` with ``|λ_good| + |λ_bad| = G`` and, for each side, the triples
+    ``(rest of own side, own part n, other side, pair, position)``."""
+    S1, i1 = _partitions(G, n1)
+    S0, i0 = _partitions(G, n0)
+    E1, e1 = _partitions(G, n1 - 1)
+    E0, e0 = _partitions(G, n0 - 1)
+    rewards, modes, part_pos, pair_index = _cluster_pairs(G, n1, n0, good_ids, bad_ids)
 
     def triples(own, own_rest, other, other_index, side):
         rows = []
-        other_by = by_total(other)
+        other_by = _by_total(other)
         for rest in own_rest:
             for n in range(1, G - sum(rest) + 1):
                 lam = tuple(sorted(rest + (n,), reverse=True))
@@ -350,7 +362,7 @@ def _cluster_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
     side_index = {1: e1, 0: e0}
     t1 = triples(n1, E1, S0, i0, 1) if n1 > 0 else np.zeros((0, 5), np.int64)
     t0 = triples(n0, E0, S1, i1, 0) if n0 > 0 else np.zeros((0, 5), np.int64)
-    return (np.array(rewards), np.array(modes, np.int32), t1, t0, len(pairs))
+    return (np.array(rewards), np.array(modes, np.int32), t1, t0, len(rewards))
 
 
 @functools.lru_cache(maxsize=256)
@@ -442,6 +454,143 @@ def _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
         totals = jnp.sum(excl[:, rest] * w_own[:, own_n] * a[None, :], -1) / norm
         W = W.at[side, jnp.asarray(ids)].add(totals)
     return W
+
+
+@functools.lru_cache(maxsize=16)
+def _cluster_second_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
+    """Static tables of the partition path's second moment (:func:`clusters_second_moments`):
+    per side the rows ``(rest, n, n', other, pair, position of n, position of n')`` of two
+    marked parts ``n``, ``n'`` of the own side (two distinct cells) beside ``rest`` (the own
+    side's other parts, at most ``parts − 2``) and the other side's partition; and the rows
+    ``(rest_good, n, rest_bad, n', pair, position of n, position of n')`` of one marked part on
+    each side."""
+    _, _, part_pos, pair_index = _cluster_pairs(G, n1, n0, good_ids, bad_ids)
+    S = {1: _partitions(G, n1), 0: _partitions(G, n0)}
+    E = {1: _partitions(G, n1 - 1), 0: _partitions(G, n0 - 1)}
+    same = {}
+    for side, own in ((1, n1), (0, n0)):
+        rows = []
+        if own >= 2:
+            rest_states, rest_index = _partitions(G, own - 2)
+            other_states, other_index = S[1 - side]
+            other_by = _by_total(other_states)
+            for rest in rest_states:
+                free = G - sum(rest)
+                for n in range(1, free):
+                    for n2 in range(1, free - n + 1):
+                        lam = tuple(sorted(rest + (n, n2), reverse=True))
+                        for lo in other_by.get(free - n - n2, ()):
+                            p = pair_index[(lam, lo) if side == 1 else (lo, lam)]
+                            rows.append((rest_index[rest], n, n2, other_index[lo], p,
+                                         part_pos[p][(side, n)], part_pos[p][(side, n2)]))
+        same[side] = np.array(rows, np.int64).reshape(-1, 7)
+    rows = []
+    if n1 >= 1 and n0 >= 1:
+        (R1, e1), (R0, e0) = E[1], E[0]
+        R0_by = _by_total(R0)
+        for r1 in R1:
+            for b in range(G - sum(r1) - 1):
+                for r0 in R0_by.get(b, ()):
+                    free = G - sum(r1) - b
+                    for n in range(1, free):
+                        lg = tuple(sorted(r1 + (n,), reverse=True))
+                        lb = tuple(sorted(r0 + (free - n,), reverse=True))
+                        p = pair_index[(lg, lb)]
+                        rows.append((e1[r1], n, e0[r0], free - n, p, part_pos[p][(1, n)],
+                                     part_pos[p][(0, free - n)]))
+    return same[1], same[0], np.array(rows, np.int64).reshape(-1, 7)
+
+
+def cluster_second_size(G: int, n1: int, n0: int, bound: int | None = None) -> int:
+    """Table entries of the partition path's second moment: its rows (two marked parts on one
+    side, or one on each, :func:`_cluster_second_tables`) times the pairs of cells they serve,
+    plus the first moment's (:func:`cluster_size`), counted without listing them (with
+    ``bound``: a lower bound once it exceeds ``bound``, as :func:`cluster_size`)."""
+    first = cluster_size(G, n1, n0, bound=bound)
+    if bound is not None and first > bound:
+        return first
+
+    def counts(k):
+        return _count_partitions(G, min(k, G)) if k >= 0 else (0,) * (G + 1)
+
+    total = 0
+    for own, other in ((n1, n0), (n0, n1)):
+        if own < 2:
+            continue
+        rest, oth = counts(own - 2), counts(other)
+        rows = sum(rest[a] * (m - 1) * oth[G - a - m] for a in range(G + 1)
+                   for m in range(2, G - a + 1))
+        total += rows * (own * (own - 1) // 2)
+    if n1 >= 1 and n0 >= 1:
+        r1, r0 = counts(n1 - 1), counts(n0 - 1)
+        rows = sum(r1[a] * r0[b] * (G - a - b - 1) for a in range(G + 1)
+                   for b in range(G - a - 1))
+        total += rows * (n1 + n0)
+    return first + total
+
+
+def clusters_second_moments(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
+    r"""The partition path's second moment: ``(W, M2)``, the cell totals ``E[T]`` ``(2, C)``
+    (:func:`_clusters_totals`, the same numbers) and ``E[T_{rc} T_{r'c'}]`` ``(2, C, 2, C)`` of
+    a rule with the cluster symmetry. Every rollout of a cell (mode ``c`` scored ``r``) carries
+    the advantage of its cluster's count ``n``, so ``T_{rc} = n A_r(n, λ)``; with the cells'
+    counts Poissonised (rates ``G q``, conditioned on their total ``G``) the sums over the
+    outcomes factor over the cells as in the mean, with one cell (``E[T²]``: ``n² A²``) or two
+    cells (``E[T T']``: ``n n' A A'``, both marked parts beside the partitions of the others)
+    taken out of the programme."""
+    dt = probs.dtype
+    n1, n0 = len(good_ids), len(bad_ids)
+    W = _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids)
+    rewards, modes, t1, t0, _ = _cluster_tables(G, n1, n0, good_ids, bad_ids)
+    same1, same0, cross = _cluster_second_tables(G, n1, n0, good_ids, bad_ids)
+    adv = rule.advantages(jnp.asarray(rewards, dt), jnp.asarray(modes),
+                          jnp.zeros(modes.shape, dt), t, C)
+    n = jnp.arange(G + 1, dtype=dt)
+    ids = {1: good_ids, 0: bad_ids}
+    parts = {1: n1, 0: n0}
+    w = {1: poisson_pmf(G * q1[jnp.asarray(good_ids)][:, None], n),
+         0: poisson_pmf(G * q0[jnp.asarray(bad_ids)][:, None], n)}
+    norm = poisson_pmf(jnp.asarray(G, dt), jnp.asarray(G, dt))
+    ident = jnp.zeros((G + 1,), dt).at[0].set(1.0)
+
+    def without(side, drop, max_parts):
+        """The programme of ``side`` with the cells ``drop`` ``(pairs, k)`` taken out."""
+        cells = jnp.arange(parts[side])
+        return jax.vmap(lambda d: _run_dp(jnp.where(jnp.any(cells[:, None] == d[None, :], 1)
+                                                    [:, None], ident, w[side]),
+                                          G, max_parts))(drop)
+
+    F = {s: _run_dp(w[s], G, parts[s]) for s in (0, 1)}
+    excl = {s: without(s, jnp.arange(parts[s])[:, None], parts[s] - 1) if parts[s] else None
+            for s in (0, 1)}
+    M2 = jnp.zeros((2, C, 2, C), dt)
+    for side, rows, same in ((1, t1, same1), (0, t0, same0)):
+        if not parts[side]:
+            continue
+        cid = jnp.asarray(ids[side])
+        if len(rows):  # one cell: E[T_k²] = E[n² A²]
+            rest, own_n, oth, pair, pos = (jnp.asarray(rows[:, i]) for i in range(5))
+            a = adv[pair, pos] ** 2 * F[1 - side][oth] * own_n.astype(dt) ** 2
+            diag = jnp.sum(excl[side][:, rest] * w[side][:, own_n] * a[None, :], -1) / norm
+            M2 = M2.at[side, cid, side, cid].add(diag)
+        if len(same):  # two cells k < k' of one side
+            ka, kb = np.triu_indices(parts[side], 1)
+            ex2 = without(side, jnp.asarray(np.stack([ka, kb], 1)), parts[side] - 2)
+            rest, na, nb, oth, pair, pa, pb = (jnp.asarray(same[:, i]) for i in range(7))
+            c = (adv[pair, pa] * adv[pair, pb] * (na * nb).astype(dt) * F[1 - side][oth])
+            vals = jnp.sum(ex2[:, rest] * w[side][ka][:, na] * w[side][kb][:, nb]
+                           * c[None, :], -1) / norm
+            ia, ib = cid[ka], cid[kb]
+            M2 = M2.at[side, ia, side, ib].add(vals).at[side, ib, side, ia].add(vals)
+    if len(cross):  # one cell on each side
+        r1, na, r0, nb, pair, pa, pb = (jnp.asarray(cross[:, i]) for i in range(7))
+        c = adv[pair, pa] * adv[pair, pb] * (na * nb).astype(dt)
+        A = excl[1][:, r1] * w[1][:, na]  # (n1, rows)
+        B = excl[0][:, r0] * w[0][:, nb]  # (n0, rows)
+        X = (A * c[None, :]) @ B.T / norm
+        g, b = jnp.asarray(good_ids), jnp.asarray(bad_ids)
+        M2 = M2.at[1, g[:, None], 0, b[None, :]].add(X).at[0, b[:, None], 1, g[None, :]].add(X.T)
+    return W, M2
 
 
 # ---- Monte Carlo
