@@ -46,7 +46,8 @@ def _signal_after_stage(proc, stage: str, delay: float, seen: list) -> None:
         seen.append(line)
         if stage in line:
             time.sleep(delay)
-            seen.append(f"[verify (test): signal sent; the command had {'ended' if proc.poll() is not None else 'not ended'}]\n")
+            state = "ended" if proc.poll() is not None else "not ended"
+            seen.append(f"[verify (test): signal sent; the command had {state}]\n")
             proc.send_signal(signal.SIGINT)
             return
 

@@ -182,12 +182,12 @@ def _prompt_moments(rule, probs, verifier, t, key, *, K, G, surrogate, reduction
 
 class SharedMoments(eqx.Module):
     r"""The moments of one step's gradient ``ĝ_W`` of the shared-parameter policy (module
-    docstring), held per prompt: ``mean`` ``(N, C)`` and ``second`` ``(N, C, C)`` of one group's
+    docstring), held per prompt: ``mean`` ``(N, C)`` and ``second_moment`` ``(N, C, C)`` of one group's
     ``g_i``, the ``policy``'s features and weights, ``num_prompts`` ``P`` and ``sampling``;
     ``group_size`` ``G``; ``path``: how the per-prompt moments were computed."""
 
     mean: jax.Array
-    second: jax.Array
+    second_moment: jax.Array
     features: jax.Array
     weights: jax.Array
     num_prompts: int = eqx.field(static=True)
@@ -198,7 +198,7 @@ class SharedMoments(eqx.Module):
     @property
     def covariance(self):
         """``Cov[g_i]`` ``(N, C, C)`` of one group."""
-        return self.second - self.mean[:, :, None] * self.mean[:, None, :]
+        return self.second_moment - self.mean[:, :, None] * self.mean[:, None, :]
 
     @property
     def mean_W(self):
@@ -215,7 +215,7 @@ class SharedMoments(eqx.Module):
                              jnp.diagonal(self.covariance, axis1=-2, axis2=-1), x2)
         else:
             var = (jnp.einsum("i,ic,id->cd", self.weights,
-                              jnp.diagonal(self.second, axis1=-2, axis2=-1), x2) - m**2)
+                              jnp.diagonal(self.second_moment, axis1=-2, axis2=-1), x2) - m**2)
             var = var / self.num_prompts
         return m**2 + var
 
@@ -228,7 +228,7 @@ class SharedMoments(eqx.Module):
             cov = jnp.einsum("i,iab,ide->adbe", self.weights**2, self.covariance, outer)
             C, D = self.mean.shape[-1], x.shape[-1]
             return cov.reshape(C * D, C * D)
-        s = jnp.einsum("i,iab,ide->adbe", self.weights, self.second, outer)
+        s = jnp.einsum("i,iab,ide->adbe", self.weights, self.second_moment, outer)
         C, D = s.shape[0], s.shape[1]
         m = self.mean_W.reshape(-1)
         return (s.reshape(C * D, C * D) - jnp.outer(m, m)) / self.num_prompts
@@ -429,7 +429,7 @@ def progress_batch(moments, policy: SharedPolicy, objective: str = "pass", *, kl
     # stacked on the host: no eager device programs beside the one below
     terms = _progress_terms(
         np.stack([np.asarray(m.mean) for m in moments]),
-        np.stack([np.asarray(m.second) for m in moments]), moments[0].features,
+        np.stack([np.asarray(m.second_moment) for m in moments]), moments[0].features,
         moments[0].weights, np.asarray([m.num_prompts for m in moments], dt), th, K=policy.K,
         objective=str(objective), settings=settings, sampling=moments[0].sampling)
     terms = np.asarray(terms)  # (optimizers, 5, len(moments))

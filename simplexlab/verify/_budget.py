@@ -56,7 +56,7 @@ from ..theory import (
     shared_moments,
     shared_policy,
 )
-from ._plan import _compile, _count, _number
+from ._plan import _compile, _count, _grid_index, _number
 
 __all__ = ["BUDGET_GROUP_SIZES", "BudgetCurve", "BudgetReport", "budget_curve", "plan_budget"]
 
@@ -216,10 +216,7 @@ class BudgetReport:
 
     def row(self, group_size: int) -> dict[str, Any]:
         """The columns at one group size."""
-        if group_size not in self.group_sizes:
-            raise ValueError(f"group_size {group_size!r} is not in the report's grid "
-                             f"{list(self.group_sizes)}")
-        i = self.group_sizes.index(group_size)
+        i = _grid_index(self.group_sizes, group_size)
         out = {"group_size": group_size, "num_prompts": self.num_prompts[i],
                "silent": self.silent[i], "tail_miss": self.tail_miss[i]}
         for o in self.optimizers:

@@ -120,10 +120,7 @@ class PlanReport:
 
     def row(self, group_size: int) -> dict[str, Any]:
         """The columns at one group size of the grid."""
-        if group_size not in self.group_sizes:
-            raise ValueError(f"group_size {group_size!r} is not in the report's grid "
-                             f"{list(self.group_sizes)}")
-        i = self.group_sizes.index(group_size)
+        i = _grid_index(self.group_sizes, group_size)
         return {"group_size": group_size, "signal": self.signal[i],
                 "tail_miss": self.tail_miss[i], "modes_seen": self.modes_seen[i],
                 "drift": self.drift[i], "regime": self.regime[i], "cost": self.cost[i]}
@@ -390,6 +387,15 @@ def _drift_program(dyn, t: float, state: State):
     args = (arrays, state.p, state.y, state.z)
     return jax.jit(drift).lower(*args), args
 
+
+
+def _grid_index(group_sizes: tuple[int, ...], group_size: int) -> int:
+    """The index of ``group_size`` in a report's grid; a ``ValueError`` naming the grid if it
+    is not there."""
+    if group_size not in group_sizes:
+        raise ValueError(f"group_size {group_size!r} is not in the report's grid "
+                         f"{list(group_sizes)}")
+    return group_sizes.index(group_size)
 
 def _compile(lowered, options):
     if options:
