@@ -160,18 +160,18 @@ def two_grpo(ctx):
 
 _LIT = {"dist": ["beta"], "features": ["random", "onehot"]}
 _LIT_FULL = {"dist": ["arithmetic", "beta"], "features": ["random", "onehot"]}
-claim("budget-isocompute-g-star-grows", paper=SOURCE,
+claim("budget-isocompute-g-star-grows", paper=SOURCE, kind="paper",
       source="IsoCompute (arXiv 2603.12151): the compute-optimal rollouts per problem",
       sentence="The compute-optimal number of rollouts per problem grows with the budget, then "
                "saturates.",
       experiment="budget-planner", paper_setting={"dist": "beta", "features": "random"},
       grid={"quick": _LIT, "full": _LIT_FULL})(grows_then_saturates)
-claim("budget-ustatistic-g-star-universal", paper=SOURCE,
+claim("budget-ustatistic-g-star-universal", paper=SOURCE, kind="paper",
       source="The GRPO gradient is a U-statistic (arXiv 2603.01162): the optimal G",
       sentence="The optimal group size is universal: it does not depend on the budget.",
       experiment="budget-planner", paper_setting={"dist": "beta", "features": "random"},
       grid={"quick": _LIT, "full": _LIT_FULL})(universal)
-claim("budget-two-grpo", paper=SOURCE,
+claim("budget-two-grpo", paper=SOURCE, kind="paper",
       source="2-GRPO (arXiv 2510.00977): G = 2 against G = 16",
       sentence="G = 2 keeps 97.6 % of G = 16's result at 12.5 % of the rollouts.",
       experiment="budget-planner", paper_setting={"dist": "beta", "features": "random"},
