@@ -24,6 +24,13 @@ from simplexlab import lab, sweep
 from simplexlab import theory as S
 from simplexlab.sim import SIMULATORS, SoftmaxClassifier, trajectory
 
+# Scheduled with the long tests, first in a worker's life: in three clean-clone runs of the
+# suite (2-core machine, 2026-12-02) a worker that reached this file after ~700 other tests died
+# of a SIGSEGV inside XLA's CPU backend (twice serialising, once compiling a classifier
+# program); the file alone, and in a fresh worker, passes. NOTES.md: "XLA's CPU backend crashes
+# in a long-lived test worker".
+pytestmark = pytest.mark.slow
+
 # SC §2.4, typed from the paper (rows Cat, Dog, Persian, Siamese)
 E_CAT, E_DOG, E_PERSIAN = (0.5, 0.5, 0.5, 0.1), (0.1, 0.1, 0.1, 0.9), (0.75, 0.5, 0.25, 0.1)
 E_SIAMESE = {"High": (0.25, 0.5, 0.75, 0.1), "Mid": (0.1, 0.5, 0.9, 0.1),
