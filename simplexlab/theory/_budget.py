@@ -182,8 +182,8 @@ def _prompt_moments(rule, probs, verifier, t, key, *, K, G, surrogate, reduction
 
 class SharedMoments(eqx.Module):
     r"""The moments of one step's gradient ``ĝ_W`` of the shared-parameter policy (module
-    docstring), held per prompt: ``mean`` ``(N, C)`` and ``second_moment`` ``(N, C, C)`` of one group's
-    ``g_i``, the ``policy``'s features and weights, ``num_prompts`` ``P`` and ``sampling``;
+    docstring), held per prompt: ``mean`` ``(N, C)`` and ``second_moment`` ``(N, C, C)`` of one
+    group's ``g_i``, the ``policy``'s features and weights, ``num_prompts`` ``P`` and ``sampling``;
     ``group_size`` ``G``; ``path``: how the per-prompt moments were computed."""
 
     mean: jax.Array
