@@ -275,6 +275,22 @@ def test_sibling_layers_are_imported_lazily_elsewhere():
                                  f"time"
 
 
+def test_only_the_torch_bridge_imports_torch():
+    """torch is ``llm``'s alone: no other module of the package imports it, not even inside a
+    function (what another layer needs done with torch tensors, ``llm`` registers with it, as
+    the advantage oracle's trl and verl conventions)."""
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        if path.relative_to(PKG).parts[0] == "llm":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{path.relative_to(PKG)}: {n}" for n in names
+                      if n.split(".")[0] == "torch"]
+    assert found == [], found
+
+
 def test_import_walker_sees_lazy_and_sibling_imports(tmp_path):
     """The checks above see what they are meant to see (a guard against a silent no-op)."""
     mods = {tuple(m): lazy for m, _, lazy in _imports(PKG / "llm" / "_bridge.py",

@@ -199,8 +199,15 @@ def test_the_tunix_convention_with_and_without_valid_mask():
     assert "takes no valid_mask" in report.checks["ragged groups"]
 
 
-def test_the_trl_convention_marks_rejected_rows_nan():
+def _torch():
+    """torch, with :mod:`simplexlab.llm` imported (it serves the trl and verl conventions)."""
     torch = pytest.importorskip("torch")
+    pytest.importorskip("simplexlab.llm")
+    return torch
+
+
+def test_the_trl_convention_marks_rejected_rows_nan():
+    torch = _torch()
 
     def trl_like(rewards, num_generations):  # NaN rewards: unscorable, as TRL marks them
         r = rewards.numpy()
@@ -212,7 +219,7 @@ def test_the_trl_convention_marks_rejected_rows_nan():
 
 
 def test_the_verl_convention_groups_by_uid_over_tokens():
-    torch = pytest.importorskip("torch")
+    torch = _torch()
 
     def verl_like(token_level_rewards, response_mask, index, config=None, plant=None):
         scores = token_level_rewards.sum(-1).numpy()
@@ -228,6 +235,26 @@ def test_the_verl_convention_groups_by_uid_over_tokens():
                                method="grpo", convention="verl")
     assert "masked rows" in planted.failed
     assert "as rewards 0" in planted.deviations[0].why  # verl's empty row scores 0
+
+
+def test_the_torch_conventions_are_served_by_the_llm_package_only():
+    """Without :mod:`simplexlab.llm` imported, a torch convention is refused saying what to
+    import (the verify layer builds no torch tensor), and importing it serves the convention."""
+    pytest.importorskip("torch")
+    code = ("import numpy as np, sys\n"
+            "from simplexlab.verify import check_advantages\n"
+            "fn = lambda rewards, num_generations: rewards.nan_to_num() * 0\n"
+            "try:\n"
+            "    check_advantages(fn, method='grpo', convention='trl')\n"
+            "except ValueError as err:\n"
+            "    print('refused:', err)\n"
+            "print('torch' in sys.modules)\n"
+            "import simplexlab.llm\n"
+            "print(check_advantages(fn, method='grpo', convention='trl').passed)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[0].startswith("refused: ") and "import simplexlab.llm first" in out[0], out
+    assert out[1:] == ["False", "False"], out  # no torch before; served (and failing) after
 
 
 # ---- bad input ---------------------------------------------------------------------------------
@@ -290,6 +317,11 @@ def _cli(tmp_path, *args, env_import=None):
 
         def broken(rewards, group_ids):
             return rewards[:1]
+
+        def trl_grpo(rewards, num_generations):  # TRL's convention: a tensor, NaN = rejected
+            r = rewards.numpy()
+            ids = np.arange(len(r)) // num_generations
+            return rewards.new_tensor(grpo(np.nan_to_num(r), ids, ~np.isnan(r)))
     """))
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     env.pop("SIMPLEXLAB_IMPORT", None)
@@ -308,6 +340,16 @@ def test_cli_verify_advantages(tmp_path):
     proc = _cli(tmp_path, "mymod:grpo", "--method", "grpo", env_import="mymod")
     assert proc.returncode == 1
     assert "the lab's grpo_sample_std std_eps=0.0001" in proc.stdout
+
+
+def test_cli_verify_advantages_in_trl_convention(tmp_path):
+    """The command imports :mod:`simplexlab.llm` for a torch convention (the verify layer
+    builds no tensor)."""
+    _torch()
+    proc = _cli(tmp_path, "mymod:trl_grpo", "--method", "grpo_sample_std", "--param",
+                "std_eps=1e-4", "--import", "mymod", "--convention", "trl")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "every check passes" in proc.stdout
 
 
 @pytest.mark.parametrize("args,match", [

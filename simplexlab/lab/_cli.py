@@ -315,6 +315,12 @@ def _cmd_verify_advantages(args) -> int:
                 raise ValueError(f"--param {key.strip()}: {value!r} is not a number") from None
         if args.json:
             writable_file(args.json, "--json")
+        if args.convention in ("trl", "verl"):  # torch tensors: simplexlab.llm serves them
+            try:
+                import simplexlab.llm  # noqa: F401
+            except ImportError as err:
+                raise ValueError(f"--convention {args.convention} passes torch tensors: "
+                                 f"{err} (install the llm extra)") from None
         report = check_advantages(fn, method=method, params=params or None,
                                   convention=args.convention, returns=args.returns,
                                   name=args.function)

@@ -29,9 +29,12 @@ imported only when they are registered), and mode discovery for free text
 (:func:`discover_modes`).
 
 Importing this package imports torch (``import simplexlab`` never does). It sits beside
-:mod:`simplexlab.lab` and imports only the layers below (theory, shaping, sim, sweep).
+:mod:`simplexlab.lab` and imports only the layers below (theory, shaping, sim, sweep,
+verify); importing it serves the advantage oracle's torch conventions (``"trl"``, ``"verl"``
+of :func:`simplexlab.verify.check_advantages`).
 """
 
+from . import _conventions  # noqa: F401  (the oracle's trl and verl conventions)
 from ._bridge import DTYPES, STATS, advantages, group_stats, to_jax, to_torch
 from ._driver import (
     DEFAULT_SCHEDULE,

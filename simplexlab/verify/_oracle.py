@@ -31,6 +31,9 @@ A function is called in one of four conventions (:data:`CONVENTIONS`), the frame
   (``@function_registry.register_advantage_estimator``): contiguous groups, NumPy arrays;
   rejected rollouts through ``valid_mask`` where the function takes it.
 
+The two that pass torch tensors (trl, verl) are served by :mod:`simplexlab.llm` (the llm extra),
+which registers them when it is imported; this module never imports torch.
+
 A convention that cannot say something is not asked it: the contiguous ones (trl, tunix) have no
 shuffled order and say a ragged group by masked padding; one without masks (tunix before
 ``valid_mask``, a plain function without ``mask``) skips the masked checks, each skip reported
@@ -381,13 +384,22 @@ def _to_numpy(x, what: str) -> tuple[np.ndarray, bool]:
                          f"({err})") from None
 
 
-def _torch(what: str):
-    try:
-        import torch
-    except ImportError:
-        raise ValueError(f"the {what} convention passes torch tensors; torch is not "
-                         "installed (the llm extra)") from None
-    return torch
+#: the conventions that pass torch tensors (``"trl"``, ``"verl"``): ``name -> call(fn, rewards,
+#: valid, group, size) -> values``, registered by :mod:`simplexlab.llm` when it is
+#: imported (this layer never imports torch); :func:`register_convention`
+_TENSOR_CALLS: dict[str, Callable] = {}
+
+
+def register_convention(name: str, call: Callable) -> None:
+    """Serve the calling convention ``name`` (one of :data:`CONVENTIONS` that passes torch
+    tensors: ``"trl"``, ``"verl"``) by ``call(fn, rewards, valid, group, size)``: ``fn`` called
+    with the laid-out case (flat NumPy rewards, the validity and the group index of each row,
+    the padded group size), returning its values one per row (a tensor or an array; a
+    ``ValueError`` starting "returned " for a value of the wrong form)."""
+    if name not in ("trl", "verl"):
+        raise ValueError(f"register_convention: {name!r} is not a tensor convention ('trl', "
+                         "'verl')")
+    _TENSOR_CALLS[name] = call
 
 
 class _Caller:
@@ -425,32 +437,15 @@ class _Caller:
         elif conv == "tunix":
             kw = {"valid_mask": lay.valid.copy()} if self.mask else {}
             out = self.fn(rewards=lay.rewards.copy(), num_generations=lay.size, **kw)
-        elif conv == "trl":
-            torch = _torch("trl")
-            r = torch.tensor(np.where(lay.valid, lay.rewards, np.nan))
-            out = self.fn(r, lay.size)
         else:
-            return self._verl(lay)
+            call = _TENSOR_CALLS.get(conv)
+            if call is None:
+                raise ValueError(f"the {conv} convention passes torch tensors, which "
+                                 "simplexlab.llm builds: import simplexlab.llm first (the llm "
+                                 "extra)")
+            out = call(self.fn, lay.rewards.copy(), lay.valid.copy(), lay.group.copy(),
+                       lay.size)
         return _to_numpy(out, "the function")
-
-    def _verl(self, lay: _Layout) -> tuple[np.ndarray, bool]:
-        torch = _torch("verl")
-        n, T = len(lay.rewards), 3
-        length = 1 + np.arange(n) % T  # responses of unequal lengths
-        mask = (np.arange(T)[None, :] < length[:, None]) & lay.valid[:, None]
-        tok = np.zeros((n, T))
-        tok[np.arange(n), length - 1] = np.where(lay.valid, lay.rewards, 0.0)
-        dt = torch.float32 if lay.rewards.dtype == np.float32 else torch.float64
-        index = np.array([f"uid{g}" for g in lay.group], dtype=object)
-        out = self.fn(token_level_rewards=torch.tensor(tok, dtype=dt),
-                      response_mask=torch.tensor(mask, dtype=torch.int64), index=index,
-                      config=None)
-        adv = out[0] if isinstance(out, tuple | list) else out
-        adv, narrow = _to_numpy(adv, "the function")
-        if adv.shape != (n, T):
-            raise ValueError(f"returned advantages of shape {adv.shape}; verl's are (batch, "
-                             f"response_length) = {(n, T)}")
-        return adv[np.arange(n), length - 1], narrow
 
 
 # ---- the lab's rule ----------------------------------------------------------------------------
@@ -877,7 +872,8 @@ def check_advantages(fn: Callable, *, method: str = "grpo", params: dict | None 
         fn: the function, called in ``convention`` (:data:`CONVENTIONS`, module docstring).
         method: the lab's rule it should compute.
         params: the rule's own parameters (e.g. ``{"std_eps": 1e-4}``).
-        convention: ``"plain"``, ``"trl"``, ``"verl"`` or ``"tunix"``.
+        convention: ``"plain"``, ``"trl"``, ``"verl"`` or ``"tunix"`` (trl and verl pass torch
+            tensors: import :mod:`simplexlab.llm` first).
         returns: ``"advantages"``, or ``"loss_weights"`` (each rollout's weight in the loss
             gradient: the lab's advantage over the valid rollouts of the groups with signal).
         name: how the report and errors name ``fn`` (default its module and name).
