@@ -46,6 +46,7 @@ __all__ = [
     "check_real",
     "check_simplex",
     "error_if",
+    "float_leaf",
     "host_memory_bytes",
     "is_concrete",
     "is_int",
@@ -156,6 +157,17 @@ def host_memory_bytes() -> int | None:
 def is_concrete(x) -> bool:
     """True when ``x`` holds actual values (not a JAX tracer)."""
     return not isinstance(x, jax.core.Tracer)
+
+
+def float_leaf(x):
+    """``jnp.asarray(x, dtype=float)`` without a program of its own for a host value: a Python
+    number or NumPy array becomes a NumPy array of JAX's default float, which a compiled
+    function takes as it takes a JAX array (an eager ``jnp.asarray`` of a Python number compiles
+    a small program, once per process and type); a JAX array or a tracer goes through
+    ``jnp.asarray``."""
+    if isinstance(x, jax.Array) or not is_concrete(x):
+        return jnp.asarray(x, dtype=float)
+    return np.asarray(x, dtype=jnp.result_type(float))
 
 
 def _describe(x) -> str:

@@ -1,5 +1,8 @@
 """Mean-field (p, y, z) fields and ``solve`` against the exact results of G²RPO App. A, C, D."""
 
+import subprocess
+import sys
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -276,6 +279,63 @@ def test_vmap_over_states_and_gains_matches_single_solves():
         single = one(states[i], float(lams[i]))
         assert_close(sols.y[i], single.y, rtol=1e-9, atol=1e-12)
         assert_close(sols.t[i], single.t, rtol=1e-9, atol=1e-12)
+
+
+def _programs_compiled(fn):
+    """The number of programs XLA compiled while ``fn()`` ran (``jax.monitoring``)."""
+    import jax.monitoring as mon
+
+    count = [0]
+
+    def listen(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            count[0] += 1
+
+    mon.register_event_duration_secs_listener(listen)
+    try:
+        jax.block_until_ready(fn())
+    finally:
+        unregister = getattr(mon, "unregister_event_duration_listener", None)
+        if unregister is not None:
+            unregister(listen)
+    return count[0]
+
+
+@pytest.mark.parametrize("system", ["GRPO", "FiniteGroup"])
+def test_a_solve_compiles_one_program(system):
+    """A new system compiles one program in ``solve`` and one in ``solve_ensemble``: the
+    integration's (the checks around it run on the host, the save points of a new number of
+    them are one more small program, made eagerly for the bits of the committed results:
+    ``_solve.py``); and in a fresh process the checks that ``solve`` attaches to a system's
+    parameters (:meth:`checked`: η, the verifier's rates) compile nothing (in ``jax.numpy``
+    they compiled three programs in every process)."""
+    from simplexlab.shaping import group_rule
+    from simplexlab.theory import FiniteGroup
+
+    dyn = (sl.GRPO(eta=0.7, verifier=sl.Verifier(0.1, 0.05)) if system == "GRPO" else
+           FiniteGroup(group_rule("grpo"), group_size=4, verifier=sl.Verifier(0.1, 0.05)))
+    s0 = sl.make_state(0.6, np.array([0.5, 0.3, 0.2]), np.array([0.6, 0.4]))
+    batch = sl.make_state(np.array([0.3, 0.6]), np.tile([0.5, 0.3, 0.2], (2, 1)),
+                          np.tile([0.6, 0.4], (2, 1)))
+    warm = sl.Neutralized(sl.ScheduleA(1.0))  # a process's one-off programs: diffrax's, the
+    sl.solve(warm, s0, t1=0.5, n_save=173)  # save points'
+    sl.solve_ensemble(warm, batch, t1=0.5, n_save=179)
+    assert _programs_compiled(lambda: sl.solve(dyn, s0, t1=1.3, n_save=173)) == 1
+    assert _programs_compiled(lambda: sl.solve_ensemble(dyn, batch, t1=1.3, n_save=179)) == 1
+    fresh = 181 if system == "GRPO" else 183  # a number of save points no other solve used
+    assert _programs_compiled(lambda: sl.solve(dyn, s0, t1=1.3, n_save=fresh)) == 2
+    build = ("sl.GRPO(eta=0.7, verifier=sl.Verifier(0.1, 0.05))" if system == "GRPO" else
+             "FiniteGroup(group_rule('grpo'), group_size=4, verifier=sl.Verifier(0.1, 0.05))")
+    code = ("import jax\njax.config.update('jax_enable_x64', True)\n"
+            "import jax.monitoring as mon\nn = []\n"
+            "mon.register_event_duration_secs_listener(lambda e, d, **k: n.append(e) if e == "
+            "'/jax/core/compile/backend_compile_duration' else None)\n"
+            "import simplexlab as sl\nfrom simplexlab.shaping import group_rule\n"
+            "from simplexlab.theory import FiniteGroup\n"
+            f"dyn = {build}\nn.clear()\ndyn.checked()\nprint(len(n))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["0"], out
 
 
 def test_physical_and_inner_time_agree():

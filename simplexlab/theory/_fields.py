@@ -22,7 +22,7 @@ from typing import ClassVar, NamedTuple
 import equinox as eqx
 import jax.numpy as jnp
 
-from .._checks import check, check_finite, xp
+from .._checks import check, check_finite, float_leaf, xp
 from ._closed_forms import _kappa, _neutralizer_reciprocal, collision_field, concentration
 from ._gains import AbstractGain
 from ._state import State, check_state
@@ -103,7 +103,7 @@ class AbstractDynamics(eqx.Module):
 
     def checked(self) -> AbstractDynamics:
         """This system with run-time parameter checks attached (used by ``solve``)."""
-        eta = _check_eta(jnp.asarray(self.eta), type(self).__name__, self.allow_reversed)
+        eta = _check_eta(float_leaf(self.eta), type(self).__name__, self.allow_reversed)
         return eqx.tree_at(lambda d: (d.eta, d.verifier), self, (eta, self.verifier.checked()),
                            is_leaf=lambda x: x is None)
 

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check, check_finite, check_real, is_concrete
+from .._checks import check, check_finite, check_real, float_leaf, is_concrete
 
 __all__ = ["Verifier"]
 
@@ -23,8 +23,8 @@ def _labels(correct):
 def _checked_rates(delta_fn, delta_fp, allow_flipped: bool):
     """``(delta_fn, delta_fp)`` with run-time checks attached: finite, in ``[0, 1]``, and (unless
     ``allow_flipped``) ``delta_fn + delta_fp < 1``."""
-    fn = check_finite(jnp.asarray(delta_fn), "Verifier.delta_fn")
-    fp = check_finite(jnp.asarray(delta_fp), "Verifier.delta_fp")
+    fn = check_finite(float_leaf(delta_fn), "Verifier.delta_fn")
+    fp = check_finite(float_leaf(delta_fp), "Verifier.delta_fp")
     fn = check(fn, lambda a: (a < 0) | (a > 1), "Verifier.delta_fn must be in [0, 1]")
     fp = check(fp, lambda a: (a < 0) | (a > 1), "Verifier.delta_fp must be in [0, 1]")
     if not allow_flipped:
