@@ -47,6 +47,9 @@ The CPU goals alone (the float32 step against the bound, the float64 sweep again
   (≤ 2 ms for the count rules, ≤ 10× the mean on the same path), the Adam field against the SGD
   field (≤ 3×), and the η ladder of the Adam and momentum fields against the bandit with optax's
   optimizer (the error and its order in η).
+- ``budget-plan`` (:mod:`benchmarks.budget`): ``simplexlab plan --budget 256`` cold in fresh
+  processes (compilation cache off), on a Beta law (≤ 5 s) and on a rollouts file of 10,000
+  prompts × 16 rollouts (≤ 10 s), beside the CLI's start-up floor.
 - ``user-rule`` (:mod:`benchmarks.user_rule`): the bandit grid with a rule registered from user
   code (Dr. GRPO written outside the package) within 10 % of the same rule built in, with the
   same bits.
@@ -71,6 +74,7 @@ compile, as on a first run; ``compile-cache`` measures the cache.
 from . import (
     bandit,
     bridge,
+    budget,
     categorical,
     categorical64,
     compile_cache,
@@ -85,6 +89,6 @@ from . import (
 #: benchmarks by ``--only`` name, in the order they run
 BENCHMARKS = {m.NAME: m for m in (categorical, categorical64, meanfield, ensemble, bandit,
                                     bridge, modes, compile_cache, finite_group,
-                                    finite_group.PLAN, user_rule, noise)}
+                                    finite_group.PLAN, user_rule, noise, budget)}
 
 __all__ = ["BENCHMARKS"]
