@@ -411,7 +411,7 @@ def read_toml(path: str | os.PathLike) -> dict[str, Any]:
 #: the columns of a rollouts file (:func:`read_rollouts`): each one's accepted names, first the
 #: canonical one
 ROLLOUT_COLUMNS = {"prompt_id": ("prompt_id", "prompt"), "reward": ("reward", "score"),
-                   "mode_id": ("mode_id", "mode")}
+                   "mode_id": ("mode_id", "mode"), "completion": ("completion", "response")}
 
 
 def _rollout_column(names, column: str):
@@ -489,7 +489,8 @@ def _rollout_records(path: Path, text: str):
             raise ValueError(f"{path}, line {n}: {len(row)} fields, the header has "
                              f"{len(header)} ({header})")
         yield n, {k: v for k, v in zip(header, row, strict=True)
-                  if k != "" and not (k in ROLLOUT_COLUMNS["mode_id"] and not v.strip())}
+                  if k != "" and not (k in ROLLOUT_COLUMNS["mode_id"] + ROLLOUT_COLUMNS[
+                      "completion"] and not v.strip())}
 
 
 def read_rollouts(path: str | os.PathLike) -> dict[str, Any]:
@@ -497,16 +498,18 @@ def read_rollouts(path: str | os.PathLike) -> dict[str, Any]:
     line (a JSON object, or a CSV row under a header) with the columns ``prompt_id`` (or
     ``prompt``: a string or an integer), ``reward`` (or ``score``: a finite number in
     ``[0, 1]``) and, optionally, ``mode_id`` (or ``mode``: which answer or strategy the rollout
-    took; given for every rollout or for none).
+    took) and ``completion`` (or ``response``: the rollout's text, from which the modes can be
+    discovered, ``simplexlab.llm.discover_modes``), each given for every rollout or for none.
 
-    Returns ``{"prompt_id": [str], "reward": float array, "mode_id": [str] or None, "line": int
-    array}`` (the file's line of each rollout). Refused with ``ValueError`` naming the file, the
-    line and the column: a missing column, a reward that is not a number, not finite or outside
-    ``[0, 1]``, an empty id, a mode given on some lines only; an empty file."""
+    Returns ``{"prompt_id": [str], "reward": float array, "mode_id": [str] or None,
+    "completion": [str] or None, "line": int array}`` (the file's line of each rollout). Refused
+    with ``ValueError`` naming the file, the line and the column: a missing column, a reward
+    that is not a number, not finite or outside ``[0, 1]``, an empty id, a mode or a completion
+    given on some lines only, a completion that is not a string; an empty file."""
     path = Path(path)
     text = _read_text(path, "rollouts", lambda t: t, ())
-    prompts, rewards, modes, lines = [], [], [], []
-    mode_line = no_mode_line = None
+    prompts, rewards, modes, texts, lines = [], [], [], [], []
+    seen = {}  # the optional columns: the first line with it and the first line without it
     for n, rec in _rollout_records(path, text):
         where = f"{path}, line {n}, column"
         cols = {c: _rollout_column(rec, c) for c in ROLLOUT_COLUMNS}
@@ -517,23 +520,29 @@ def read_rollouts(path: str | os.PathLike) -> dict[str, Any]:
                                  "optionally, mode_id")
         prompts.append(_rollout_id(rec[cols["prompt_id"]], f"{where} {cols['prompt_id']!r}"))
         rewards.append(_rollout_reward(rec[cols["reward"]], f"{where} {cols['reward']!r}"))
-        mode = cols["mode_id"]
+        mode, text = cols["mode_id"], cols["completion"]
         if mode is not None and rec[mode] is not None:
             modes.append(_rollout_id(rec[mode], f"{where} {mode!r}"))
-            mode_line = mode_line or n
-        else:
-            no_mode_line = no_mode_line or n
-        if mode_line is not None and no_mode_line is not None:
-            raise ValueError(f"{path}, line {max(mode_line, no_mode_line)}, column 'mode_id': "
-                             f"line {min(mode_line, no_mode_line)} "
-                             + ("gives a mode and this one does not" if mode_line < no_mode_line
-                                else "gives no mode and this one does")
-                             + "; give a mode for every rollout or for none")
+        if text is not None and rec[text] is not None:
+            if not isinstance(rec[text], str):
+                raise ValueError(f"{where} {text!r}: {rec[text]!r} is not a completion (a "
+                                 "string)")
+            texts.append(rec[text])
+        for column, what in (("mode_id", "a mode"), ("completion", "a completion")):
+            given = cols[column] is not None and rec[cols[column]] is not None
+            seen.setdefault((column, given), n)
+            other = seen.get((column, not given))
+            if other is not None:
+                raise ValueError(f"{path}, line {n}, column {column!r}: line {other} "
+                                 + (f"gives no {what[2:]} and this one does" if given else
+                                    f"gives {what} and this one does not")
+                                 + f"; give {what} for every rollout or for none")
         lines.append(n)
     if not prompts:
         raise ValueError(f"{path}: no rollouts (the file holds no rollout lines)")
     return {"prompt_id": prompts, "reward": np.asarray(rewards, float),
-            "mode_id": modes if mode_line is not None else None,
+            "mode_id": modes if ("mode_id", True) in seen else None,
+            "completion": texts if ("completion", True) in seen else None,
             "line": np.asarray(lines, int)}
 
 

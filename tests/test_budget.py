@@ -171,6 +171,8 @@ def test_cli_budget_prints_g_star_for_trl_and_verl_and_writes_json_and_figure(tm
     (["--budget", "16", "--beta", "1,1", "--objective", "diversity"], "cannot reach"),
     (["--budget", "16", "--beta", "1,1", "--tau", "0.1"], "--tau: settings of the single"),
     (["--beta", "1,1"], "--beta go with --budget"),
+    (["--mu", "0.3", "--discover-modes"], "--discover-modes go with --budget"),
+    (["--budget", "16", "--beta", "1,1", "--discover-modes"], "give --pass-rates FILE"),
     ([], "plan needs --mu P"),
 ])
 def test_cli_budget_bad_input_is_one_line(argv, match, capsys):

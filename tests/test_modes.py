@@ -309,6 +309,60 @@ def _blobs():
     return X / np.linalg.norm(X, axis=1, keepdims=True)
 
 
+def _rollouts_csv(path, prompts):
+    """A rollouts file ``prompt_id,reward,completion`` of ``{prompt: [(reward, text), ...]}``."""
+    import csv
+
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["prompt_id", "reward", "completion"])
+        for pid, rows in prompts.items():
+            w.writerows((pid, r, t) for r, t in rows)
+    return path
+
+
+def test_a_rollouts_file_gets_its_modes_from_its_completions(tmp_path, vectors):
+    """``rollout_modes``: the modes of each prompt's completions, correct and incorrect apart,
+    become the file's mode ids, and the prompt distribution's mode masses follow from them: the
+    quadratic's factoring and formula families correct (two good modes of 5/15), completing the
+    square incorrect (one bad mode of 5/15); every stairs completion correct."""
+    from simplexlab.llm import rollout_modes
+    from simplexlab.theory import PromptSet
+
+    q, labels = _flat(QUADRATIC)
+    s, _ = _flat(STAIRS)
+    quad = [(int(k < 2), t) for k, t in zip(labels, q, strict=True)]
+    path = _rollouts_csv(tmp_path / "r.csv", {"quad": quad, "stairs": [(1, t) for t in s]})
+    emb = np.concatenate([vectors["quadratic"], vectors["stairs"]])
+    data = rollout_modes(path, method="dbscan", embeddings=emb)
+    assert data["mode_id"][:15] == ["c0"] * 5 + ["c1"] * 5 + ["w0"] * 5
+    assert set(data["mode_id"][15:]) == {"c0", "c1", "c2"}  # the three stairs methods
+    ps = PromptSet.from_rollouts(data)
+    assert ps.ids == ("quad", "stairs")
+    np.testing.assert_allclose(ps.pass_rates, [10 / 15, 1.0])
+    np.testing.assert_allclose(ps.good_masses[0], [5 / 15, 5 / 15])
+    np.testing.assert_allclose(ps.bad_masses[0], [5 / 15])
+    with pytest.raises(ValueError, match="no column 'completion'"):
+        rollout_modes({**data, "completion": None})
+    with pytest.raises(ValueError, match="gives the modes already"):
+        rollout_modes(data)
+
+
+def test_plan_budget_discovers_the_modes_of_a_rollouts_file(tmp_path, capsys):
+    """``plan --budget R --pass-rates FILE --discover-modes``: the file's completions give the
+    modes (the default method), and the planner says so."""
+    from simplexlab.lab._cli import main
+
+    q, labels = _flat(QUADRATIC)
+    path = _rollouts_csv(tmp_path / "r.csv", {
+        "quad": [(int(k < 2), t) for k, t in zip(labels, q, strict=True)],
+        "stairs": [(int(k == 0), t) for k, t in zip(*reversed(_flat(STAIRS)), strict=True)]})
+    assert main(["plan", "--budget", "8", "--pass-rates", str(path), "--discover-modes",
+                 "--pool-size", "4", "--num-features", "2", "--group-sizes", "2,4",
+                 "--optimizers", "sgd"]) == 0
+    assert "modes discovered from its completions" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("noise, min_samples, expected", [
     ("singleton", 2, [0, 0, 0, 1, 1, 2]),
     ("minus_one", 2, [0, 0, 0, 1, 1, -1]),

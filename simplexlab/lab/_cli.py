@@ -19,6 +19,7 @@ BENCHMARKS.md. Ctrl-C prints one line (what was saved, how to resume) and exits 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -135,8 +136,21 @@ def _prompts_arg(args):
                          "--pass-rates FILE (a rollouts file: prompt_id, reward[, mode_id]), "
                          "--beta a,b (a Beta law) or --mu P (one prompt)"
                          + (f"; got {' and '.join(given)}" if given else ""))
+    if args.discover_modes and args.pass_rates is None:
+        raise ValueError("--discover-modes reads the completions of a rollouts file: give "
+                         "--pass-rates FILE")
     if args.pass_rates is not None:
-        return PromptSet.from_rollouts(args.pass_rates, estimator=args.estimator)
+        if not args.discover_modes:
+            return PromptSet.from_rollouts(args.pass_rates, estimator=args.estimator)
+        try:
+            from ..llm import rollout_modes
+        except ImportError as err:
+            raise ValueError(f"--discover-modes embeds the completions with all-MiniLM-L6-v2: "
+                             f"{err} (install the llm and modes extras)") from None
+        data = rollout_modes(args.pass_rates)
+        prompts = PromptSet.from_rollouts(data, estimator=args.estimator)
+        return dataclasses.replace(prompts, source=prompts.source.replace(
+            "rollouts", f"{args.pass_rates}, modes discovered from its completions", 1))
     if args.beta is not None:
         parts = args.beta.split(",")
         if len(parts) != 2:
@@ -244,6 +258,7 @@ def _cmd_plan(args) -> int:
         budget_only = [flag for flag, v in (("--pass-rates", args.pass_rates),
                                             ("--beta", args.beta),
                                             ("--num-prompts", args.num_prompts)) if v is not None]
+        budget_only += ["--discover-modes"] if args.discover_modes else []
         if budget_only:
             raise ValueError(f"{', '.join(budget_only)} go with --budget R (rollouts per step)")
         if args.mu is None:
@@ -481,6 +496,9 @@ def main(argv: list[str] | None = None) -> int:
                      "in [0, 1], optional mode_id)")
     bud.add_argument("--beta", default=None, metavar="a,b",
                      help="pass rates from a Beta(a, b) law (a, b > 0)")
+    bud.add_argument("--discover-modes", action="store_true",
+                     help="the file's modes discovered from its completion column "
+                     "(simplexlab.llm.rollout_modes; the llm and modes extras)")
     bud.add_argument("--estimator", choices=("mean", "jeffreys"), default="mean",
                      help="a prompt's pass rate from its file rollouts: k/n or (k+1/2)/(n+1)")
     bud.add_argument("--objective", default="pass", metavar="pass|pass@k|diversity",

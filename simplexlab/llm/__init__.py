@@ -26,7 +26,7 @@ reward score (:func:`with_mode_in_score`, :func:`score_with_mode`, :func:`split_
 Tunix advantage estimators (:func:`register_tunix`, :class:`TunixEstimator`,
 :func:`tunix_reward_with_mode`: the lab's JAX rules in Tunix's registry, no bridge; Tunix is
 imported only when they are registered), and mode discovery for free text
-(:func:`discover_modes`).
+(:func:`discover_modes`; for a rollouts file, :func:`rollout_modes`).
 
 Importing this package imports torch (``import simplexlab`` never does). It sits beside
 :mod:`simplexlab.lab` and imports only the layers below (theory, shaping, sim, sweep,
@@ -47,7 +47,7 @@ from ._driver import (
 from ._embed import auto_layers, distinct_weights, embed
 from ._mode_stats import ModeStats, mode_stats
 from ._model import load_model, tiny_model
-from ._modes import Modes, discover_modes, token_f1
+from ._modes import Modes, discover_modes, rollout_modes, token_f1
 from ._prediction import fit_time_scale, initial_states, predict
 from ._task import FAMILIES, ArithmeticTask
 from ._tunix import TunixEstimator, register_tunix, tunix_reward_with_mode, unregister_tunix
@@ -97,6 +97,7 @@ __all__ = [
     "split_scores",
     "register_tunix",
     "register_verl",
+    "rollout_modes",
     "tiny_model",
     "to_jax",
     "to_torch",

@@ -62,7 +62,8 @@ from ._embed import (
     _pos_int,
 )
 
-__all__ = ["DISTANCES", "METHODS", "NOISE", "Modes", "discover_modes", "token_f1"]
+__all__ = ["DISTANCES", "METHODS", "NOISE", "Modes", "discover_modes", "rollout_modes",
+           "token_f1"]
 
 #: DBSCAN defaults (module docstring: the paper gives none)
 EPS, MIN_SAMPLES, METRIC = 0.5, 2, "euclidean"
@@ -475,3 +476,32 @@ def _check_set_sizes(index, keys, correct, max_pairs: int) -> None:
                     f"pairwise distances, more than max_pairs = {max_pairs:,} (sets of at most "
                     f"{most:,}); split them into groups of at most {most:,} (groups=, e.g. one "
                     f"id per prompt) or pass max_pairs={n * n} to allow it")
+
+
+# ---- a rollouts file -------------------------------------------------------------------------
+
+def rollout_modes(source, **options) -> dict:
+    """The rollouts of a base model (a rollouts file, :func:`simplexlab._results.read_rollouts`,
+    or its output) with a mode id for every rollout, discovered from its ``completion`` column
+    by :func:`discover_modes` within each prompt (``options``: its keywords). With 0/1 rewards
+    the correct and the incorrect completions of a prompt are clustered apart (ids ``c0, c1,
+    ...`` and ``w0, w1, ...``); with rewards in between, all of them together (``m0, ...``).
+    The result is what :meth:`simplexlab.theory.PromptSet.from_rollouts` takes (its good- and
+    bad-mode masses). ``ValueError`` naming the file for a file without completions or one
+    that gives the modes already."""
+    from .._results import read_rollouts
+
+    data = source if isinstance(source, dict) else read_rollouts(source)
+    where = "the rollouts" if isinstance(source, dict) else str(source)
+    if data.get("completion") is None:
+        raise ValueError(f"{where}: no column 'completion' (each rollout's text) to discover "
+                         "the modes from")
+    if data.get("mode_id") is not None:
+        raise ValueError(f"{where}: the file gives the modes already (column 'mode_id'); "
+                         "discover them from a file of completions without one")
+    reward = np.asarray(data["reward"], float)
+    binary = bool(np.all((reward == 0) | (reward == 1)))
+    ids = discover_modes(list(data["completion"]), groups=list(data["prompt_id"]),
+                         rewards=(reward == 1) if binary else None, **options).ids
+    prefix = np.where(reward == 1, "c", "w") if binary else np.full(reward.shape, "m")
+    return {**data, "mode_id": [f"{a}{int(b)}" for a, b in zip(prefix, ids, strict=True)]}
