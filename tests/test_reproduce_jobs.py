@@ -59,10 +59,22 @@ for name, exp, scale, status in (("alpha-holds", "alpha", 1.0, "yes"),
     claim(name, paper="SL", source="a test", sentence="a test claim", experiment=exp,
           paper_setting={}, grid={"scale": [1.0, 2.0]})(
               lambda ctx, s=scale, st=status: _verdict(s, st))
+
+
+def _reads_its_run(ctx):  # a check of beta's run in figures/: there only after beta ran
+    there = (ctx.root / "figures" / "beta.json").is_file()
+    return Verdict("yes" if there else "no", float(there), (0.0, 1.0), "the run is there",
+                   {"scale": [1.0]}, [there])
+
+
+claim("beta-run-checked", paper="SL", source="a test", sentence="a test claim",
+      experiment="beta", paper_setting={}, grid={"scale": [1.0]},
+      uses_committed_result=True)(_reads_its_run)
 '''
 
 
 def _folder(tmp_path) -> Path:
+    """The experiments' folder ``tmp_path/exps`` (the claims' root is ``tmp_path``)."""
     d = tmp_path / "exps"
     (d / "claims").mkdir(parents=True)
     (d / "tiny.py").write_text(textwrap.dedent(EXPERIMENTS))
@@ -85,10 +97,12 @@ def _claims(out: Path) -> dict:
 
 @pytest.mark.filterwarnings("ignore")
 def test_two_processes_give_what_one_gives(tmp_path):
-    d = _folder(tmp_path)
-    one, two = tmp_path / "one", tmp_path / "two"
-    p1 = _reproduce(d, one, "--jobs", "1")
-    p2 = _reproduce(d, two, "--jobs", "2")
+    """... and a claim that checks its experiment's run in figures/ is evaluated after the run
+    (each command on a root of its own, writing into its figures/)."""
+    d1, d2 = _folder(tmp_path / "a"), _folder(tmp_path / "b")
+    one, two = tmp_path / "a" / "figures", tmp_path / "b" / "figures"
+    p1 = _reproduce(d1, one, "--jobs", "1")
+    p2 = _reproduce(d2, two, "--jobs", "2")
     for p in (p1, p2):  # the broken experiment fails the command, the others are done
         assert p.returncode == 1, p.stderr[-3000:]
         assert "broken" in p.stderr and "failed" in p.stderr
@@ -104,13 +118,14 @@ def test_two_processes_give_what_one_gives(tmp_path):
             assert len(r["footer"]) == 1 and want in r["footer"][0], r["footer"]
     assert not (two / "broken.json").exists()
     assert _claims(one) == _claims(two)
-    assert set(_claims(two)) == {"alpha-holds", "beta-fails"}
+    assert set(_claims(two)) == {"alpha-holds", "beta-fails", "beta-run-checked"}
+    assert _claims(one)["beta-run-checked"][1] == "yes"  # evaluated after beta wrote its run
     assert (two / "claims" / "claims.md").exists()
     assert "broken on purpose" in (two / "logs" / "broken.log").read_text()
     assert "alpha-holds" in (two / "logs" / "alpha.log").read_text()
     assert not list(two.rglob("*.tmp"))
     # --resume: the finished experiments are skipped, their claims evaluated again
-    p3 = _reproduce(d, two, "--jobs", "2", "--resume", "alpha", "beta")
+    p3 = _reproduce(d2, two, "--jobs", "2", "--resume", "alpha", "beta")
     assert p3.returncode == 0, p3.stderr[-3000:]
     assert p3.stdout.count("experiment skipped (--resume)") == 2
     assert _claims(two) == _claims(one)

@@ -392,14 +392,17 @@ def _entry(c: Claim, v: Verdict | None, mode: str, seconds: float, error: str | 
 
 
 def evaluate_claims(claims: Sequence[Claim], *, quick: bool = True, seed: int = 0,
-                    log: Callable[[str], None] | None = print) -> list[dict]:
+                    log: Callable[[str], None] | None = print,
+                    directory: str | os.PathLike | None = None) -> list[dict]:
     """Evaluate ``claims`` (sharing simulation results) and return their report entries; a
     claim whose evaluation raises is reported as failed (its error in the entry), the others
-    go on."""
+    go on. ``directory``: the experiments' folder (``--experiments-dir``; default
+    :func:`find_experiments_dir`'s), whose parent is the root a claim reads committed runs
+    from (``ctx.root / "figures"``)."""
     from ._registry import find_experiments_dir
 
     try:
-        root = find_experiments_dir().parent
+        root = find_experiments_dir(directory).parent
     except FileNotFoundError:
         root = None
     ctx = ClaimContext(quick=quick, seed=seed, root=root)

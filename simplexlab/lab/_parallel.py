@@ -1,5 +1,5 @@
-"""``simplexlab reproduce --jobs N``: the experiments (each after its own claims) in N worker
-processes.
+"""``simplexlab reproduce --jobs N``: the experiments (each after its own claims; a claim that
+checks a committed run, after it) in N worker processes.
 
 Most of a quick run is XLA compiling programs, one at a time on one core; a second process
 compiles beside it. Each *unit* is one experiment with the claims that belong to it
@@ -59,6 +59,7 @@ def _worker(conn, experiments_dir, quick: bool, out: str, seed: int) -> None:
     _setup_jax()
     from ._claims import evaluate_claims, select_claims
     from ._registry import load_experiments, run_experiment
+    from ._reproduce_cli import split_claims
 
     load_experiments(experiments_dir)
     outp = Path(out)
@@ -70,16 +71,22 @@ def _worker(conn, experiments_dir, quick: bool, out: str, seed: int) -> None:
         _, name, claim_names, run = msg
         _redirect(outp / "logs" / f"{name}.log")
         t0 = time.perf_counter()
+        def claims_of(which, name=name):  # evaluate, send, wait until the report has them
+            t = time.perf_counter()
+            entries = evaluate_claims(which, quick=quick, seed=seed, directory=experiments_dir,
+                                      log=lambda line: print(line, flush=True))
+            conn.send(("claims", name, entries, time.perf_counter() - t))
+            conn.recv()
+
         try:
             claims = select_claims(claim_names, directory=experiments_dir) if claim_names else []
-            entries = evaluate_claims(claims, quick=quick, seed=seed,
-                                      log=lambda line: print(line, flush=True))
+            before, after = split_claims(claims)
+            claims_of(before)
         except Exception:  # a claims file that does not load: report, no experiment
             conn.send(("failed", name, traceback.format_exc(), time.perf_counter() - t0))
             continue
-        conn.send(("claims", name, entries, time.perf_counter() - t0))
-        conn.recv()  # the report now holds them
         if not run:
+            claims_of(after)
             conn.send(("skipped", name, None, 0.0))
             continue
         t1 = time.perf_counter()
@@ -87,9 +94,12 @@ def _worker(conn, experiments_dir, quick: bool, out: str, seed: int) -> None:
             rec = run_experiment(name, quick=quick, out=outp, seed=seed)
         except Exception:
             traceback.print_exc()
+            claims_of(after)
             conn.send(("failed", name, traceback.format_exc(), time.perf_counter() - t1))
             continue
-        conn.send(("done", name, list(rec["figures"]), time.perf_counter() - t1))
+        seconds = time.perf_counter() - t1
+        claims_of(after)  # the claims that check a committed run: after the run rewrote it
+        conn.send(("done", name, list(rec["figures"]), seconds))
 
 
 def run_units(units, *, jobs: int, experiments_dir, quick: bool, out: Path, seed: int,

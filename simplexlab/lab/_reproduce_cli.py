@@ -78,8 +78,11 @@ def _cmd_reproduce(args) -> int:
     jobs = min(args.jobs, len(names)) if args.jobs else _default_jobs(len(names))
     if jobs > 1:
         return _reproduce_parallel(args, exps, names, claims, jobs=jobs, quick=quick, out=out)
-    if claims:  # before the experiments, so that their figures can show the claims' status
-        _run_claims(claims, quick=quick, out=out, seed=args.seed)
+    before, after = split_claims(claims)
+    entries = []
+    if before:  # before the experiments, so that their figures can show the claims' status
+        entries = _run_claims(before, quick=quick, out=out, seed=args.seed,
+                              directory=args.experiments_dir)[1]
     done = {n for n in names if args.resume and _already_done(out, n, quick, args.seed)}
     total = sum(exps[n].seconds(mode_name) for n in names if n not in done)  # the work to do
     print(f"reproducing {len(names)} experiment{'s' * (len(names) != 1)} ({mode_name}), "
@@ -116,6 +119,9 @@ def _cmd_reproduce(args) -> int:
             continue
         figs = ", ".join(rec["figures"]) or "no figures"
         print(f"{step} done in {time.perf_counter() - t0:.1f}s: {figs}, {name}.json", flush=True)
+    if after:  # the claims that check a committed run: after the run that rewrites it
+        _run_claims(after, quick=quick, out=out, seed=args.seed, previous=entries,
+                    directory=args.experiments_dir)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -208,8 +214,19 @@ def _reproduce_parallel(args, exps, names, claims, *, jobs: int, quick: bool, ou
     return 0
 
 
-def _run_claims(claims, *, quick: bool, out: Path, seed: int) -> int:
-    """Evaluate ``claims`` and write the report under ``out/claims/``; 1 if one failed."""
+def split_claims(claims):
+    """``(before, after)``: the claims evaluated before their experiments run (so that the
+    experiments' figures show their status) and those that check a committed run
+    (``uses_committed_result``: the result file their experiment writes), evaluated after it,
+    so that a full run that rewrites the file checks the new one."""
+    after = [c for c in claims if c.uses_committed_result and c.experiment is not None]
+    return [c for c in claims if c not in after], after
+
+
+def _run_claims(claims, *, quick: bool, out: Path, seed: int, previous=(),
+                directory=None) -> tuple[int, list]:
+    """Evaluate ``claims`` and write the report under ``out/claims/`` (with the ``previous``
+    entries of this run before them); ``(1 if one failed else 0, the entries)``."""
     from ._claims import evaluate_claims
     from ._report import write_report
 
@@ -217,10 +234,10 @@ def _run_claims(claims, *, quick: bool, out: Path, seed: int) -> int:
     print(f"evaluating {len(claims)} claim{'s' * (len(claims) != 1)} ({mode}) -> "
           f"{out / 'claims'}", flush=True)
     t0 = time.perf_counter()
-    entries = evaluate_claims(claims, quick=quick, seed=seed,
-                              log=lambda line: print(line, flush=True))
+    entries = [*previous, *evaluate_claims(claims, quick=quick, seed=seed, directory=directory,
+                                           log=lambda line: print(line, flush=True))]
     path = write_report(entries, out, quick=quick)
-    return _claims_summary(entries, path, seconds=time.perf_counter() - t0)
+    return _claims_summary(entries, path, seconds=time.perf_counter() - t0), entries
 
 
 def _claims_summary(entries, path: Path, seconds: float | None = None) -> int:
@@ -276,4 +293,5 @@ def _cmd_claims(args) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return _run_claims(claims, quick=quick, out=out, seed=args.seed)
+    return _run_claims(claims, quick=quick, out=out, seed=args.seed,
+                       directory=args.experiments_dir)[0]
