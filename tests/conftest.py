@@ -111,3 +111,45 @@ def pytest_collection_modifyitems(config, items):
     takes the short tests, and the last minutes are short tests on both workers instead of one
     long test on one (the suite's wall time is then about half its work)."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+# -- what each test file compiles (SIMPLEXLAB_COUNT_PROGRAMS=PREFIX) -----------------------------
+#: With ``SIMPLEXLAB_COUNT_PROGRAMS=PREFIX`` every test process (pytest's own, each xdist worker)
+#: counts the programs XLA compiles while each test file's tests run in it, and the seconds of
+#: JAX's compile phases (tracing, lowering, compiling: ``jax.monitoring``), and writes them to
+#: ``PREFIX.<worker>.json`` at the end: ``{file: {"programs": n, "compile_s": s, "tests": n}}``
+#: (the subprocesses a test starts are not counted). Which files compile the most is where
+#: sharing programs (traced settings) saves the suite's time. Off by default.
+_COUNT_PREFIX = os.environ.get("SIMPLEXLAB_COUNT_PROGRAMS")
+if _COUNT_PREFIX:
+    import json as _json
+
+    import jax.monitoring as _monitoring
+
+    _COUNTS: dict = {}
+    _CURRENT = [None]
+
+    def _count(event, duration, **kwargs):
+        if _CURRENT[0] is None or not event.startswith("/jax/core/compile/"):
+            return
+        row = _COUNTS[_CURRENT[0]]
+        row["compile_s"] += float(duration)
+        row["programs"] += event.endswith("backend_compile_duration")
+
+    _monitoring.register_event_duration_secs_listener(_count)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        path = item.nodeid.split("::")[0]
+        _COUNTS.setdefault(path, {"programs": 0, "compile_s": 0.0, "tests": 0})["tests"] += 1
+        _CURRENT[0] = path
+        try:
+            yield
+        finally:
+            _CURRENT[0] = None
+
+    def pytest_sessionfinish(session, exitstatus):
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        if _COUNTS:
+            with open(f"{_COUNT_PREFIX}.{worker}.json", "w") as f:
+                _json.dump(_COUNTS, f, indent=1, sort_keys=True)
