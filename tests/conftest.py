@@ -153,3 +153,11 @@ if _COUNT_PREFIX:
         if _COUNTS:
             with open(f"{_COUNT_PREFIX}.{worker}.json", "w") as f:
                 _json.dump(_COUNTS, f, indent=1, sort_keys=True)
+
+
+# a test whose xdist worker crashed runs once more, in a fresh worker (tests/crash_rerun.py)
+from crash_rerun import (  # noqa: E402, F401
+    pytest_handlecrashitem,
+    pytest_report_teststatus,
+    pytest_terminal_summary,
+)

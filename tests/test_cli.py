@@ -280,7 +280,8 @@ def test_reproduce_all_skips_experiments_whose_extra_is_missing(monkeypatch, cap
     import simplexlab.lab._reproduce_cli as cli
 
     claimed = []  # the claims of the experiments that run are evaluated first (stubbed here)
-    monkeypatch.setattr(cli, "_run_claims", lambda claims, **kw: claimed.extend(claims) or 0)
+    monkeypatch.setattr(cli, "_run_claims",
+                        lambda claims, **kw: (claimed.extend(claims) or 0, []))
     assert main(["reproduce", "--jobs", "1", "--out", str(tmp_path / "unused")]) == 0
     out = capsys.readouterr().out
     assert "[llm-train] skipped: needs torch, transformers" in out

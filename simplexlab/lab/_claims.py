@@ -391,6 +391,15 @@ def _entry(c: Claim, v: Verdict | None, mode: str, seconds: float, error: str | 
             "details": v.details}
 
 
+def split_claims(claims):
+    """``(before, after)``: the claims evaluated before their experiments run (so that the
+    experiments' figures show their status) and those that check a committed run
+    (``uses_committed_result``: the result file their experiment writes), evaluated after it,
+    so that a full run that rewrites the file checks the new one."""
+    after = [c for c in claims if c.uses_committed_result and c.experiment is not None]
+    return [c for c in claims if c not in after], after
+
+
 def evaluate_claims(claims: Sequence[Claim], *, quick: bool = True, seed: int = 0,
                     log: Callable[[str], None] | None = print,
                     directory: str | os.PathLike | None = None) -> list[dict]:

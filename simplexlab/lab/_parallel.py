@@ -57,9 +57,8 @@ def _worker(conn, experiments_dir, quick: bool, out: str, seed: int) -> None:
     from ._cli_args import _setup_jax
 
     _setup_jax()
-    from ._claims import evaluate_claims, select_claims
+    from ._claims import evaluate_claims, select_claims, split_claims
     from ._registry import load_experiments, run_experiment
-    from ._reproduce_cli import split_claims
 
     load_experiments(experiments_dir)
     outp = Path(out)

@@ -71,7 +71,7 @@ def _cmd_reproduce(args) -> int:
             print(f"[{name}] skipped: needs {', '.join(missing)} (install the extras: "
                   f"{_install_hint(missing)})")
             names.remove(name)
-    from ._claims import select_claims
+    from ._claims import select_claims, split_claims
 
     claims = [] if args.no_claims else select_claims(experiments=names,
                                                       directory=args.experiments_dir)
@@ -212,15 +212,6 @@ def _reproduce_parallel(args, exps, names, claims, *, jobs: int, quick: bool, ou
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
-
-
-def split_claims(claims):
-    """``(before, after)``: the claims evaluated before their experiments run (so that the
-    experiments' figures show their status) and those that check a committed run
-    (``uses_committed_result``: the result file their experiment writes), evaluated after it,
-    so that a full run that rewrites the file checks the new one."""
-    after = [c for c in claims if c.uses_committed_result and c.experiment is not None]
-    return [c for c in claims if c not in after], after
 
 
 def _run_claims(claims, *, quick: bool, out: Path, seed: int, previous=(),
