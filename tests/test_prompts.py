@@ -163,6 +163,13 @@ def test_a_rollouts_file_gives_each_prompts_pass_rate_and_mode_masses(tmp_path):
     jeff = PromptSet.from_rollouts(csv, estimator="jeffreys")
     np.testing.assert_allclose(jeff.pass_rates, [(0.5 + 0.5) / 3, (4 + 0.5) / 9])
     assert sum(jeff.good_masses[1]) == pytest.approx(jeff.pass_rates[1])
+    # a name for the source: in the result and in an error (the file's own line numbers)
+    named = PromptSet.from_rollouts(csv, name="my base model")
+    assert named.source == "my base model (2 prompts, 10 rollouts)"
+    assert str(csv) in same.source
+    with pytest.raises(ValueError, match=r"^my base model, line 1, column 'prompt_id': prompt '7'"):
+        PromptSet.from_rollouts(_write_jsonl(tmp_path / "one.jsonl", rows[-1:] + rows[:2]),
+                                name="my base model")
 
 
 def test_a_rollouts_file_without_modes_and_its_silent_fraction(tmp_path):

@@ -19,7 +19,6 @@ BENCHMARKS.md. Ctrl-C prints one line (what was saved, how to resume) and exits 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -148,9 +147,8 @@ def _prompts_arg(args):
             raise ValueError(f"--discover-modes embeds the completions with all-MiniLM-L6-v2: "
                              f"{err} (install the llm and modes extras)") from None
         data = rollout_modes(args.pass_rates)
-        prompts = PromptSet.from_rollouts(data, estimator=args.estimator)
-        return dataclasses.replace(prompts, source=prompts.source.replace(
-            "rollouts", f"{args.pass_rates}, modes discovered from its completions", 1))
+        return PromptSet.from_rollouts(data, estimator=args.estimator, name=f"{args.pass_rates}, "
+                                       "modes discovered from its completions")
     if args.beta is not None:
         parts = args.beta.split(",")
         if len(parts) != 2:

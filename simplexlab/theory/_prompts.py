@@ -199,17 +199,19 @@ class PromptSet:
 
     @classmethod
     def from_rollouts(cls, source: str | os.PathLike | dict[str, Any], *,
-                      estimator: str = "mean") -> PromptSet:
+                      estimator: str = "mean", name: str | None = None) -> PromptSet:
         """The prompts of a rollouts file (module docstring; read by
         :func:`simplexlab._results.read_rollouts`, or its output passed as a dict), equally
-        weighted. A prompt with a single rollout is refused, naming its line."""
+        weighted. A prompt with a single rollout is refused, naming its line. ``name``: what the
+        source is called in the result's ``source`` and in errors (default: the file's path;
+        ``"rollouts"`` for a dict)."""
         from .._results import read_rollouts
 
         if estimator not in ESTIMATORS:
             raise ValueError(f"PromptSet.from_rollouts: estimator must be one of {ESTIMATORS}; "
                              f"got {estimator!r}")
         data = source if isinstance(source, dict) else read_rollouts(source)
-        where = "rollouts" if isinstance(source, dict) else str(source)
+        where = name or ("rollouts" if isinstance(source, dict) else str(source))
         ids, inverse = np.unique(np.asarray(data["prompt_id"], dtype=object).astype(str),
                                  return_inverse=True)
         reward = np.asarray(data["reward"], float)
