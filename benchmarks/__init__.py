@@ -49,7 +49,9 @@ The CPU goals alone (the float32 step against the bound, the float64 sweep again
   optimizer (the error and its order in η).
 - ``budget-plan`` (:mod:`benchmarks.budget`): ``simplexlab plan --budget 256`` cold in fresh
   processes (compilation cache off), on a Beta law (≤ 5 s) and on a rollouts file of 10,000
-  prompts × 16 rollouts (≤ 10 s), beside the CLI's start-up floor.
+  prompts × 16 rollouts (≤ 10 s), beside the CLI's start-up floor. ``budget-curve``: the
+  theory's ``G*(R)`` over 12 budgets × 12 group sizes (``budget_curve``) in ≤ 1/10 of the time
+  of the shared bandit on the same grid (``bandit_progress``), end to end.
 - ``user-rule`` (:mod:`benchmarks.user_rule`): the bandit grid with a rule registered from user
   code (Dr. GRPO written outside the package) within 10 % of the same rule built in, with the
   same bits.
@@ -89,6 +91,7 @@ from . import (
 #: benchmarks by ``--only`` name, in the order they run
 BENCHMARKS = {m.NAME: m for m in (categorical, categorical64, meanfield, ensemble, bandit,
                                     bridge, modes, compile_cache, finite_group,
-                                    finite_group.PLAN, user_rule, noise, budget)}
+                                    finite_group.PLAN, user_rule, noise, budget,
+                                    budget.CURVE)}
 
 __all__ = ["BENCHMARKS"]

@@ -1,6 +1,8 @@
 """Goals: ``simplexlab plan --budget R --beta a,b`` in ≤ 5 s cold on the 2-core CPU (a fresh
 process: the CLI's start, its imports and every compilation included), and with a rollouts file
-of 10,000 prompts × 16 rollouts in ≤ 10 s (no mode ids: mode discovery excluded).
+of 10,000 prompts × 16 rollouts in ≤ 10 s (no mode ids: mode discovery excluded). And
+(``--only budget-curve``) the theory's ``G*(R)`` curve over 12 budgets × 12 group sizes in
+≤ 1/10 of the time of the shared bandit on the same grid, end to end.
 
 Each run is a fresh ``python -m simplexlab`` process with the persistent compilation cache off
 (``SIMPLEXLAB_JAX_CACHE=0``: a first run), beside the CLI's start-up floor
@@ -97,3 +99,129 @@ def rows(results: dict, opts: dict) -> list[Row]:
                    "compare CPU times"),
             values=run))
     return out
+
+
+# -- budget-curve: the theory's G*(R) against the bandit on the same grid --------------------------
+#: the G*(R) grid: 12 budgets (4 .. 8192 rollouts per step) × 12 group sizes (2 .. 4096), every
+#: (R, G) with G dividing R; the model of experiments/budget_planner.py (GRPO, SGD, K = 4 good
+#: and M = 2 bad modes per prompt, random unit features of R^8, a pool of 16 prompts of a
+#: Beta(0.5, 1.5) law, β = 1 per nat of KL)
+CURVE_NAME = "budget-curve"
+CURVE_GOAL = 0.1
+CURVE_MODEL = {"method": "grpo", "kl": 1.0, "K": 4, "M": 2, "pool_size": 16, "num_features": 8}
+#: the bandit's rate grid (the experiment's quick grid: 2^-1 .. 2^4.5)
+CURVE_ETAS = tuple(2.0 ** (k / 2) for k in range(-2, 10))
+
+
+def curve_shapes(quick: bool) -> dict:
+    if quick:
+        return {"budgets": (4, 8, 16, 32, 64), "sizes": (2, 4, 8, 16, 32), "seeds": 64}
+    return {"budgets": tuple(2**k for k in range(2, 14)),
+            "sizes": tuple(2**k for k in range(1, 13)), "seeds": 256}
+
+
+def _curve_prompts():
+    from simplexlab.theory import PromptSet
+
+    return PromptSet.from_beta(0.5, 1.5)
+
+
+def curve_theory(opts: dict) -> dict:
+    """Worker: :func:`simplexlab.verify.budget_curve` on the grid, SGD only (the bandit's
+    optimizer), from its first call (every compilation included; imports excluded)."""
+    import time
+
+    from simplexlab.verify import budget_curve
+
+    from ._common import CompileTimer, cpu_seconds, peak_rss
+
+    sh = curve_shapes(opts["quick"])
+    ps = _curve_prompts()
+    timer = CompileTimer()
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    curve = budget_curve(ps, sh["budgets"], group_sizes=sh["sizes"], optimizers=("sgd",),
+                         **CURVE_MODEL)
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    timer.close()
+    return {"wall_s": wall, "cpu_s": cpu, "compile_s": timer.total, "programs": timer.count,
+            "best": list(curve.best["sgd"]), "progress": curve.progress["sgd"],
+            "shapes": {k: list(v) if isinstance(v, tuple) else v for k, v in sh.items()},
+            "peak_rss": peak_rss()}
+
+
+def curve_bandit(opts: dict) -> dict:
+    """Worker: :func:`simplexlab.verify.bandit_progress` at every (R, G) of the grid (one step
+    from the start at each rate of :data:`CURVE_ETAS`, the best rate per G), the best G per
+    budget and its resolution (the G whose best + 2 SE reaches the best one's − 2 SE)."""
+    import time
+
+    import numpy as np
+
+    from simplexlab.verify import bandit_progress
+
+    from ._common import CompileTimer, cpu_seconds, peak_rss
+
+    sh = curve_shapes(opts["quick"])
+    ps = _curve_prompts()
+    timer = CompileTimer()
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    best, resolution = [], []
+    for R in sh["budgets"]:
+        runs = {}
+        for G in sh["sizes"]:
+            if R % G == 0:
+                mean, se = bandit_progress(ps, R, G, CURVE_ETAS, seeds=sh["seeds"], **CURVE_MODEL)
+                j = int(np.argmax(mean))
+                runs[G] = (float(mean[j]), float(se[j]))
+        top = max(runs, key=lambda G: runs[G][0])
+        best.append(top)
+        resolution.append([G for G, (m, e) in runs.items()
+                           if m + 2 * e >= runs[top][0] - 2 * runs[top][1]])
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    timer.close()
+    return {"wall_s": wall, "cpu_s": cpu, "compile_s": timer.total, "programs": timer.count,
+            "best": best, "resolution": resolution, "peak_rss": peak_rss()}
+
+
+def curve_rows(results: dict, opts: dict) -> list[Row]:
+    t, b = results.get("curve_theory"), results.get("curve_bandit")
+    sh = curve_shapes(opts["quick"])
+    n_b, n_g = len(sh["budgets"]), len(sh["sizes"])
+    goal = (f"the theory's G*(R) over {n_b} budgets × {n_g} group sizes "
+            f"({sh['budgets'][0]} .. {sh['budgets'][-1]} rollouts per step, G = {sh['sizes'][0]} "
+            f".. {sh['sizes'][-1]}; GRPO, SGD, the budget-planner experiment's model) ≤ "
+            f"{CURVE_GOAL:g} of the shared bandit's time on the same grid, end to end")
+    if t is None or b is None:
+        return [Row(CURVE_NAME, goal, "failed", met="no")]
+    ratio = t["wall_s"] / b["wall_s"]
+    within = sum(g in r for g, r in zip(t["best"], b["resolution"], strict=True))
+    met = "n/a" if opts["quick"] else ("yes" if ratio <= CURVE_GOAL else "no")
+    return [Row(
+        CURVE_NAME, goal,
+        measured=(f"budget_curve: {fmt_seconds(t['wall_s'])} wall ({fmt_seconds(t['compile_s'])} "
+                  f"compiling {t['programs']} programs), {fmt_seconds(t['cpu_s'])} CPU"),
+        baseline=(f"bandit_progress at every (R, G), {sh['seeds']} seeds × {len(CURVE_ETAS)} "
+                  f"rates: {fmt_seconds(b['wall_s'])} wall ({fmt_seconds(b['compile_s'])} "
+                  f"compiling {b['programs']} programs), {fmt_seconds(b['cpu_s'])} CPU"),
+        ratio=f"{ratio:.3f} wall, {t['cpu_s'] / b['cpu_s']:.3f} CPU",
+        met=met, machine=machine_short(t.get("_jax", {})),
+        notes=(f"the theory's G* inside the bandit's resolution at {within} of {n_b} budgets "
+               f"(with {sh['seeds']} seeds the bandit resolves G* coarsely: the budget-planner "
+               "experiment uses 1,500-4,000; more seeds would only slow the baseline)"),
+        values={"theory": t, "bandit": b})]
+
+
+class _Curve:
+    """The second entry of the suite from this module (``--only budget-curve``)."""
+
+    __name__ = __name__
+    NAME = CURVE_NAME
+    BEST = "wall_s"
+    WORKERS = {"curve_theory": (curve_theory, None), "curve_bandit": (curve_bandit, None)}
+
+    @staticmethod
+    def rows(results: dict, opts: dict) -> list[Row]:
+        return curve_rows(results, opts)
+
+
+CURVE = _Curve()

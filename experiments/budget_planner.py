@@ -3,14 +3,14 @@
 For a budget of ``R`` rollouts per step split as ``P = R/G`` prompts × ``G`` rollouts, the
 theory (:func:`simplexlab.verify.budget_curve`; :mod:`simplexlab.theory` ``step_progress``)
 predicts the progress per step ``Φ* = E[ΔF] − β E[KL]`` of the pass rate ``F`` over a prompt
-distribution at the progress-optimal rate ``η*``, from the exact mean and covariance of the
-step of the shared-parameter model (:class:`simplexlab.sim.SharedBandit`: prompts drawn from the
+distribution at the progress-optimal rate ``η*``, from the exact mean and covariance of the step
+of the shared-parameter model (:class:`simplexlab.sim.SharedBandit`: prompts drawn from the
 distribution, logits ``log π⁰_i + W x_i`` with random unit features, one ``W`` for all), and
-``G*`` its argmax. Here the bandit itself, at equal budget (``P × G = R``, one step from the
-start, ``n`` seeds), on a grid of rates (the same grid for every ``G``: the bandit tunes its own
-``η``): its best ``Φ`` per ``G`` with the standard error, its best ``G``, and its *resolution*
-(the sizes whose interval reaches the best one's). The theory's ``G*`` holds where it lies in
-that set.
+``G*`` its argmax. Here the bandit itself (:func:`simplexlab.verify.bandit_progress`), at equal
+budget (``P × G = R``, one step from the start, ``n`` seeds), on a grid of rates (the same grid
+for every ``G``: the bandit tunes its own ``η``): its best ``Φ`` per ``G`` with the standard
+error, its best ``G``, and its *resolution* (the sizes whose interval reaches the best one's).
+The theory's ``G*`` holds where it lies in that set.
 
 Two prompt distributions: Beta(0.5, 1.5) pass rates (the issue's; 16 Gauss–Jacobi nodes) and the
 rollouts file ``experiments/rollouts/arithmetic.csv`` (36 prompts of the lab's embedded
@@ -23,7 +23,6 @@ The computations are memoised per process (:func:`budget_data`), shared with the
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -85,9 +84,7 @@ def _prompts(dist: str):
 
     if dist == "beta":
         return PromptSet.from_beta(0.5, 1.5, nodes=16)
-    ps = PromptSet.from_rollouts(ROLLOUTS)  # named by its place in the repository
-    return dataclasses.replace(ps, source=ps.source.replace(str(ROLLOUTS),
-                                                            "experiments/rollouts/arithmetic.csv"))
+    return PromptSet.from_rollouts(ROLLOUTS, name="experiments/rollouts/arithmetic.csv")
 
 
 def _sizes(R: int, max_G: int) -> tuple[int, ...]:
@@ -95,42 +92,12 @@ def _sizes(R: int, max_G: int) -> tuple[int, ...]:
     return tuple(G for G in (2, 4, 8, 16, 32, 64) if G <= max_G and R // G >= 2 and R % G == 0)
 
 
-def _bandit(ps, rule: str, features: str, R: int, G: int, etas, seeds: int, seed: int):
-    """The shared bandit's ``Φ = ΔF − β KL`` after one step from the start at each rate:
-    ``(mean, standard error)`` over ``seeds`` runs (one program for every rate)."""
-    import equinox as eqx
-    import jax
-    import jax.numpy as jnp
-
-    from simplexlab.sim import SharedBandit
-
-    sim = SharedBandit(K=K, M=M, prompts=ps, pool_size=16, num_features=D, features=features,
-                       num_prompts=R // G, max_group_size=G, method=rule)
-    pol = sim.policy()
-    w = pol.weights
-    p0 = pol.probs(pol.zeros())
-    base = {**sim.default_params(), "group_size": G}
-
-    @eqx.filter_jit
-    def phi(keys, eta):
-        q = {**base, "eta": eta}
-        p1 = jax.vmap(lambda k: pol.probs(sim.step(sim.init(k, q), q).weights))(keys)
-        gain = jnp.sum((p1[..., :K].sum(-1) - p0[:, :K].sum(-1)) * w, -1)
-        kl = jnp.sum(jnp.sum(p0 * (jnp.log(p0) - jnp.log(p1)), -1) * w, -1)
-        v = gain - KL * kl
-        return jnp.mean(v), jnp.std(v, ddof=1) / jnp.sqrt(v.shape[0])
-
-    keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), 7919 * R + G), seeds)
-    out = jax.vmap(lambda e: phi(keys, e))(jnp.asarray(etas))
-    return np.asarray(out[0]), np.asarray(out[1])
-
-
 def budget_data(mode: str = "quick", seed: int = 0) -> dict:
     """The theory's ``Φ*`` and ``G*`` and the bandit's best ``Φ`` per ``G`` (with its rate and
     standard error), its best ``G`` and resolution, per (distribution, rule, budget); memoised
     per process, keyed on the faults injected into the library (the claims' fault test)."""
     from simplexlab.lab import injected_faults
-    from simplexlab.verify import budget_curve
+    from simplexlab.verify import bandit_progress, budget_curve
 
     key = (mode, seed, injected_faults())
     if key in _MEMO:
@@ -154,7 +121,9 @@ def budget_data(mode: str = "quick", seed: int = 0) -> dict:
             theory = {G: curve.progress["sgd"][i][sizes.index(G)] for G in Gs}
             bandit = {}
             for G in Gs:
-                mean, se = _bandit(ps, rule, features, R, G, st["etas"], st["seeds"], seed)
+                mean, se = bandit_progress(ps, R, G, st["etas"], seeds=st["seeds"], seed=seed,
+                                           method=rule, kl=KL, features=features,
+                                           num_features=D, K=K, M=M, pool_size=16)
                 j = int(np.argmax(mean))
                 bandit[G] = {"best": float(mean[j]), "se": float(se[j]),
                              "eta": float(st["etas"][j]), "curve": mean.tolist(),

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import json
 
-import equinox as eqx
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from simplexlab.lab._cli import main
 from simplexlab.sim import SharedBandit
 from simplexlab.theory import PromptSet
-from simplexlab.verify import budget_curve, plan, plan_budget
+from simplexlab.verify import bandit_progress, budget_curve, plan, plan_budget
 
 BETA = PromptSet.from_beta(0.5, 1.5)
 SMALL = {"pool_size": 8, "num_features": 4}
@@ -61,26 +58,15 @@ def test_the_progress_optimal_rate_and_progress_match_the_shared_bandits_step():
     base = {**s.default_params(), "group_size": 4}
     kl = 1.0
     pr = s.progress({**base, "eta": 1.0}, "pass", kl=kl)
-    pol = s.policy()
-    w = np.asarray(pol.weights)
-    p0 = np.asarray(pol.probs(pol.zeros()))
-
-    @eqx.filter_jit
-    def phi(keys, eta):
-        q = {**base, "eta": eta}
-        p1 = jax.vmap(lambda k: pol.probs(s.step(s.init(k, q), q).weights))(keys)
-        gain = jnp.sum((p1[..., :4].sum(-1) - p0[:, :4].sum(-1)) * w, -1)
-        return gain - kl * jnp.sum(jnp.sum(p0 * (jnp.log(p0) - jnp.log(p1)), -1) * w, -1)
-
     n = 8000
-    keys = jax.random.split(jax.random.key(5), n)
-    got = {}
-    for k in (0.5, 1.0, 2.0):
-        v = np.asarray(phi(keys, jnp.asarray(k * pr.eta)))
-        got[k] = v.mean()
-        if k <= 1:
-            assert abs(v.mean() - float(pr.at(k * pr.eta))) < 4 * v.std() / np.sqrt(n) + \
-                0.05 * pr.progress, (k, v.mean(), float(pr.at(k * pr.eta)))
+    rates = (0.5, 1.0, 2.0)
+    mean, se = bandit_progress(BETA, 16, 4, [k * float(pr.eta) for k in rates], seeds=n, seed=5,
+                               kl=kl, K=4, M=2, pool_size=8, num_features=4)
+    got = dict(zip(rates, mean, strict=True))
+    for k, m, e in zip(rates[:2], mean, se, strict=False):
+        assert 0 < e < 0.1 * abs(m)  # the standard error of the mean of n runs
+        assert abs(m - float(pr.at(k * pr.eta))) < 4 * e + 0.05 * pr.progress, \
+            (k, m, float(pr.at(k * pr.eta)))
     assert got[1.0] > got[0.5] and got[1.0] > got[2.0]
 
 
@@ -127,6 +113,18 @@ def test_bad_input_is_refused_with_the_reason(kwargs, match):
     R = kw.pop("budget")
     with pytest.raises(ValueError, match=match):
         plan_budget(R, BETA, **kw)
+
+
+@pytest.mark.parametrize("args, kwargs, match", [
+    ((16, 3, [1.0]), {}, "group_size 3 does not divide the budget 16"),
+    ((16, 4, [1.0, 0.0]), {}, r"etas must be finite rates > 0; got \[1.0, 0.0\]"),
+    ((16, 4, []), {}, "etas must be finite rates > 0"),
+    ((16, 4, [1.0]), {"seeds": 1}, "seeds"),
+    ((1, 1, [1.0]), {}, "budget"),
+])
+def test_bandit_progress_refuses_bad_input(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        bandit_progress(BETA, *args, **kwargs)
 
 
 def test_prompts_must_be_a_prompt_set():

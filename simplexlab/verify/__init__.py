@@ -27,7 +27,8 @@ finite-group :class:`~simplexlab.sim.Bandit`), below the lab and the torch bridg
   progress-optimal rates (the shared-parameter model's exact step moments), the regime by the
   gradient noise scale, and the compute-optimal ``G*`` with its margin, for TRL and verl (a
   :class:`BudgetReport`); :func:`budget_curve`: ``G*(R)`` over budgets (a
-  :class:`BudgetCurve`). :func:`plan` is its one-prompt special case.
+  :class:`BudgetCurve`); :func:`bandit_progress`: what they predict, measured on the shared
+  bandit (one step at each rate). :func:`plan` is its one-prompt special case.
 - :func:`check_advantages`: the advantage oracle -- any advantage function (a framework's, a
   user's; the calling conventions of TRL, verl, Tunix or a plain ``(rewards, group_ids)``,
   :data:`CONVENTIONS`) run on a battery of groups (:data:`CHECKS`) against the lab's exact rule,
@@ -38,7 +39,14 @@ finite-group :class:`~simplexlab.sim.Bandit`), below the lab and the torch bridg
 Every file is read and written through :mod:`simplexlab._results`.
 """
 
-from ._budget import BUDGET_GROUP_SIZES, BudgetCurve, BudgetReport, budget_curve, plan_budget
+from ._budget import (
+    BUDGET_GROUP_SIZES,
+    BudgetCurve,
+    BudgetReport,
+    bandit_progress,
+    budget_curve,
+    plan_budget,
+)
 from ._files import FORMAT, load_schedule, load_schedule_config, save_schedule
 from ._oracle import (
     CHECKS,
@@ -78,6 +86,7 @@ __all__ = [
     "VERIFY_OPTIONS",
     "ScheduleReport",
     "bad_bonus_growth",
+    "bandit_progress",
     "budget_curve",
     "check_advantages",
     "describe_schedule",

@@ -58,7 +58,8 @@ from ..theory import (
 )
 from ._plan import _compile, _count, _grid_index, _number
 
-__all__ = ["BUDGET_GROUP_SIZES", "BudgetCurve", "BudgetReport", "budget_curve", "plan_budget"]
+__all__ = ["BUDGET_GROUP_SIZES", "BudgetCurve", "BudgetReport", "bandit_progress", "budget_curve",
+           "plan_budget"]
 
 BUDGET_GROUP_SIZES = (2, 4, 8, 16, 32, 64, 128, 256)
 """The group sizes of :func:`budget_curve` (those that divide each budget)."""
@@ -510,3 +511,52 @@ def budget_curve(prompts: PromptSet, budgets=DEFAULT_BUDGETS, *, group_sizes=BUD
             margin[o].append(m)
     return BudgetCurve(budgets, sizes, optimizers, prog, regime, best, margin,
                        {**s.inputs, "optimizers": list(optimizers)}, have)
+
+
+def bandit_progress(prompts: PromptSet, budget: int, group_size: int, etas, *, seeds: int = 1000,
+                    seed: int = 0, method: str = "grpo", kl: float = 1.0,
+                    features: str = "random", num_features: int = 8, K: int = 4, M: int = 2,
+                    pool_size: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    r"""What :func:`budget_curve` predicts, measured: the shared bandit's progress
+    ``Φ = ΔF − β KL`` after one step from the start (``W = 0``; ``F`` the pool's pass rate, ``KL``
+    the pool's mean ``KL(π⁰ ‖ π¹)``, ``β = kl``) with ``P = budget / group_size`` prompts × ``G``
+    rollouts, at each rate of ``etas``: ``(mean, standard error)`` over ``seeds`` runs
+    (:class:`~simplexlab.sim.SharedBandit` with the planner's model: ``features``,
+    ``num_features``, ``K`` good and ``M`` bad modes per prompt, the prompts' pool of
+    ``pool_size``). The theory's ``Φ*`` is the best of this curve over ``η`` in the limit of
+    small steps. One program for every rate; the runs' keys are
+    ``split(fold_in(key(seed), 7919 R + G), seeds)``, the same for every rate."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    from ..sim import SharedBandit
+
+    R = _count(budget, "budget (rollouts per step)", 2)
+    G = _count(group_size, "group_size", 2)
+    if R % G:
+        raise ValueError(f"bandit_progress: group_size {G} does not divide the budget {R}")
+    seeds = _count(seeds, "seeds", 2)
+    kl = _number(kl, "kl (β, the price of a nat of KL per step)")
+    rates = np.asarray(etas, float).ravel()
+    if rates.size == 0 or np.any(~np.isfinite(rates)) or np.any(rates <= 0):
+        raise ValueError(f"bandit_progress: etas must be finite rates > 0; got {etas!r}")
+    sim = SharedBandit(K=K, M=M, prompts=prompts, pool_size=pool_size, num_features=num_features,
+                       features=features, num_prompts=R // G, max_group_size=G, method=method)
+    pol = sim.policy()
+    w = pol.weights
+    p0 = pol.probs(pol.zeros())
+    base = {**sim.default_params(), "group_size": G}
+
+    @eqx.filter_jit
+    def phi(keys, eta):
+        q = {**base, "eta": eta}
+        p1 = jax.vmap(lambda k: pol.probs(sim.step(sim.init(k, q), q).weights))(keys)
+        gain = jnp.sum((p1[..., :K].sum(-1) - p0[:, :K].sum(-1)) * w, -1)
+        div = jnp.sum(jnp.sum(p0 * (jnp.log(p0) - jnp.log(p1)), -1) * w, -1)
+        v = gain - kl * div
+        return jnp.mean(v), jnp.std(v, ddof=1) / jnp.sqrt(v.shape[0])
+
+    keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), 7919 * R + G), seeds)
+    out = jax.vmap(lambda e: phi(keys, e))(jnp.asarray(rates))
+    return np.asarray(out[0]), np.asarray(out[1])
