@@ -26,8 +26,8 @@ import os
 from pathlib import Path
 
 __all__ = ["cache_folder_problem", "compilation_cache_dir", "experiments_dir", "import_allowlist",
-           "progress_enabled", "store_key_file", "use_compilation_cache", "use_every_cpu_core",
-           "use_fast_compile"]
+           "memory_maps", "progress_enabled", "release_programs_near_map_limit", "store_key_file",
+           "use_compilation_cache", "use_every_cpu_core", "use_fast_compile"]
 
 DEVICE_FLAG = "--xla_force_host_platform_device_count"
 THREAD_FLAG = "--xla_cpu_multi_thread_eigen"
@@ -206,3 +206,37 @@ def use_compilation_cache(min_compile_time: float = 0.0) -> Path | None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return folder
+
+
+def memory_maps() -> tuple[int, int] | None:
+    """``(mappings, limit)``: this process's memory mappings (``/proc/self/maps``) and the
+    kernel's bound on them (``vm.max_map_count``, 65,530 by default); ``None`` off Linux."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            n = sum(1 for _ in f)
+        with open("/proc/sys/vm/max_map_count") as f:
+            return n, int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def release_programs_near_map_limit(fraction: float = 0.5) -> bool:
+    """Drop JAX's caches of compiled programs (``jax.clear_caches()``) when this process holds
+    more than ``fraction`` of the kernel's memory mappings (:func:`memory_maps`); ``True`` if it
+    did. XLA's CPU backend maps memory for every program it compiles or loads (about six
+    mappings each on jax 0.10.2) and keeps it while the program is cached: a process that
+    compiles ~10,000 programs (a test worker, ``simplexlab reproduce`` running every experiment
+    in one process) reaches ``vm.max_map_count`` and dies in LLVM (``LLVM compilation error:
+    Cannot allocate memory``, a SIGSEGV or an abort; NOTES.md). Dropped programs are compiled
+    again when next called (or loaded from the persistent compilation cache): call it between
+    independent pieces of work, never inside one."""
+    maps = memory_maps()
+    if maps is None or maps[0] <= fraction * maps[1]:
+        return False
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
+    return True

@@ -155,6 +155,18 @@ if _COUNT_PREFIX:
                 _json.dump(_COUNTS, f, indent=1, sort_keys=True)
 
 
+# A worker that has compiled thousands of programs drops them between test files when it holds
+# half the kernel's memory mappings: XLA maps memory for every program it keeps, and a process at
+# vm.max_map_count dies in LLVM (NOTES.md). A test file's programs stay while it runs.
+from simplexlab._env import release_programs_near_map_limit  # noqa: E402
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    if nextitem is None or nextitem.path != item.path:
+        release_programs_near_map_limit()
+
+
 # a test whose xdist worker crashed runs once more, in a fresh worker (tests/crash_rerun.py)
 from crash_rerun import (  # noqa: E402, F401
     pytest_handlecrashitem,

@@ -1,15 +1,15 @@
 """A pytest plugin (loaded by tests/conftest.py): a test whose xdist worker process crashed runs
 once more, in the worker that replaces the dead one.
 
-XLA's CPU backend can die of a SIGSEGV in a long-lived test worker (NOTES.md, "XLA's CPU backend
-crashes in a long-lived test worker": seen in ``executable.serialize()`` and
-``backend_compile_and_load`` after ~700 tests, in different files on different runs; never in a
-fresh process). xdist then reports the test that was running as failed although no assertion of
-it ran. Such a test (only a crash of the process: a test that fails or errors is never rerun) is
-scheduled once more; a second crash of the same test fails the run. Every crash is listed at the
-end of the run. The controller (pytest's own process) runs the hook; ``SIMPLEXLAB_CRASH_RERUNS``
-sets how many reruns (0: none). No import of JAX here: tests/test_crash_rerun.py loads this file
-alone in its planted suites."""
+A long-lived test worker used to die inside XLA's CPU backend (a SIGSEGV or an abort, in
+different files on different runs) when it had used up the kernel's memory mappings (NOTES.md,
+"XLA's CPU backend crashes in a long-lived test worker"; tests/conftest.py now drops compiled
+programs between files). xdist then reports the test that was running as failed although no
+assertion of it ran. Such a test (only a crash of the process: a test that fails or errors is
+never rerun) is scheduled once more; a second crash of the same test fails the run. Every crash
+is listed at the end of the run. The controller (pytest's own process) runs the hook;
+``SIMPLEXLAB_CRASH_RERUNS`` sets how many reruns (0: none). No import of JAX here:
+tests/test_crash_rerun.py loads this file alone in its planted suites."""
 
 import os
 

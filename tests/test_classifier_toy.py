@@ -27,8 +27,8 @@ from simplexlab.sim import SIMULATORS, SoftmaxClassifier, trajectory
 # Scheduled with the long tests, first in a worker's life: in three clean-clone runs of the
 # suite (2-core machine, 2026-12-02) a worker that reached this file after ~700 other tests died
 # of a SIGSEGV inside XLA's CPU backend (twice serialising, once compiling a classifier
-# program); the file alone, and in a fresh worker, passes. NOTES.md: "XLA's CPU backend crashes
-# in a long-lived test worker".
+# program): the worker had used up the kernel's memory mappings (NOTES.md: "XLA's CPU backend
+# crashes in a long-lived test worker"; tests/conftest.py now drops programs between files).
 pytestmark = pytest.mark.slow
 
 # SC §2.4, typed from the paper (rows Cat, Dog, Persian, Siamese)

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from .._env import release_programs_near_map_limit
 from ._stats import boundary_text
 
 __all__ = ["FAILED", "KINDS", "PAPERS", "SCHEMA", "STATUSES", "Claim", "ClaimContext", "Fault",
@@ -418,6 +419,7 @@ def evaluate_claims(claims: Sequence[Claim], *, quick: bool = True, seed: int = 
     entries = []
     n = len(claims)
     for i, c in enumerate(claims, 1):
+        release_programs_near_map_limit()  # a report's many programs in one process: NOTES.md
         t0 = time.perf_counter()
         error = None
         try:

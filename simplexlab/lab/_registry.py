@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .._env import experiments_dir, progress_enabled
+from .._env import experiments_dir, progress_enabled, release_programs_near_map_limit
 from .._results import (
     atomic_write_bytes,
     atomic_write_json,
@@ -254,6 +254,7 @@ def run_experiment(
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(exps) or '(none)'}")
     exp = exps[name]
     out_dir = writable_folder(out if out is not None else default_out_dir(quick), "out")
+    release_programs_near_map_limit()  # many experiments in one process: NOTES.md
     ctx = Context(name=name, quick=quick, out=out_dir, seed=seed)
     t0 = time.perf_counter()
     payload = exp.func(ctx)
