@@ -154,12 +154,12 @@ def curve_theory(opts: dict) -> dict:
 def curve_bandit(opts: dict) -> dict:
     """Worker: :func:`simplexlab.verify.bandit_progress` at every (R, G) of the grid (one step
     from the start at each rate of :data:`CURVE_ETAS`, the best rate per G), the best G per
-    budget and its resolution (the G whose best + 2 SE reaches the best one's − 2 SE)."""
+    budget and its resolution (:func:`simplexlab.verify.bandit_resolution`)."""
     import time
 
     import numpy as np
 
-    from simplexlab.verify import bandit_progress
+    from simplexlab.verify import bandit_progress, bandit_resolution
 
     from ._common import CompileTimer, cpu_seconds, peak_rss
 
@@ -175,10 +175,9 @@ def curve_bandit(opts: dict) -> dict:
                 mean, se = bandit_progress(ps, R, G, CURVE_ETAS, seeds=sh["seeds"], **CURVE_MODEL)
                 j = int(np.argmax(mean))
                 runs[G] = (float(mean[j]), float(se[j]))
-        top = max(runs, key=lambda G: runs[G][0])
+        top, resolved = bandit_resolution(runs)
         best.append(top)
-        resolution.append([G for G, (m, e) in runs.items()
-                           if m + 2 * e >= runs[top][0] - 2 * runs[top][1]])
+        resolution.append(resolved)
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     timer.close()
     return {"wall_s": wall, "cpu_s": cpu, "compile_s": timer.total, "programs": timer.count,

@@ -97,7 +97,7 @@ def budget_data(mode: str = "quick", seed: int = 0) -> dict:
     standard error), its best ``G`` and resolution, per (distribution, rule, budget); memoised
     per process, keyed on the faults injected into the library (the claims' fault test)."""
     from simplexlab.lab import injected_faults
-    from simplexlab.verify import bandit_progress, budget_curve
+    from simplexlab.verify import bandit_progress, bandit_resolution, budget_curve
 
     key = (mode, seed, injected_faults())
     if key in _MEMO:
@@ -129,10 +129,9 @@ def budget_data(mode: str = "quick", seed: int = 0) -> dict:
                              "eta": float(st["etas"][j]), "curve": mean.tolist(),
                              "edge": j in (0, len(mean) - 1)}
             g_theory = max(theory, key=theory.get)
-            g_bandit = max(bandit, key=lambda G: bandit[G]["best"])
+            g_bandit, resolved = bandit_resolution({G: (v["best"], v["se"])
+                                                    for G, v in bandit.items()})
             top = bandit[g_bandit]
-            resolved = [G for G in Gs if bandit[G]["best"] + 2 * bandit[G]["se"]
-                        >= top["best"] - 2 * top["se"]]
             loss = (bandit[g_theory]["best"] - top["best"]) / top["best"]
             se = np.hypot(bandit[g_theory]["se"], top["se"]) / top["best"]
             rows.append({"dist": dist, "rule": rule, "features": features, "budget": R,

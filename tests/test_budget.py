@@ -14,7 +14,7 @@ import pytest
 from simplexlab.lab._cli import main
 from simplexlab.sim import SharedBandit
 from simplexlab.theory import PromptSet
-from simplexlab.verify import bandit_progress, budget_curve, plan, plan_budget
+from simplexlab.verify import bandit_progress, bandit_resolution, budget_curve, plan, plan_budget
 
 BETA = PromptSet.from_beta(0.5, 1.5)
 SMALL = {"pool_size": 8, "num_features": 4}
@@ -125,6 +125,16 @@ def test_bad_input_is_refused_with_the_reason(kwargs, match):
 def test_bandit_progress_refuses_bad_input(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
         bandit_progress(BETA, *args, **kwargs)
+
+
+def test_the_bandits_resolution_is_the_sizes_whose_interval_reaches_the_best():
+    # best 1.0 ± 0.1 at G = 4, its lower end 1.0 - 2·0.1 = 0.8: G = 2 reaches it (0.72 + 0.1),
+    # G = 8 too (0.5 + 0.4), G = 16 not (0.6 + 0.1)
+    best = {2: (0.72, 0.05), 4: (1.0, 0.1), 8: (0.5, 0.2), 16: (0.6, 0.05)}
+    assert bandit_resolution(best) == (4, [2, 4, 8])
+    assert bandit_resolution({6: (0.2, 0.0)}) == (6, [6])
+    with pytest.raises(ValueError, match="no group sizes"):
+        bandit_resolution({})
 
 
 def test_prompts_must_be_a_prompt_set():

@@ -28,7 +28,8 @@ finite-group :class:`~simplexlab.sim.Bandit`), below the lab and the torch bridg
   gradient noise scale, and the compute-optimal ``G*`` with its margin, for TRL and verl (a
   :class:`BudgetReport`); :func:`budget_curve`: ``G*(R)`` over budgets (a
   :class:`BudgetCurve`); :func:`bandit_progress`: what they predict, measured on the shared
-  bandit (one step at each rate). :func:`plan` is its one-prompt special case.
+  bandit (one step at each rate), and :func:`bandit_resolution`: its best G and the G it
+  cannot tell from it. :func:`plan` is its one-prompt special case.
 - :func:`check_advantages`: the advantage oracle -- any advantage function (a framework's, a
   user's; the calling conventions of TRL, verl, Tunix or a plain ``(rewards, group_ids)``,
   :data:`CONVENTIONS`) run on a battery of groups (:data:`CHECKS`) against the lab's exact rule,
@@ -44,6 +45,7 @@ from ._budget import (
     BudgetCurve,
     BudgetReport,
     bandit_progress,
+    bandit_resolution,
     budget_curve,
     plan_budget,
 )
@@ -87,6 +89,7 @@ __all__ = [
     "ScheduleReport",
     "bad_bonus_growth",
     "bandit_progress",
+    "bandit_resolution",
     "budget_curve",
     "check_advantages",
     "describe_schedule",

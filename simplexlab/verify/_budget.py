@@ -58,8 +58,8 @@ from ..theory import (
 )
 from ._plan import _compile, _count, _grid_index, _number
 
-__all__ = ["BUDGET_GROUP_SIZES", "BudgetCurve", "BudgetReport", "bandit_progress", "budget_curve",
-           "plan_budget"]
+__all__ = ["BUDGET_GROUP_SIZES", "BudgetCurve", "BudgetReport", "bandit_progress",
+           "bandit_resolution", "budget_curve", "plan_budget"]
 
 BUDGET_GROUP_SIZES = (2, 4, 8, 16, 32, 64, 128, 256)
 """The group sizes of :func:`budget_curve` (those that divide each budget)."""
@@ -560,3 +560,15 @@ def bandit_progress(prompts: PromptSet, budget: int, group_size: int, etas, *, s
     keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), 7919 * R + G), seeds)
     out = jax.vmap(lambda e: phi(keys, e))(jnp.asarray(rates))
     return np.asarray(out[0]), np.asarray(out[1])
+
+
+def bandit_resolution(best: dict[int, tuple[float, float]]) -> tuple[int, list[int]]:
+    """The bandit's best group size and its *resolution* from ``best = {G: (Φ, SE)}`` (each
+    G's best :func:`bandit_progress` over its rates, with its standard error): ``(G_best, the
+    G whose Φ + 2 SE reaches Φ(G_best) − 2 SE)``, in the order of ``best``. A theory's ``G*``
+    agrees with the bandit where it lies in the resolution."""
+    if not best:
+        raise ValueError("bandit_resolution: no group sizes")
+    top = max(best, key=lambda G: best[G][0])
+    floor = best[top][0] - 2 * best[top][1]
+    return top, [G for G, (phi, se) in best.items() if phi + 2 * se >= floor]
