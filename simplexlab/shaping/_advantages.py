@@ -409,6 +409,6 @@ class ZScoreGroupRule(AbstractGroupRule):
     eps: float = eqx.field(static=True)
     structure = "counts"
 
-    def advantages(self, rewards, modes, logp, t, num_clusters):
+    def advantages(self, rewards, modes, logp, t, num_clusters, mask=None):
         with trusted_inputs():
-            return grpo_advantages(rewards, eps=self.eps)
+            return grpo_advantages(rewards, mask, eps=self.eps)

@@ -89,22 +89,25 @@ class MethodRule(AbstractGroupRule):
         """The training step at mean-field time ``t`` (``t / step_time``)."""
         return jnp.asarray(t) / self.step_time
 
-    def advantages(self, rewards, modes, logp, t, num_clusters):
+    def advantages(self, rewards, modes, logp, t, num_clusters, mask=None):
         # a group with a rollout of log-probability -inf (a mode of probability 0 in a
         # representative group) has probability 0: a rule from user code may return anything
         # there (the enumeration weighs it by 0); elsewhere its advantages must be finite
         exempt = None if logp is None else ~jnp.all(jnp.isfinite(logp), -1, keepdims=True)
         with trusted_inputs():  # representative or sampled groups: valid by construction
-            return rule_advantages(self.rule, Groups(rewards, modes, None, logp),
+            return rule_advantages(self.rule, Groups(rewards, modes, mask, logp),
                                    params=dict(self.params), schedule=self.schedule,
                                    step=self.training_step(t), verifier=self.verifier,
                                    num_clusters=num_clusters, name=self.method, exempt=exempt)
 
-    def reduction_size(self, K, M, group_size, active):
-        return self.rule.reduction_size(self, K, M, group_size, active)
+    def reduction_size(self, K, M, group_size, active, **bound):
+        if bound and not self.rule.traced_group_size:
+            return None  # its reduction is built for one group size
+        return self.rule.reduction_size(self, K, M, group_size, active, **bound)
 
-    def cell_totals(self, q1, q0, probs, group_size, t, num_clusters, active):
-        return self.rule.cell_totals(self, q1, q0, probs, group_size, t, num_clusters, active)
+    def cell_totals(self, q1, q0, probs, group_size, t, num_clusters, active, **bound):
+        return self.rule.cell_totals(self, q1, q0, probs, group_size, t, num_clusters, active,
+                                     **bound)
 
 
 def group_rule(method, *, params: dict[str, Any] | None = None,

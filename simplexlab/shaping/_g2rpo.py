@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import Param, as_int, check
-from ..theory.internal import compositions, counts_totals, poisson_pmf, unchecked
+from ..theory.internal import compositions, counts_totals, group_index, poisson_pmf, unchecked
 from ._advantages import ZScoreGroupRule, grpo_advantages, prepare_group
 from ._rule import AbstractRule, Groups, finite
 from ._schedule import G2RPOConfig
@@ -233,9 +233,12 @@ class _AbstractG2RPORule(AbstractRule):
     modes: ClassVar[bool] = True
     schedule: ClassVar[bool] = True
     structure: ClassVar[str] = "clusters"
+    traced_group_size: ClassVar[bool] = True
 
-    def reduction_size(self, bound, K, M, group_size, active):
-        G = group_size
+    def reduction_size(self, bound, K, M, group_size, active, max_group_size=None):
+        # the group size as data: the bound's sizes (rho <= 1/max_group_size then holds at
+        # every G up to it)
+        G = group_size if max_group_size is None else max_group_size
         s = bound.schedule
         if not (math.isinf(float(s.B_max)) and float(s.rho) <= 1.0 / G
                 and (not s.neutralize or s.gain_class.attenuated)):
@@ -259,8 +262,10 @@ class G2RPOBonusRule(_AbstractG2RPORule):
         return g2rpo_bonus(jnp.asarray(groups.rewards), good, bad, groups.mask,
                            config=schedule.config(step, verifier), num_clusters=num_clusters)
 
-    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active):
-        return _bonus_totals(bound, q1, q0, probs, group_size, t, num_clusters, active)
+    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active,
+                    max_group_size=None):
+        return _bonus_totals(bound, q1, q0, probs, group_size, t, num_clusters, active,
+                             max_group_size)
 
 
 class G2RPORule(_AbstractG2RPORule):
@@ -276,10 +281,12 @@ class G2RPORule(_AbstractG2RPORule):
     def limit_system(self, schedule, verifier, eta, step_time):
         return schedule.meanfield(eta=eta, verifier=verifier, step_time=step_time)
 
-    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active):
-        W = _bonus_totals(bound, q1, q0, probs, group_size, t, num_clusters, active)
+    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active,
+                    max_group_size=None):
+        W = _bonus_totals(bound, q1, q0, probs, group_size, t, num_clusters, active,
+                          max_group_size)
         return W + counts_totals(ZScoreGroupRule(bound.schedule.eps), q1, q0, probs, group_size,
-                                 t, num_clusters)
+                                 t, num_clusters, max_group_size)
 
 
 def _toeplitz(w, G):
@@ -306,25 +313,43 @@ def _good_dp(weights, G, n1):
     return F0, F1
 
 
-def _bonus_totals(rule, q1, q0, probs, G, t, C, active):
+def _bonus_totals(rule, q1, q0, probs, G, t, C, active, max_group_size=None):
+    """The bonus's cell totals (the class docstring). ``max_group_size`` (static): ``G`` is
+    data below it: the programme's arrays run to the bound (totals ``a <= max_group_size``;
+    the recursion over totals is triangular, so its entries up to ``G`` are the per-G ones) and
+    every total above ``G`` is given no weight."""
     dt = probs.dtype
     cfg = rule.schedule.config(rule.training_step(t), rule.verifier)
     s = rule.schedule
     good_ids, bad_ids = active
     n1, n0 = len(good_ids), len(bad_ids)
+    S = G if max_group_size is None else max_group_size  # the arrays' static size
     lam0 = jnp.asarray(cfg.gain, dt)
-    n = jnp.arange(G + 1, dtype=dt)
+    n = jnp.arange(S + 1, dtype=dt)
     Z = poisson_pmf(jnp.asarray(G, dt), jnp.asarray(G, dt))
     gid, bid = jnp.asarray(good_ids), jnp.asarray(bad_ids)
-    w1 = poisson_pmf(G * q1[gid][:, None], n) if n1 else jnp.zeros((0, G + 1), dt)
+    w1 = poisson_pmf(G * q1[gid][:, None], n) if n1 else jnp.zeros((0, S + 1), dt)
     lam_bad = G * q0[bid] if n0 else jnp.zeros((0,), dt)
     Hb = poisson_pmf(jnp.sum(G * q0), n)  # Σ over incorrect-scored configs of total b
     a = n  # the number of correct-scored rollouts
-    b = G - a
+    if max_group_size is None:
+        def at_rest(x):  # x (indexed by the incorrect side's total) at b = G − a
+            return x[::-1]
+        b = G - a
+    else:
+        gi = group_index(G)
+        inside = jnp.arange(S + 1, dtype=jnp.int32) <= gi
+        rest = jnp.clip(gi - jnp.arange(S + 1, dtype=jnp.int32), 0, S)
+
+        def at_rest(x):  # ... and 0 at the totals a > G, which no group of size G has
+            return jnp.where(inside.reshape((-1,) + (1,) * (x.ndim - 1)), x[rest], 0.0)
+        b = jnp.where(inside, G - a, 0.0)
     p_hat = b / G
     interior = (b > 0) & (b < G)
     gain_class = s.gain_class
     lam_a = gain_class.p_gain(lam0, p_hat, interior, rule.verifier)
+    if max_group_size is not None:
+        lam_a = jnp.where(inside, lam_a, 0.0)
     kappa = jnp.arange(1, n1 + 1, dtype=dt)  # occupied good clusters, 1..n1
 
     # the incorrect-scored side: L̂_z by the compositions of b (only where it matters)
@@ -332,7 +357,7 @@ def _bonus_totals(rule, q1, q0, probs, G, t, C, active):
     U1 = U2 = V = None
     if need_lz and n0:
         if s.cluster_bad:
-            m, bb, keep = _bad_rows(G, n0, dt)  # (R, n0), (R,), (R,)
+            m, bb, keep = _bad_rows(S, n0, dt)  # (R, n0), (R,), (R,)
             # a row's weight is the product of its parts' Poisson pmfs (n0 pmfs, gathered)
             pmf = poisson_pmf(lam_bad[:, None], n)  # (n0, G+1)
             parts = pmf[jnp.arange(n0)[None, :], m.astype(jnp.int32)]  # (R, n0)
@@ -343,7 +368,7 @@ def _bonus_totals(rule, q1, q0, probs, G, t, C, active):
             inv = 1.0 / (Lz[:, None] + 1.0 / kappa[None, :])  # (R, n1)
             # Σ_rows of total b of wrow · (1, L̂_z, m) · inv: U1, U2 (G+1, n1), V (G+1, n0, n1)
             X = wrow[:, None] * jnp.concatenate([jnp.ones_like(Lz)[:, None], Lz[:, None], m], 1)
-            out = _by_total_dot(X, inv, bb, G, n0)
+            out = _by_total_dot(X, inv, bb, S, n0)
             U1, U2, V = out[:, 0], out[:, 1], out[:, 2:]
         else:
             Lz1 = jnp.maximum(1.0, s.Lz_min)
@@ -367,20 +392,20 @@ def _bonus_totals(rule, q1, q0, probs, G, t, C, active):
         #           = Σ_n w1[k, n] (gA[k, n] − n gB[k, n]),
         # gX = ∂(⟨F1, ψX⟩ + ⟨F0, φX⟩)/∂w1 with ψA = λ a/κ u1/a², ψB = λ u1/a², φA = λ a/κ u2,
         # φB = λ u2 (schedule A / constant: ψ = 0, u2 → the incorrect side's mass Hb(G − a))
-        (F0, F1), pull = jax.vjp(lambda w: _good_dp(w, G, n1), w1)
+        (F0, F1), pull = jax.vjp(lambda w: _good_dp(w, S, n1), w1)
         af = a[:, None]  # (a, 1)
         kap = kappa[None, :]  # (1, κ = 1..n1)
         lam = lam_a[:, None]
         if gain_class.attenuated:
             inv_a2 = jnp.where(af > 0, 1.0 / jnp.where(af > 0, af, 1.0) ** 2, 0.0)
-            psiB = lam * U1[::-1] * inv_a2  # (a, κ): U1, U2 at b = G − a
-            phiB = lam * U2[::-1]
+            psiB = lam * at_rest(U1) * inv_a2  # (a, κ): U1, U2 at b = G − a
+            phiB = lam * at_rest(U2)
         else:
-            psiB = jnp.zeros((G + 1, n1), dt)
-            phiB = jnp.broadcast_to(lam * Hb[::-1][:, None], (G + 1, n1))
+            psiB = jnp.zeros((S + 1, n1), dt)
+            phiB = jnp.broadcast_to(lam * at_rest(Hb)[:, None], (S + 1, n1))
 
         def pad(x):  # κ = 0 (no good rollout) gets nothing: the own cell is occupied
-            return jnp.concatenate([jnp.zeros((G + 1, 1), dt), x], 1)
+            return jnp.concatenate([jnp.zeros((S + 1, 1), dt), x], 1)
 
         cot = (jnp.stack([pad(phiB * af / kap), pad(phiB)]),
                jnp.stack([pad(psiB * af / kap), pad(psiB)]))
@@ -396,7 +421,7 @@ def _bonus_totals(rule, q1, q0, probs, G, t, C, active):
             if s.p_damp > 0:
                 x = jnp.clip(p_hat / s.p_damp, 0.0, 1.0)
                 coef = coef * x * x * (3.0 - 2.0 * x)
-            Vb = V[G - jnp.arange(G + 1)]  # (a, n0, n1): the incorrect side of total G − a
+            Vb = at_rest(V)  # (a, n0, n1): the incorrect side of total G − a
             tot = jnp.einsum("a,ak,ajk->j", coef, good_part, Vb)
             W = W.at[0, jnp.asarray(bad_ids)].add(tot / Z)
     return W

@@ -113,6 +113,12 @@ class AbstractRule(eqx.Module):
         ``~(ok)``; ``group_size`` the name the caller gives the group size). Default none."""
         return []
 
+    #: its own reduction (:meth:`cell_totals`, :meth:`reduction_size`) takes the keyword
+    #: ``max_group_size`` (a static bound; ``group_size`` is then a traced value below it, and
+    #: one program serves every group size up to the bound): the finite-group theory's group
+    #: size as data (:class:`~simplexlab.theory.FiniteGroup`'s ``max_group_size``)
+    traced_group_size: ClassVar[bool] = False
+
     def reduction_size(self, bound, K: int, M: int, group_size: int, active) -> int | None:
         """The size of the rule's own exact reduction of the finite-group cell totals at these
         sizes (``None``: it has none); ``bound`` is the rule with its parameters, schedule and

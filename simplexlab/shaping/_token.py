@@ -214,6 +214,7 @@ class ProGRPORule(AbstractRule):
     params: ClassVar[tuple[str, ...]] = ("progrpo_alpha", "progrpo_all_correct")
     PARAMS: ClassVar[tuple[Param, ...]] = (PROGRPO_ALPHA, PROGRPO_ALL_CORRECT)
     logp: ClassVar[bool] = True
+    traced_group_size: ClassVar[bool] = True
 
     def __call__(self, groups, params, schedule, step, verifier, num_clusters):
         g = groups
@@ -221,20 +222,26 @@ class ProGRPORule(AbstractRule):
                                   mask=g.mask, alpha=params["progrpo_alpha"], fraction=1.0,
                                   all_correct=params["progrpo_all_correct"])
 
-    def reduction_size(self, bound, K, M, group_size, active):
-        return 4 * (group_size + 1) * (K + M)
+    def reduction_size(self, bound, K, M, group_size, active, max_group_size=None):
+        G = group_size if max_group_size is None else max_group_size
+        return 4 * (G + 1) * (K + M)
 
-    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active):
+    def cell_totals(self, bound, q1, q0, probs, group_size, t, num_clusters, active,
+                    max_group_size=None):
         G = group_size
+        S = G if max_group_size is None else max_group_size  # the arrays' static size
         dt = probs.dtype
         alpha = bound.params["progrpo_alpha"]
         root = probs ** (1.0 / G)
         a1, a0 = jnp.sum(q1 * root), jnp.sum(q0 * root)
-        s = jnp.arange(G, dtype=dt)  # the other G − 1 rollouts' successes
-        logc = gammaln(G + 0.0) - gammaln(s + 1.0) - gammaln(G - s)
-        geo = jnp.exp(logc + xlogy(s, a1) + xlogy(G - 1.0 - s, a0))
-        pmf = binomial_pmf(G - 1, jnp.sum(q1))
-        W = counts_totals(ZScoreGroupRule(1e-6), q1, q0, probs, G, t, num_clusters)
+        s = jnp.arange(S, dtype=dt)  # the other G − 1 rollouts' successes
+        inside = s <= G - 1.0  # all of them where G is static; the padding beyond G - 1 not
+        rest = jnp.where(inside, G - 1.0 - s, 0.0)
+        logc = gammaln(G + 0.0) - gammaln(s + 1.0) - gammaln(rest + 1.0)
+        geo = jnp.where(inside, jnp.exp(logc + xlogy(s, a1) + xlogy(rest, a0)), 0.0)
+        pmf = binomial_pmf(G - 1, jnp.sum(q1), None if max_group_size is None else S - 1)
+        W = counts_totals(ZScoreGroupRule(1e-6), q1, q0, probs, G, t, num_clusters,
+                          max_group_size)
         # all-correct groups too (eq. 4)
         eq4 = jnp.asarray(bound.params.get("progrpo_all_correct", 0.0)).astype(bool)
         for r, q in ((1, q1), (0, q0)):

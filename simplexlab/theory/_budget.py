@@ -65,7 +65,7 @@ import numpy as np
 from .._checks import as_int
 from .._env import fast_compile_options
 from ._finite_moments import check_num_groups, group_step_moments
-from ._finite_paths import MAX_SIZE, check_settings, known_zero_rates
+from ._finite_paths import MAX_SIZE, check_settings, checked_group_size, known_zero_rates
 from ._optimizers import SGD, AbstractOptimizerLimit, Adam, Momentum, RMSprop, optimizer_limit
 from ._prompts import PromptSet
 from ._verifier import Verifier
@@ -152,32 +152,42 @@ def shared_policy(prompts: PromptSet, K: int, M: int, *, features: str = "random
 def prompt_moments(rule, probs, K: int, group_size: int, *, verifier: Verifier | None = None,
                    surrogate: str = "log_likelihood", reduction: str = "mean",
                    path: str = "auto", t=0.0, max_size: int = MAX_SIZE,
-                   num_samples: int = 4096, key=None):
+                   num_samples: int = 4096, key=None, max_group_size: int | None = None):
     r"""One group's :class:`~simplexlab.theory.StepMoments` at each prompt's policy ``probs``
     ``(N, C)`` (leading axis ``N`` on every array): :func:`expected_moments` vectorised over the
     prompts, one compiled program per setting. ``"auto"`` takes an exact path, else Monte Carlo
-    (the result names its path)."""
+    (the result names its path). ``max_group_size``: ``group_size`` is data below this static
+    bound, one program for every group size up to it (the counts path, as
+    :func:`expected_moments`)."""
     verifier = Verifier() if verifier is None else verifier
-    G = check_settings("prompt_moments", group_size, surrogate, reduction, "auto", rule)
+    G = check_settings("prompt_moments", group_size, surrogate, reduction, "auto", rule,
+                       max_group_size)
     check_num_groups(rule, 1, "prompt_moments")
     probs = jnp.asarray(probs, jnp.result_type(float))
     if probs.ndim != 2:
         raise ValueError(f"prompt_moments: probs must be (N, C); got shape {probs.shape}")
     K = as_int(K, "prompt_moments: K", lower=1)
     key = jax.random.key(0) if key is None else key
-    return _prompt_moments(rule, probs, verifier, t, key, K=K, G=G, surrogate=surrogate,
+    if max_group_size is not None:
+        if np.ndim(G) != 0:
+            raise ValueError(f"prompt_moments: group_size must be one number; got shape "
+                             f"{np.shape(G)}")
+        probs = checked_group_size(G, max_group_size, max(2, rule.min_group_size), probs,
+                                   "prompt_moments")
+    return _prompt_moments(rule, probs, verifier, t, key, G, K=K, surrogate=surrogate,
                            reduction=reduction, path=path, max_size=max_size,
-                           num_samples=num_samples, zero_rates=known_zero_rates(verifier))
+                           num_samples=num_samples, zero_rates=known_zero_rates(verifier),
+                           max_group_size=max_group_size)
 
 
 @eqx.filter_jit
-def _prompt_moments(rule, probs, verifier, t, key, *, K, G, surrogate, reduction, path,
-                    max_size, num_samples, zero_rates):
+def _prompt_moments(rule, probs, verifier, t, key, G, *, K, surrogate, reduction, path,
+                    max_size, num_samples, zero_rates, max_group_size):
     keys = jax.random.split(key, probs.shape[0])
     return jax.vmap(lambda p, k: group_step_moments(
         rule, p, K, G, verifier=verifier, surrogate=surrogate, reduction=reduction,
         num_groups=1, path=path, t=t, max_size=max_size, num_samples=num_samples, key=k,
-        zero_rates=zero_rates))(probs, keys)
+        zero_rates=zero_rates, max_group_size=max_group_size))(probs, keys)
 
 
 class SharedMoments(eqx.Module):

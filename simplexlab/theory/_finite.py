@@ -28,11 +28,12 @@ the small interface :class:`AbstractGroupRule` and never imports it.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._checks import SIMPLEX_ATOL, as_int, check, error_if, is_concrete, xp
 from ._entropy import EntropyBonus
@@ -47,10 +48,13 @@ from ._finite_moments import (
 from ._finite_paths import (
     MAX_SIZE,
     AbstractGroupRule,
+    StaticInt,
     active_cells,
     cell_totals,
+    check_group_size,
     check_settings,
     check_time,
+    checked_group_size,
     choose_path,
     known_zero_rates,
 )
@@ -109,19 +113,23 @@ def expected_update(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
                     verifier: Verifier | None = None, surrogate: str = "log_likelihood",
                     reduction: str = "mean", path: str = "auto", t=0.0,
                     max_size: int = MAX_SIZE, num_samples: int = 4096, key=None,
-                    zero_rates: tuple | None = None) -> ExpectedUpdate:
+                    zero_rates: tuple | None = None,
+                    max_group_size: int | None = None) -> ExpectedUpdate:
     r"""The expectation of one group step of ``rule`` at the full policy ``probs`` (``C``
     modes, the first ``K`` good), per unit step size (module docstring). ``path="auto"`` takes
     the rule's own reduction, then ``"counts"``, ``"clusters"``, ``"enumerate"`` where they
     apply within ``max_size`` table entries, else Monte Carlo (``num_samples`` groups,
     ``key``); the result names the path and, for Monte Carlo, the standard errors.
     ``zero_rates``: ``(δ_FN == 0, δ_FP == 0)`` if known (default: read from ``verifier``).
-    One compiled program per setting."""
+    One compiled program per setting; with ``max_group_size`` (a static bound) ``group_size``
+    is data, and one program serves every group size up to the bound (the ``"counts"`` path and
+    the rules' own reductions that take the bound; equal to the per-G program's to round-off)."""
     verifier = Verifier() if verifier is None else verifier
     if not isinstance(verifier, Verifier):
         raise ValueError(f"expected_update: verifier must be a Verifier(delta_fn, delta_fp) (or "
                          f"None: a perfect one); got {verifier!r}")
-    G = check_settings("expected_update", group_size, surrogate, reduction, path, rule)
+    G = check_settings("expected_update", group_size, surrogate, reduction, path, rule,
+                       max_group_size)
     probs = jnp.asarray(probs, dtype=jnp.result_type(float))
     if probs.ndim != 1:
         raise ValueError(f"expected_update: probs must be one policy of shape (C,); got shape "
@@ -145,20 +153,29 @@ def expected_update(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     # G = 10^6 its default 4,096 groups were 393 GB), refused when they cannot fit
     max_size = as_int(max_size, "expected_update: max_size", lower=1)
     chosen = choose_path(rule, K, C - K, G, active_cells(verifier, K, C - K, zero_rates), path,
-                         max_size, allow_montecarlo=True, num_samples=num_samples)
+                         max_size, allow_montecarlo=True, num_samples=num_samples,
+                         max_group_size=max_group_size)
+    if max_group_size is not None:
+        if np.ndim(G) != 0:
+            raise ValueError(f"expected_update: group_size must be one number; got shape "
+                             f"{np.shape(G)}")
+        probs = checked_group_size(G, max_group_size, max(2, rule.min_group_size), probs,
+                                   "expected_update")
     key = jax.random.key(0) if key is None else key
-    return _expected_update(rule, probs, verifier, t, key, K=K, G=G, path=chosen,
+    return _expected_update(rule, probs, verifier, t, key, G, K=K, path=chosen,
                             surrogate=surrogate, reduction=reduction, max_size=max_size,
-                            num_samples=num_samples, zero_rates=zero_rates)
+                            num_samples=num_samples, zero_rates=zero_rates,
+                            max_group_size=max_group_size)
 
 
 @eqx.filter_jit
-def _expected_update(rule, probs, verifier, t, key, *, K, G, path, surrogate, reduction,
-                     max_size, num_samples, zero_rates):
-    """:func:`expected_update` after its checks, as one compiled program per setting."""
+def _expected_update(rule, probs, verifier, t, key, G, *, K, path, surrogate, reduction,
+                     max_size, num_samples, zero_rates, max_group_size):
+    """:func:`expected_update` after its checks, as one compiled program per setting (``G``
+    an array where the group size is data: one program for every value)."""
     W, se, chosen = cell_totals(rule, probs, K, G, verifier=verifier, path=path, t=t,
                                 max_size=max_size, num_samples=num_samples, key=key,
-                                zero_rates=zero_rates)
+                                zero_rates=zero_rates, max_group_size=max_group_size)
     scale = 1.0 / G if reduction == "mean" else 1.0
     theta = _theta(W, probs, scale, surrogate)
     # the standard error of theta: w's entries are per-cell sums; a linear map of them
@@ -196,7 +213,13 @@ class FiniteGroup(AbstractDynamics):
 
     ``rule`` (a :class:`AbstractGroupRule`: :func:`simplexlab.shaping.group_rule` makes one for
     every method), ``group_size`` ``G``, ``surrogate`` (``"log_likelihood"`` or ``"probability"``),
-    ``reduction`` (``"mean"`` or ``"sum"``), ``path`` (:data:`PATHS`; ``"auto"`` never takes
+    ``reduction`` (``"mean"`` or ``"sum"``), ``max_group_size`` (``None``: ``group_size`` is a
+    static integer, one compiled program per value; a static bound: ``group_size`` is data, a
+    whole number up to the bound or an array of them, one per trajectory of
+    :func:`~simplexlab.theory.solve_ensemble`, and one program serves every group size up to it:
+    the ``"counts"`` path and the rules' own reductions that take the bound, G²RPO's among
+    them, their arrays padded to the bound, equal to the per-G field to round-off; the bandit's
+    ``max_group_size`` alike), ``path`` (:data:`PATHS`; ``"auto"`` never takes
     Monte Carlo here: it raises, naming the sizes; an explicit ``"montecarlo"`` gives a field
     that is piecewise constant in the state, for fixed-step solvers), ``max_size``,
     ``num_samples``, ``seed``. ``optimizer``: ``None`` (SGD) or the small-step limit of another
@@ -207,7 +230,10 @@ class FiniteGroup(AbstractDynamics):
     """
 
     rule: AbstractGroupRule
-    group_size: int = eqx.field(kw_only=True, static=True)
+    #: ``G``: a static integer, or (``max_group_size`` set) data: a float array of whole numbers
+    group_size: Any = eqx.field(kw_only=True)
+    #: the static bound below which ``group_size`` is data (``None``: ``group_size`` is static)
+    max_group_size: int | None = eqx.field(default=None, kw_only=True, static=True)
     surrogate: str = eqx.field(default="log_likelihood", kw_only=True, static=True)
     reduction: str = eqx.field(default="mean", kw_only=True, static=True)
     path: str = eqx.field(default="auto", kw_only=True, static=True)
@@ -242,10 +268,16 @@ class FiniteGroup(AbstractDynamics):
     def __post_init__(self):
         if self.zero_rates is None:
             object.__setattr__(self, "zero_rates", known_zero_rates(self.verifier))
+        if isinstance(self.rule, AbstractGroupRule):  # else __check_init__ names it
+            # a static G as an int that JAX leaves static (StaticInt); data as a float array
+            # (one program for every value)
+            G = check_group_size("FiniteGroup", self.group_size, self.rule, self.max_group_size)
+            object.__setattr__(self, "group_size",
+                               StaticInt(G) if self.max_group_size is None else G)
 
     def __check_init__(self):
         check_settings("FiniteGroup", self.group_size, self.surrogate, self.reduction,
-                        self.path, self.rule)
+                        self.path, self.rule, self.max_group_size)
         as_int(self.max_size, "FiniteGroup: max_size", lower=1)
         as_int(self.num_samples, "FiniteGroup: num_samples", lower=1)
         if self.entropy_bonus is not None and not isinstance(self.entropy_bonus, EntropyBonus):
@@ -279,6 +311,11 @@ class FiniteGroup(AbstractDynamics):
             out = eqx.tree_at(lambda d: d.entropy_bonus, out, self.entropy_bonus.checked())
         return dataclasses.replace(out, solver_states=True)
 
+    @property
+    def _G(self):
+        """The group size as the computation takes it: a plain ``int`` (static) or the array."""
+        return int(self.group_size) if self.max_group_size is None else self.group_size
+
     def rates(self, t, state):
         raise NotImplementedError("FiniteGroup's field is not collinear with V(y): use "
                                   "vector_field (the rates a_y, a_z of the G → ∞ systems do not "
@@ -287,9 +324,10 @@ class FiniteGroup(AbstractDynamics):
     def resolve_path(self, K: int, M: int) -> str:
         """The path the field takes for ``K`` good and ``M`` bad modes (``ValueError`` where
         none fits)."""
-        return choose_path(self.rule, K, M, self.group_size,
+        return choose_path(self.rule, K, M, self._G,
                            active_cells(self.verifier, K, M, self.zero_rates), self.path,
-                           self.max_size, allow_montecarlo=False, num_samples=self.num_samples)
+                           self.max_size, allow_montecarlo=False, num_samples=self.num_samples,
+                           max_group_size=self.max_group_size)
 
     def theta_drift(self, t, state: State):
         """``dθ/dt`` at ``state`` (one point, or a batch like :meth:`vector_field`); one
@@ -307,12 +345,20 @@ class FiniteGroup(AbstractDynamics):
     def _theta_one(self, t, state: State):
         K = state.y.shape[-1]
         probs = state.policy()
-        W, _, _ = cell_totals(self.rule, probs, K, self.group_size, verifier=self.verifier,
+        if self.max_group_size is None and not isinstance(self.group_size, int):
+            raise ValueError(f"FiniteGroup: group_size is static (max_group_size=None) but "
+                             f"became {type(self.group_size).__name__} (an array leaf: a "
+                             f"tree_map over the system?); give max_group_size for a group "
+                             f"size as data")
+        if self.max_group_size is not None:  # data: a whole number within the bound
+            probs = checked_group_size(self._G, self.max_group_size,
+                                       max(2, self.rule.min_group_size), probs, "FiniteGroup")
+        W, _, _ = cell_totals(self.rule, probs, K, self._G, verifier=self.verifier,
                               path=self.path, t=t, max_size=self.max_size,
                               num_samples=self.num_samples,
                               key=jax.random.key(self.seed), allow_montecarlo=False,
-                              zero_rates=self.zero_rates)
-        scale = 1.0 / self.group_size if self.reduction == "mean" else 1.0
+                              zero_rates=self.zero_rates, max_group_size=self.max_group_size)
+        scale = 1.0 / self._G if self.reduction == "mean" else 1.0
         drift = _theta(W, probs, scale, self.surrogate)
         if self.entropy_bonus is not None:
             drift = drift + self.entropy_bonus.field_term(t, probs, drift, self.eta)
@@ -332,19 +378,21 @@ class FiniteGroup(AbstractDynamics):
 
     def _moments_one(self, t, probs, K, path, key, allow_montecarlo):
 
-        return group_step_moments(self.rule, probs, K, self.group_size, verifier=self.verifier,
+        return group_step_moments(self.rule, probs, K, self._G, verifier=self.verifier,
                                   surrogate=self.surrogate, reduction=self.reduction,
                                   num_groups=self.num_groups, path=path, t=t,
                                   max_size=self.max_size, num_samples=self.num_samples, key=key,
-                                  zero_rates=self.zero_rates, allow_montecarlo=allow_montecarlo)
+                                  zero_rates=self.zero_rates, allow_montecarlo=allow_montecarlo,
+                                  max_group_size=self.max_group_size)
 
     def resolve_moments_path(self, K: int, M: int) -> str:
         """The second-moment path for ``K`` good and ``M`` bad modes (``ValueError`` where no
         exact one fits and ``moments_path`` is ``"auto"``)."""
 
-        return choose_moments_path(self.rule, K, M, self.group_size,
+        return choose_moments_path(self.rule, K, M, self._G,
                                    active_cells(self.verifier, K, M, self.zero_rates),
-                                   self.moments_path, self.max_size, allow_montecarlo=False)
+                                   self.moments_path, self.max_size, allow_montecarlo=False,
+                                   max_group_size=self.max_group_size)
 
     def moments(self, state: State, t=0.0, *, path: str | None = None, key=None):
         """The moments of one step's gradient at ``state`` (one point):
@@ -354,12 +402,12 @@ class FiniteGroup(AbstractDynamics):
 
         state = check_state(state)
         probs = state.policy()
-        out = expected_moments(self.rule, probs, state.K, self.group_size,
+        out = expected_moments(self.rule, probs, state.K, self._G,
                                verifier=self.verifier, surrogate=self.surrogate,
                                reduction=self.reduction, num_groups=self.num_groups,
                                path=path or self.moments_path, t=t, max_size=self.max_size,
                                num_samples=self.num_samples, key=key,
-                               zero_rates=self.zero_rates)
+                               zero_rates=self.zero_rates, max_group_size=self.max_group_size)
         if self.entropy_bonus is None:
             return out
         mean = out.mean + self.entropy_bonus.field_term(t, probs, out.mean, self.eta)
@@ -391,8 +439,8 @@ class FiniteGroup(AbstractDynamics):
                         key=None) -> ExpectedUpdate:
         """:func:`expected_update` of this system's rule at ``state`` (one point)."""
         state = check_state(state)
-        return expected_update(self.rule, state.policy(), state.K, self.group_size,
+        return expected_update(self.rule, state.policy(), state.K, self._G,
                                verifier=self.verifier, surrogate=self.surrogate,
                                reduction=self.reduction, path=path or self.path, t=t,
                                max_size=self.max_size, num_samples=self.num_samples, key=key,
-                               zero_rates=self.zero_rates)
+                               zero_rates=self.zero_rates, max_group_size=self.max_group_size)

@@ -66,6 +66,7 @@ from ._finite_paths import (
     binomial_pmf,
     check_settings,
     check_time,
+    checked_group_size,
     cluster_second_size,
     clusters_second_moments,
     count_advantages,
@@ -75,6 +76,7 @@ from ._finite_paths import (
     montecarlo_bytes,
     pick_path,
     sampled_cell_totals,
+    takes_mask,
 )
 from ._verifier import Verifier
 
@@ -124,13 +126,16 @@ def gradient_map(probs, surrogate: str):
 # --------------------------------------------------------------------------- the paths
 
 
-def counts_second_moments(rule, q1, q0, probs, G, t, C):
+def counts_second_moments(rule, q1, q0, probs, G, t, C, max_group_size: int | None = None):
     """The ``"counts"`` path: ``(W, M2)``, ``E[T]`` ``(2, C)`` and ``E[T_{rc} T_{r'c'}]``
-    ``(2, C, 2, C)`` of a count rule (module docstring)."""
-    a0, a1 = count_advantages(rule, probs, G, t, C)  # A(0, k), k = 0..G−1; A(1, k), k = 1..G
+    ``(2, C, 2, C)`` of a count rule (module docstring); ``max_group_size``: ``G`` is data
+    below it (:func:`~simplexlab.theory._finite_paths.count_advantages`)."""
+    # A(0, k), k = 0..G−1; A(1, k), k = 1..G (zero beyond G, where G is data)
+    a0, a1 = count_advantages(rule, probs, G, t, C, max_group_size)
     Q = jnp.sum(q1)
-    b1 = binomial_pmf(G - 1, Q)  # the other G − 1 rollouts' successes
-    b2 = binomial_pmf(G - 2, Q)  # the other G − 2 rollouts' successes
+    B = None if max_group_size is None else max_group_size
+    b1 = binomial_pmf(G - 1, Q, None if B is None else B - 1)  # the other G − 1's successes
+    b2 = binomial_pmf(G - 2, Q, None if B is None else B - 2)  # the other G − 2's successes
     W = jnp.stack([G * q0 * jnp.sum(b1 * a0), G * q1 * jnp.sum(b1 * a1)])
     pair = G * (G - 1.0)
     s11 = jnp.sum(a1[1:] ** 2 * b2)  # k = 2..G
@@ -163,45 +168,56 @@ def _enumerate_second_moments(rule, q1, q0, probs, G, t, C, cells):
 
 
 def moments_size(rule: AbstractGroupRule, K: int, M: int, G: int, active,
-                 bound: int = MAX_SIZE) -> dict:
+                 bound: int = MAX_SIZE, *, traced: bool = False) -> dict:
     """Table entries of each second-moment path at these sizes (``None``: does not apply; the
-    partition programme's counted up to ``bound``, a lower bound beyond it)."""
+    partition programme's counted up to ``bound``, a lower bound beyond it). ``traced``: the
+    group size is data below ``G`` (only the counts path serves it)."""
     n = len(active[0]) + len(active[1])
     local = rule.group_local
     symmetric = rule.structure in ("counts", "clusters") and local
-    return {"counts": (G + 1) * G if rule.structure == "counts" and local else None,
-            "enumerate": enumeration_size(G, n) * (G + n) if local else None,
+    return {"counts": ((G + 1) * G if rule.structure == "counts" and local
+                       and (not traced or takes_mask(rule)) else None),
+            "enumerate": enumeration_size(G, n) * (G + n) if local and not traced else None,
             "clusters": (cluster_second_size(G, len(active[0]), len(active[1]),
-                                             bound=bound) if symmetric else None)}
+                                             bound=bound) if symmetric and not traced
+                         else None)}
 
 
 def choose_moments_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *,
-                        allow_montecarlo: bool) -> str:
+                        allow_montecarlo: bool, max_group_size: int | None = None) -> str:
     """The second-moment path to take (static): ``path`` itself, checked, or the first exact one
-    that fits within ``max_size`` table entries ("auto"), else Monte Carlo where allowed."""
+    that fits within ``max_size`` table entries ("auto"), else Monte Carlo where allowed.
+    ``max_group_size``: the group size is data below it (the counts path only)."""
     if path not in MOMENT_PATHS:
         extra = " (the rules' own reductions give the mean only)" if path == "rule" else ""
         raise ValueError(f"unknown second-moment path {path!r}{extra}; choose one of "
                          f"{MOMENT_PATHS}")
-    return pick_path(moments_size(rule, K, M, G, active, max_size), path, G, K, M, max_size,
-                     allow_montecarlo=allow_montecarlo, what="second-moment path",
-                     applies=" to the second moment", per_entry=8)
+    traced = max_group_size is not None
+    G = max_group_size if traced else G
+    return pick_path(moments_size(rule, K, M, G, active, max_size, traced=traced), path, G, K, M,
+                     max_size, allow_montecarlo=allow_montecarlo, what="second-moment path",
+                     applies=" to the second moment", per_entry=8,
+                     max_group_size=max_group_size)
 
 
-def cell_second_moments(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
+def cell_second_moments(rule: AbstractGroupRule, probs, K: int, group_size, *,
                         verifier: Verifier, path: str = "auto", t=0.0,
-                        max_size: int = MAX_SIZE, zero_rates=None):
+                        max_size: int = MAX_SIZE, zero_rates=None,
+                        max_group_size: int | None = None):
     """``(W, M2, path)``: ``E[T]`` ``(2, C)`` and ``E[T_{rc} T_{r'c'}]`` ``(2, C, 2, C)`` of one
-    group of ``rule`` at ``probs`` on an exact path (module docstring)."""
+    group of ``rule`` at ``probs`` on an exact path (module docstring); ``max_group_size``:
+    ``group_size`` is data below it (the counts path)."""
     probs = jnp.asarray(probs)
     C = probs.shape[-1]
     G = group_size
     active = active_cells(verifier, K, C - K, zero_rates)
     chosen = choose_moments_path(rule, K, C - K, G, active, path, max_size,
-                                 allow_montecarlo=False)
+                                 allow_montecarlo=False, max_group_size=max_group_size)
     q1, q0 = _cells(verifier, probs, K)
+    if max_group_size is not None:
+        G = jnp.asarray(G, probs.dtype)
     if chosen == "counts":
-        W, M2 = counts_second_moments(rule, q1, q0, probs, G, t, C)
+        W, M2 = counts_second_moments(rule, q1, q0, probs, G, t, C, max_group_size)
     elif chosen == "clusters":
         W, M2 = clusters_second_moments(rule, q1, q0, probs, G, t, C, *active)
     else:
@@ -270,16 +286,20 @@ def expected_moments(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
                      verifier: Verifier | None = None, surrogate: str = "log_likelihood",
                      reduction: str = "mean", num_groups: int = 1, path: str = "auto", t=0.0,
                      max_size: int = MAX_SIZE, num_samples: int = 4096, key=None,
-                     zero_rates: tuple | None = None) -> StepMoments:
+                     zero_rates: tuple | None = None,
+                     max_group_size: int | None = None) -> StepMoments:
     r"""The mean, second moment and covariance of one step's gradient ``ĝ = Δθ/η`` of ``rule``
     at the full policy ``probs`` (``C`` modes, the first ``K`` good), the step averaging
     ``num_groups`` groups drawn on the same parameters (module docstring). ``path="auto"``
     takes ``"counts"``, then ``"enumerate"``, then ``"clusters"`` where they apply within
     ``max_size`` table entries, else Monte Carlo (``num_samples`` groups or batches, ``key``);
     the result names the path and, for Monte Carlo, the standard errors. One compiled program
-    per setting."""
+    per setting; with ``max_group_size`` (a static bound) ``group_size`` is data and one program
+    serves every group size up to the bound (the counts path; its arrays padded to the bound,
+    equal to the per-G program's to round-off)."""
     verifier = Verifier() if verifier is None else verifier
-    G = check_settings("expected_moments", group_size, surrogate, reduction, "auto", rule)
+    G = check_settings("expected_moments", group_size, surrogate, reduction, "auto", rule,
+                       max_group_size)
     P = check_num_groups(rule, num_groups, "expected_moments")
     if np.ndim(probs) != 1:
         raise ValueError(f"expected_moments: probs must be one policy of shape (C,); got shape "
@@ -298,7 +318,14 @@ def expected_moments(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     max_size = as_int(max_size, "expected_moments: max_size", lower=1)
     zero_rates = known_zero_rates(verifier) if zero_rates is None else zero_rates
     chosen = choose_moments_path(rule, K, C - K, G, active_cells(verifier, K, C - K, zero_rates),
-                                 path, max_size, allow_montecarlo=True)
+                                 path, max_size, allow_montecarlo=True,
+                                 max_group_size=max_group_size)
+    if max_group_size is not None:
+        if np.ndim(G) != 0:
+            raise ValueError(f"expected_moments: group_size must be one number; got shape "
+                             f"{np.shape(G)}")
+        probs = checked_group_size(G, max_group_size, max(2, rule.min_group_size), probs,
+                                   "expected_moments")
     if chosen == "montecarlo":  # its arrays, before they are built (G = 10^9: 327 TB)
         B = rule.num_groups
         _check_memory(f"expected_moments: path='montecarlo' at G = {G} with C = {C} modes, "
@@ -307,36 +334,41 @@ def expected_moments(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
                       "lower num_samples (the standard error grows as 1/sqrt(num_samples)) or "
                       "the group size")
     key = jax.random.key(0) if key is None else key
-    return _expected_moments(rule, probs, verifier, t, key, K=K, G=G, P=P, path=chosen,
+    return _expected_moments(rule, probs, verifier, t, key, G, K=K, P=P, path=chosen,
                              surrogate=surrogate, reduction=reduction, max_size=max_size,
-                             num_samples=num_samples, zero_rates=zero_rates)
+                             num_samples=num_samples, zero_rates=zero_rates,
+                             max_group_size=max_group_size)
 
 
 @eqx.filter_jit
-def _expected_moments(rule, probs, verifier, t, key, *, K, G, P, path, surrogate, reduction,
-                      max_size, num_samples, zero_rates):
-    """:func:`expected_moments` after its checks, as one compiled program per setting."""
+def _expected_moments(rule, probs, verifier, t, key, G, *, K, P, path, surrogate, reduction,
+                      max_size, num_samples, zero_rates, max_group_size):
+    """:func:`expected_moments` after its checks, as one compiled program per setting (``G``
+    an array where the group size is data: one program for every value)."""
     return group_step_moments(rule, probs, K, G, verifier=verifier, surrogate=surrogate,
                               reduction=reduction, num_groups=P, path=path, t=t,
                               max_size=max_size, num_samples=num_samples, key=key,
-                              zero_rates=zero_rates)
+                              zero_rates=zero_rates, max_group_size=max_group_size)
 
 
 def group_step_moments(rule, probs, K, G, *, verifier, surrogate, reduction, num_groups, path,
                        t, max_size, num_samples, key, zero_rates,
-                       allow_montecarlo: bool = True) -> StepMoments:
+                       allow_montecarlo: bool = True,
+                       max_group_size: int | None = None) -> StepMoments:
     """:func:`expected_moments` without its checks (inside a trace: the finite-group system's
     optimizer fields call it; there ``"auto"`` does not take Monte Carlo)."""
     scale = 1.0 / G if reduction == "mean" else 1.0
     C = probs.shape[-1]
     active = active_cells(verifier, K, C - K, zero_rates)
     chosen = choose_moments_path(rule, K, C - K, G, active, path, max_size,
-                                 allow_montecarlo=allow_montecarlo)
+                                 allow_montecarlo=allow_montecarlo,
+                                 max_group_size=max_group_size)
     if chosen == "montecarlo":
         return _montecarlo_moments(rule, probs, verifier, K, G, t, num_groups,
                                    gradient_map(probs, surrogate), scale, num_samples,
                                    jax.random.key(0) if key is None else key)
     W, M2, chosen = cell_second_moments(rule, probs, K, G, verifier=verifier, path=chosen,
-                                        t=t, max_size=max_size, zero_rates=zero_rates)
+                                        t=t, max_size=max_size, zero_rates=zero_rates,
+                                        max_group_size=max_group_size)
     return step_moments(W, M2, probs, scale, surrogate, num_groups, chosen)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import inspect
 import itertools
 import math
 from typing import ClassVar
@@ -44,10 +45,11 @@ from .._checks import as_int, check, error_if, is_concrete, xp
 from ._verifier import Verifier
 
 __all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "AbstractGroupRule", "active_cells", "binomial_pmf",
-           "cell_totals", "check_time", "choose_path", "cluster_second_size", "cluster_size",
-           "clusters_second_moments", "compositions", "count_advantages",
-           "counts_totals", "enumeration_outcomes", "enumeration_size", "known_zero_rates",
-           "montecarlo_bytes", "pick_path", "poisson_pmf", "sampled_cell_totals"]
+           "cell_totals", "check_group_size", "check_time", "checked_group_size", "choose_path",
+           "cluster_second_size", "cluster_size", "clusters_second_moments", "compositions",
+           "count_advantages", "counts_totals", "enumeration_outcomes", "enumeration_size",
+           "group_index", "known_zero_rates", "montecarlo_bytes", "pick_path", "poisson_pmf",
+           "sampled_cell_totals", "takes_mask", "StaticInt"]
 
 #: the ways :func:`cell_totals` computes an expectation ("auto" picks one)
 PATHS = ("auto", "rule", "counts", "clusters", "enumerate", "montecarlo")
@@ -67,7 +69,10 @@ class AbstractGroupRule(eqx.Module):
     batch of full groups ``(*groups, G)`` (``rewards`` in {0, 1}, ``modes`` int in
     ``[0, num_clusters)``, ``logp`` the log-probability of each rollout; ``t`` the mean-field time,
     for a warm-up). A rule that is not group-local (REINFORCE++) normalises over the batch it is
-    given: its last two axes are then one batch of groups ``(num_groups, G)``.
+    given: its last two axes are then one batch of groups ``(num_groups, G)``. Where the group
+    size is data (a traced ``G`` below a static ``max_group_size``, :func:`cell_totals`), the
+    groups are padded to the bound and the call gains ``mask=`` (the valid rollouts, the first
+    ``G`` of each group): a rule that takes no ``mask`` serves the static group sizes only.
     """
 
     #: what the advantages depend on: ``"counts"`` (own reward and the group's success count),
@@ -93,15 +98,20 @@ class AbstractGroupRule(eqx.Module):
         """Groups per batch (a rule that is not group-local normalises over them)."""
         return 1
 
-    def cell_totals(self, q1, q0, probs, group_size: int, t, num_clusters: int, active):
+    def cell_totals(self, q1, q0, probs, group_size: int, t, num_clusters: int, active,
+                    **bound):
         """The rule's own exact reduction of the cell totals ``W`` ``(2, C)`` (module
         docstring) from the cell probabilities ``q1 = π P(r = 1 | ·)``, ``q0 = π P(r = 0 | ·)``
         (``active``: the mode ids that can fill a correct- and an incorrect-scored cell);
-        called only where :meth:`reduction_size` is not ``None``."""
+        called only where :meth:`reduction_size` is not ``None``. ``bound``: empty, or
+        ``max_group_size=`` (a static bound: ``group_size`` is then a traced value below it),
+        passed only where :meth:`reduction_size` accepted that bound."""
         return None
 
-    def reduction_size(self, K: int, M: int, group_size: int, active) -> int | None:
-        """The size of the rule's own reduction at these sizes (``None``: it has none)."""
+    def reduction_size(self, K: int, M: int, group_size: int, active, **bound) -> int | None:
+        """The size of the rule's own reduction at these sizes (``None``: it has none);
+        ``bound``: empty, or ``max_group_size=`` (the reduction must then serve every group
+        size up to it in one program, its sizes those of the bound; ``None``: it cannot)."""
         return None
 
     def checked(self) -> AbstractGroupRule:
@@ -120,11 +130,35 @@ def poisson_pmf(rate, n):
     return jnp.exp(xlogy(n, rate) - rate - gammaln(n + 1.0))
 
 
-def binomial_pmf(n: int, q):
-    """``P(S = s)``, ``s = 0..n``, ``S ~ Bin(n, q)`` (exact at ``q ∈ {0, 1}``)."""
-    s = jnp.arange(n + 1, dtype=q.dtype)
-    logc = gammaln(n + 1.0) - gammaln(s + 1.0) - gammaln(n - s + 1.0)
-    return jnp.exp(logc + xlogy(s, q) + xlogy(n - s, 1.0 - q))
+def binomial_pmf(n, q, size: int | None = None):
+    """``P(S = s)``, ``s = 0..n``, ``S ~ Bin(n, q)`` (exact at ``q ∈ {0, 1}``). With ``size``
+    (static): ``s = 0..size`` and 0 beyond ``n``, which may then be a traced value ``<= size``."""
+    if size is None:
+        s = jnp.arange(n + 1, dtype=q.dtype)
+        logc = gammaln(n + 1.0) - gammaln(s + 1.0) - gammaln(n - s + 1.0)
+        return jnp.exp(logc + xlogy(s, q) + xlogy(n - s, 1.0 - q))
+    s = jnp.arange(size + 1, dtype=q.dtype)
+    n = jnp.asarray(n, q.dtype)
+    inside = s <= n
+    r = jnp.where(inside, n - s, 0.0)
+    logc = gammaln(n + 1.0) - gammaln(s + 1.0) - gammaln(r + 1.0)
+    return jnp.where(inside, jnp.exp(logc + xlogy(s, q) + xlogy(r, 1.0 - q)), 0.0)
+
+
+def takes_mask(rule) -> bool:
+    """Whether ``rule.advantages`` takes ``mask=`` (the padded groups of a group size given as
+    data, :func:`count_advantages`)."""
+    try:
+        params = inspect.signature(rule.advantages).parameters
+    except (TypeError, ValueError):
+        return False
+    return "mask" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                                   for p in params.values())
+
+
+def group_index(G):
+    """A group size as an index (``int32``; a traced ``G`` of any numeric dtype)."""
+    return jnp.round(jnp.asarray(G)).astype(jnp.int32)
 
 
 def _cells(verifier: Verifier, probs, K: int):
@@ -160,26 +194,39 @@ def active_cells(verifier: Verifier, K: int, M: int, zero_rates=None):
 # --------------------------------------------------------------------------- the paths
 
 
-def count_advantages(rule, probs, G, t, C):
+def count_advantages(rule, probs, G, t, C, max_group_size: int | None = None):
     """``(a0, a1)``: a count rule's advantage ``A(0, s)`` of an incorrect rollout in a group of
     ``s = 0..G−1`` successes and ``A(1, s)`` of a correct one, ``s = 1..G``: the rule on the
-    ``G + 1`` groups of ``s`` correct rollouts (mode 0), then incorrect ones (mode ``C − 1``)."""
+    ``G + 1`` groups of ``s`` correct rollouts (mode 0), then incorrect ones (mode ``C − 1``).
+    With ``max_group_size`` (static) ``G`` may be traced: the rule runs on the
+    ``max_group_size + 1`` groups padded to the bound (``mask=``: the first ``G`` rollouts
+    valid), and ``a0``, ``a1`` have the bound's length, zero beyond ``G``."""
     dt = probs.dtype
+    B = G if max_group_size is None else max_group_size
     # group s has its first s rollouts correct: built in the program (iotas), not as (G+1, G)
     # literals (at G = 256 they made up most of the program's text and its compilation time)
-    correct = (jax.lax.broadcasted_iota(jnp.int32, (G + 1, G), 1)
-               < jax.lax.broadcasted_iota(jnp.int32, (G + 1, G), 0))
+    col = jax.lax.broadcasted_iota(jnp.int32, (B + 1, B), 1)
+    correct = col < jax.lax.broadcasted_iota(jnp.int32, (B + 1, B), 0)
     modes = jnp.where(correct, 0, C - 1).astype(jnp.int32)
     logp = jnp.log(jnp.where(correct, probs[0], probs[C - 1]))
-    adv = rule.advantages(correct.astype(dt), modes, logp, t, C)
-    # a correct rollout when the group has s = 1..G successes; an incorrect one at s = 0..G-1
-    return adv[:-1, G - 1], adv[1:, 0]
+    if max_group_size is None:
+        adv = rule.advantages(correct.astype(dt), modes, logp, t, C)
+        # a correct rollout when the group has s = 1..G successes; an incorrect one at s <= G-1
+        return adv[:-1, G - 1], adv[1:, 0]
+    n = group_index(G)
+    adv = rule.advantages(correct.astype(dt), modes, logp, t, C, mask=col < n)
+    s = jnp.arange(B, dtype=jnp.int32)
+    a0 = jnp.take_along_axis(adv[:-1], jnp.broadcast_to(n - 1, (B, 1)), 1)[:, 0]
+    return jnp.where(s <= n - 1, a0, 0.0), jnp.where(s + 1 <= n, adv[1:, 0], 0.0)
 
 
-def counts_totals(rule, q1, q0, probs, G, t, C):
-    """The ``"counts"`` path: the rule on ``G + 1`` groups (``s`` correct, then incorrect)."""
-    a0, a1 = count_advantages(rule, probs, G, t, C)
-    pmf = binomial_pmf(G - 1, jnp.sum(q1))  # the other G - 1 rollouts' successes
+def counts_totals(rule, q1, q0, probs, G, t, C, max_group_size: int | None = None):
+    """The ``"counts"`` path: the rule on ``G + 1`` groups (``s`` correct, then incorrect);
+    ``max_group_size``: as :func:`count_advantages`."""
+    a0, a1 = count_advantages(rule, probs, G, t, C, max_group_size)
+    # the other G - 1 rollouts' successes
+    pmf = binomial_pmf(G - 1, jnp.sum(q1), None if max_group_size is None else
+                       max_group_size - 1)
     return jnp.stack([G * q0 * jnp.sum(pmf * a0), G * q1 * jnp.sum(pmf * a1)])
 
 
@@ -630,19 +677,41 @@ _WHY = {"rule": "the rule has no exact reduction of its own for these settings",
         "enumerate": "the rule is not group-local (its batch of groups is not enumerable)"}
 
 
+#: why a path does not apply where the group size is data (``max_group_size`` set)
+_WHY_TRACED = {"rule": "the rule's own reduction is built for one group size (it takes no "
+                       "max_group_size)",
+               "counts": _WHY["counts"] + ", or its advantages take no mask= (the valid "
+                         "rollouts of the groups padded to max_group_size)",
+               "clusters": "the partition tables are built for one group size",
+               "enumerate": "the outcome tables are built for one group size",
+               "montecarlo": "the sampled groups are drawn at one group size"}
+
+
 def pick_path(sizes: dict, path, G, K, M, max_size, *, allow_montecarlo, what="path",
-              applies="", per_entry=None):
+              applies="", per_entry=None, max_group_size=None):
     """``path`` itself, checked against the table ``sizes`` (name -> entries, ``None`` where
     it does not apply), or ("auto") the first that fits within ``max_size``, else
     ``"montecarlo"`` where allowed; ``what``, ``applies`` name the quantity in the errors,
-    ``per_entry`` (bytes) adds the table's memory to them."""
+    ``per_entry`` (bytes) adds the table's memory to them. ``max_group_size``: the group size
+    is data below it (``sizes`` are the bound's; no Monte Carlo)."""
+    traced = max_group_size is not None
+    if traced:
+        applies += (f" with the group size as data (max_group_size = {max_group_size}: one "
+                    f"program for every G up to it)")
+        allow_montecarlo = False
+        if path == "montecarlo":
+            raise ValueError(f"path='montecarlo' does not apply{applies}: "
+                             f"{_WHY_TRACED['montecarlo']}; use a static group_size "
+                             "(max_group_size=None)")
     if path == "montecarlo":
         return path
     if path != "auto":
         size = sizes[path]
         if size is None:
-            raise ValueError(f"path={path!r} does not apply{applies}: {_WHY[path]}; use "
-                             f"path='auto' or 'montecarlo'")
+            why = (_WHY_TRACED if traced else _WHY)[path]
+            fix = ("path='auto', or a static group_size (max_group_size=None)" if traced else
+                   "path='auto' or 'montecarlo'")
+            raise ValueError(f"path={path!r} does not apply{applies}: {why}; use {fix}")
         if size > max_size:
             mem = "" if per_entry is None else f" (about {per_entry * size / 2**30:.2f} GiB)"
             raise ValueError(f"path={path!r} at G = {G} with K = {K}, M = {M} needs at least "
@@ -655,31 +724,46 @@ def pick_path(sizes: dict, path, G, K, M, max_size, *, allow_montecarlo, what="p
     if allow_montecarlo:
         return "montecarlo"
     known = {k: v for k, v in sizes.items() if v is not None}
+    if traced:
+        raise ValueError(f"no exact {what} serves the group size as data up to max_group_size "
+                         f"= {max_group_size} with K = {K}, M = {M} (C = {K + M}): table "
+                         f"entries {known} (max_size = {max_size:,}); the counts path needs a "
+                         "rule with structure='counts', the 'rule' path a reduction that takes "
+                         "max_group_size; use a static group_size (max_group_size=None)")
     raise ValueError(f"no exact {what} fits at G = {G} with K = {K}, M = {M} (C = {K + M}): "
                      f"table entries {known} > max_size = {max_size:,}; pass "
                      "path='montecarlo' (a stated confidence bound) or a smaller G")
 
 
 def choose_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *, allow_montecarlo,
-                num_samples: int | None = None):
+                num_samples: int | None = None, max_group_size: int | None = None):
     """The path to take (static): ``path`` itself, checked, or the first that applies. Sizes
     are estimated before any table is built: an exact path's tables beyond ``max_size``
     entries, or beyond this machine's memory, and a Monte Carlo path (``num_samples`` groups)
     whose arrays cannot fit in it (:func:`montecarlo_bytes`), are refused with a
-    ``ValueError`` naming the setting to change."""
+    ``ValueError`` naming the setting to change. ``max_group_size``: ``G`` is data below this
+    static bound (:func:`cell_totals`): only the paths that serve every group size up to it
+    in one program apply (``"counts"``, a ``"rule"`` reduction that takes the bound), at the
+    bound's sizes."""
     good_ids, bad_ids = active
     C = K + M
     local = rule.group_local
     symmetric = rule.structure in ("counts", "clusters") and local
+    traced = max_group_size is not None
+    if traced:
+        G = max_group_size
     sizes = {
-        "rule": rule.reduction_size(K, M, G, active),
-        "counts": (G + 1) * G if rule.structure == "counts" and local else None,
+        "rule": (rule.reduction_size(K, M, G, active, max_group_size=G) if traced else
+                 rule.reduction_size(K, M, G, active)),
+        "counts": ((G + 1) * G if rule.structure == "counts" and local
+                   and (not traced or takes_mask(rule)) else None),
         "clusters": (cluster_size(G, len(good_ids), len(bad_ids), bound=max_size)
-                     if symmetric else None),
+                     if symmetric and not traced else None),
         "enumerate": (_enumeration_bound(G, len(good_ids) + len(bad_ids), max_size)
-                      if local else None),
+                      if local and not traced else None),
     }
-    chosen = pick_path(sizes, path, G, K, M, max_size, allow_montecarlo=allow_montecarlo)
+    chosen = pick_path(sizes, path, G, K, M, max_size, allow_montecarlo=allow_montecarlo,
+                       max_group_size=max_group_size)
     if chosen == "montecarlo":
         if num_samples is not None:
             _check_memory(f"path='montecarlo' at G = {G} with C = {C} modes, num_samples = "
@@ -694,21 +778,32 @@ def choose_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *, all
     return chosen
 
 
-def cell_totals(rule: AbstractGroupRule, probs, K: int, group_size: int, *, verifier: Verifier,
+def cell_totals(rule: AbstractGroupRule, probs, K: int, group_size, *, verifier: Verifier,
                 path: str = "auto", t=0.0, max_size: int = MAX_SIZE, num_samples: int = 4096,
-                key=None, allow_montecarlo: bool = True, zero_rates=None):
+                key=None, allow_montecarlo: bool = True, zero_rates=None,
+                max_group_size: int | None = None):
     """``(W, stderr, path)``: the cell totals ``W`` ``(2, C)`` of ``rule`` at the full policy
     ``probs`` (one point, ``C = K + M`` modes, good first) and the path that computed them
-    (module docstring); ``stderr`` is zero on the exact paths."""
+    (module docstring); ``stderr`` is zero on the exact paths. ``max_group_size`` (static):
+    ``group_size`` is data (a traced whole number in ``[2, max_group_size]``), and one
+    program serves every group size up to the bound (the ``"counts"`` path and the rules'
+    own reductions that take the bound: their arrays padded to it, what lies above ``G``
+    masked); equal to the per-G program's to round-off."""
     probs = jnp.asarray(probs)
     C = probs.shape[-1]
     M = C - K
     G = group_size
     active = active_cells(verifier, K, M, zero_rates)
     chosen = choose_path(rule, K, M, G, active, path, max_size, allow_montecarlo=allow_montecarlo,
-                         num_samples=num_samples)
+                         num_samples=num_samples, max_group_size=max_group_size)
     q1, q0 = _cells(verifier, probs, K)
     zero = jnp.zeros((2, C), probs.dtype)
+    if max_group_size is not None:
+        G = jnp.asarray(G, probs.dtype)
+        if chosen == "rule":
+            return (rule.cell_totals(q1, q0, probs, G, t, C, active,
+                                     max_group_size=max_group_size), zero, chosen)
+        return counts_totals(rule, q1, q0, probs, G, t, C, max_group_size), zero, chosen
     if chosen == "rule":
         return rule.cell_totals(q1, q0, probs, G, t, C, active), zero, chosen
     if chosen == "counts":
@@ -727,14 +822,59 @@ SURROGATES = ("log_likelihood", "probability")
 REDUCTIONS = ("mean", "sum")
 
 
-def check_settings(who, group_size, surrogate, reduction, path, rule):
+class StaticInt(int):
+    """An ``int`` that every JAX transformation leaves static: a pytree node with no leaves
+    (``jax.jit``, ``jax.tree_util.tree_map`` and ``vmap`` pass it through as it is). A static
+    group size is one, so that a system holding it jits like one whose group size is a static
+    field, while the same field holds an array where the group size is data."""
+
+    def __repr__(self):
+        return int.__repr__(self)
+
+
+jax.tree_util.register_pytree_node(StaticInt, lambda x: ((), int(x)),
+                                   lambda aux, _: StaticInt(aux))
+
+
+def check_group_size(who, group_size, rule, max_group_size=None):
+    """The group size, checked: without ``max_group_size`` a static integer ``>=`` the rule's
+    :attr:`~AbstractGroupRule.min_group_size` (returned as ``int``); with it (a static bound,
+    checked alike) ``group_size`` is data: concrete values (a number or an array, one per
+    trajectory) must be whole numbers in ``[min_group_size, max_group_size]`` (returned as a
+    float array), a traced one is returned as it is (:func:`checked_group_size` checks it at run
+    time)."""
+    low = max(2, rule.min_group_size)
+    if max_group_size is None:
+        G = as_int(group_size, f"{who}: group_size (G)", lower=2)
+        if G < rule.min_group_size:
+            raise ValueError(f"{who}: group_size must be >= {rule.min_group_size} for this "
+                             f"rule; got {G}")
+        return G
+    bound = as_int(max_group_size, f"{who}: max_group_size (the static bound on the group "
+                                   "size)", lower=low)
+    if not is_concrete(group_size):
+        return group_size
+    v = np.asarray(group_size)
+    if (v.dtype.kind not in "iuf" or v.size == 0 or not np.all(np.isfinite(v))
+            or np.any(v != np.round(v)) or np.any(v < low) or np.any(v > bound)):
+        raise ValueError(f"{who}: group_size must be whole numbers in [{low}, max_group_size = "
+                         f"{bound}]; got {group_size!r}")
+    return jnp.asarray(v, jnp.result_type(float))
+
+
+def checked_group_size(G, max_group_size: int, low: int, carrier, who: str):
+    """``carrier`` with a run-time check that the traced group size ``G`` is a whole number in
+    ``[low, max_group_size]`` (:func:`check_group_size` checked a concrete one)."""
+    bad = (G != jnp.round(G)) | (G < low) | (G > max_group_size) | ~jnp.isfinite(G)
+    return error_if(carrier, jnp.any(bad), f"{who}: group_size must be a whole number in "
+                                          f"[{low}, max_group_size = {max_group_size}]")
+
+
+def check_settings(who, group_size, surrogate, reduction, path, rule, max_group_size=None):
     if not isinstance(rule, AbstractGroupRule):
         raise ValueError(f"{who}: rule must be an AbstractGroupRule (e.g. from simplexlab.shaping."
                          f"group_rule(method)); got {rule!r}")
-    G = as_int(group_size, f"{who}: group_size (G)", lower=2)
-    if G < rule.min_group_size:
-        raise ValueError(f"{who}: group_size must be >= {rule.min_group_size} for this rule; "
-                         f"got {G}")
+    G = check_group_size(who, group_size, rule, max_group_size)
     if surrogate not in SURROGATES:
         raise ValueError(f"{who}: surrogate must be one of {SURROGATES}; got {surrogate!r}")
     if reduction not in REDUCTIONS:

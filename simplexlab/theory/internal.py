@@ -10,11 +10,13 @@ from ._closed_forms import unchecked
 from ._ensemble import map_blocks, solve_block
 from ._finite_moments import (
     cell_second_moments,
+    choose_moments_path,
     counts_second_moments,
     gradient_map,
     group_step_moments,
 )
 from ._finite_paths import (
+    MAX_SIZE,
     STRUCTURES,
     active_cells,
     binomial_pmf,
@@ -22,6 +24,7 @@ from ._finite_paths import (
     count_advantages,
     counts_totals,
     enumeration_outcomes,
+    group_index,
     poisson_pmf,
     sampled_cell_totals,
 )
@@ -31,17 +34,20 @@ from ._solve import check_result_codes, solve_each
 
 __all__ = [
     "LIMITS",
+    "MAX_SIZE",
     "SCHEDULE_KINDS",
     "STRUCTURES",
     "active_cells",
     "binomial_pmf",
     "cell_second_moments",
+    "choose_moments_path",
     "compositions",
     "count_advantages",
     "counts_second_moments",
     "counts_totals",
     "enumeration_outcomes",
     "gradient_map",
+    "group_index",
     "group_step_moments",
     "poisson_pmf",
     "sampled_cell_totals",

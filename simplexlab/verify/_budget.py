@@ -133,10 +133,28 @@ def _setting(prompts, *, method, objective, kl, features, num_features, feature_
     return _Setting(prompts, rule, verifier, policy, objective, kl, inputs)
 
 
+def _shared_bound(s: _Setting, sizes) -> int | None:
+    """The largest of ``sizes`` where one program serves them all (the rule's second moment on
+    a path that takes the group size as data: the counts path), else ``None``."""
+    from ..theory.internal import MAX_SIZE, active_cells, choose_moments_path
+
+    C = s.policy.base_logits.shape[-1]
+    K, bound = s.policy.K, max(sizes)
+    try:
+        choose_moments_path(s.rule, K, C - K, bound, active_cells(s.verifier, K, C - K), "auto",
+                            MAX_SIZE, allow_montecarlo=False, max_group_size=bound)
+    except ValueError:
+        return None
+    return bound
+
+
 def _moments_by_size(s: _Setting, sizes, *, fast_compile: bool, workers: int | None):
-    """``{G: per-prompt StepMoments}``: one program per size, traced here, compiled
-    concurrently on the CPU cores, run."""
+    """``{G: per-prompt StepMoments}``: one program for every size where the rule's path takes
+    the group size as data (:func:`_shared_bound`: the largest size the bound, the others
+    padded to it; the same numbers to round-off), else one program per size, traced here,
+    compiled concurrently on the CPU cores; run."""
     import jax
+    import jax.numpy as jnp
 
     from ..theory import prompt_moments
 
@@ -144,6 +162,14 @@ def _moments_by_size(s: _Setting, sizes, *, fast_compile: bool, workers: int | N
     probs = np.exp(th - th.max(-1, keepdims=True))
     probs = probs / probs.sum(-1, keepdims=True)
     options = fast_compile_options() if fast_compile else None
+    sizes = list(sizes)
+    bound = _shared_bound(s, sizes) if len(sizes) > 1 else None
+    if bound is not None:
+        fn = jax.jit(lambda p, G: prompt_moments(s.rule, p, s.policy.K, G, verifier=s.verifier,
+                                                 max_group_size=bound))
+        dt = jnp.result_type(float)
+        program = _compile(fn.lower(probs, jnp.asarray(sizes[0], dt)), options)
+        return {G: program(probs, jnp.asarray(G, dt)) for G in sizes}
     lowered = {}
     for G in sizes:
         fn = jax.jit(lambda p, G=G: prompt_moments(s.rule, p, s.policy.K, G,

@@ -406,28 +406,60 @@ def _compile(lowered, options):
     return lowered.compile()
 
 
-def _run_programs(jobs, *, fast_compile: bool, workers: int | None):
+def _program_key(dyn, t: float, state: State):
+    """What a drift program depends on beyond its array arguments (the system's static part,
+    ``t``, the arrays' shapes and dtypes): jobs with one key share one program (systems whose
+    group size is data, one per size); ``None`` where the static part is not hashable."""
+    import equinox as eqx
+    import jax
+
+    arrays, static = eqx.partition(dyn, eqx.is_array)
+    leaves, treedef = jax.tree_util.tree_flatten(static)
+    shapes = tuple((np.shape(a), np.dtype(a.dtype).str)
+                   for a in jax.tree_util.tree_leaves((arrays, state)))
+    key = (treedef, tuple(leaves), float(t), jax.tree_util.tree_structure(arrays), shapes)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _run_programs(jobs, *, fast_compile: bool, workers: int | None, programs=None):
     """``{key: float}``: each job ``(key, dyn, t, state)`` traced here, compiled concurrently,
-    run."""
+    run. Jobs whose programs are one (:func:`_program_key`) compile it once; ``programs``: a
+    dict of the programs compiled so far (reused, and the new ones added)."""
+    import equinox as eqx
+
     # the drift programs run once, in milliseconds: compiled with the fast-compiling CPU code
     # generation of quick runs (BENCHMARKS.md has the compile times); the same program, the
     # same numbers up to the last bits
     options = fast_compile_options() if fast_compile else None
-    lowered = {}
+    programs = {} if programs is None else programs
+    lowered, args, of = {}, {}, {}
     for key, dyn, t, state in jobs:
-        lowered[key] = _drift_program(dyn, t, state)
-    workers = workers or max(1, min(len(lowered), os.cpu_count() or 1))
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        futures = {k: pool.submit(_compile, low, options) for k, (low, _) in lowered.items()}
-        compiled = {k: f.result() for k, f in futures.items()}
-    return {k: float(compiled[k](*lowered[k][1])) for k in compiled}
+        pk = _program_key(dyn, t, state)
+        pk = ("job", key) if pk is None else pk
+        of[key] = pk
+        if pk in programs or pk in lowered:
+            args[key] = (eqx.partition(dyn, eqx.is_array)[0], state.p, state.y, state.z)
+            continue
+        lowered[pk], args[key] = _drift_program(dyn, t, state)
+    if lowered:
+        workers = workers or max(1, min(len(lowered), os.cpu_count() or 1))
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            futures = {k: pool.submit(_compile, low, options) for k, low in lowered.items()}
+            programs.update({k: f.result() for k, f in futures.items()})
+    return {k: float(programs[of[k]](*args[k])) for k in of}
 
 
-def _finite_system(rule, G, verifier, K, M):
+def _finite_system(rule, G, verifier, K, M, max_group_size=None):
     """The finite-group system of ``rule`` (the one rule of the plan, built once) at ``G`` with
-    an exact path that fits (``None``: none does)."""
+    an exact path that fits (``None``: none does); ``max_group_size``: the group size as data
+    below it (one program for every size)."""
     for bound in (_MAX_SIZE, _MAX_RULE_SIZE):
-        dyn = FiniteGroup(rule, group_size=G, verifier=verifier, max_size=bound)
+        dyn = FiniteGroup(rule, group_size=G, verifier=verifier, max_size=bound,
+                          max_group_size=max_group_size)
         try:
             path = dyn.resolve_path(K, M)
         except ValueError:
@@ -480,6 +512,7 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
     in memory is refused too.
 
     Every bad input raises ``ValueError`` naming the value."""
+    import equinox as eqx
     import jax.numpy as jnp
 
     dt = jnp.result_type(float)  # float64 where x64 is on
@@ -557,17 +590,24 @@ def plan(mu, *, tau=None, K: int | None = None, method: str = "g2rpo",
     t = float(schedule.ramp_steps) if schedule is not None else 0.0  # after any warm-up
     notes: list[str] = []
 
+    # the group size as data where the rule's path takes it: one drift program for every size
+    # (the bisection's too), its arrays padded to the largest; else one program per size
+    shared = _finite_system(rule, sizes[-1], verifier, K, M, max_group_size=sizes[-1])
+    programs: dict = {}
+
     def drifts(sizes_now, references=()):
         jobs = list(references)
         for g in sizes_now:
-            dyn = _finite_system(rule, g, verifier, K, M)
+            dyn = (_finite_system(rule, g, verifier, K, M) if shared is None else
+                   eqx.tree_at(lambda d: d.group_size, shared, jnp.asarray(g, dt)))
             if dyn is None:
                 notes.append(f"G = {g}: no exact path of the finite-group field fits at K = {K}, "
                              f"M = {M} (the rule's own reduction up to {_MAX_RULE_SIZE:,} "
                              f"entries, the other paths up to {_MAX_SIZE:,}); drift not computed")
                 continue
             jobs.append((g, dyn, t, state))
-        return _run_programs(jobs, fast_compile=fast_compile, workers=workers)
+        return _run_programs(jobs, fast_compile=fast_compile, workers=workers,
+                             programs=programs)
 
     references = [("scale", meanfield_system("grpo", verifier=verifier), 0.0, state)]
     if method in _LIMIT_METHODS:
