@@ -65,7 +65,7 @@ import numpy as np
 from .._checks import as_int
 from .._env import fast_compile_options
 from ._finite_moments import check_num_groups, group_step_moments
-from ._finite_paths import MAX_SIZE, check_settings, checked_group_size, known_zero_rates
+from ._finite_paths import MAX_SIZE, check_settings, checked_one_group_size, known_zero_rates
 from ._optimizers import SGD, AbstractOptimizerLimit, Adam, Momentum, RMSprop, optimizer_limit
 from ._prompts import PromptSet
 from ._verifier import Verifier
@@ -168,12 +168,7 @@ def prompt_moments(rule, probs, K: int, group_size: int, *, verifier: Verifier |
         raise ValueError(f"prompt_moments: probs must be (N, C); got shape {probs.shape}")
     K = as_int(K, "prompt_moments: K", lower=1)
     key = jax.random.key(0) if key is None else key
-    if max_group_size is not None:
-        if np.ndim(G) != 0:
-            raise ValueError(f"prompt_moments: group_size must be one number; got shape "
-                             f"{np.shape(G)}")
-        probs = checked_group_size(G, max_group_size, max(2, rule.min_group_size), probs,
-                                   "prompt_moments")
+    probs = checked_one_group_size(G, max_group_size, rule, probs, "prompt_moments")
     return _prompt_moments(rule, probs, verifier, t, key, G, K=K, surrogate=surrogate,
                            reduction=reduction, path=path, max_size=max_size,
                            num_samples=num_samples, zero_rates=known_zero_rates(verifier),

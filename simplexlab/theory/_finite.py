@@ -33,7 +33,6 @@ from typing import Any, ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .._checks import SIMPLEX_ATOL, as_int, check, error_if, is_concrete, xp
 from ._entropy import EntropyBonus
@@ -55,6 +54,7 @@ from ._finite_paths import (
     check_settings,
     check_time,
     checked_group_size,
+    checked_one_group_size,
     choose_path,
     known_zero_rates,
 )
@@ -155,12 +155,7 @@ def expected_update(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     chosen = choose_path(rule, K, C - K, G, active_cells(verifier, K, C - K, zero_rates), path,
                          max_size, allow_montecarlo=True, num_samples=num_samples,
                          max_group_size=max_group_size)
-    if max_group_size is not None:
-        if np.ndim(G) != 0:
-            raise ValueError(f"expected_update: group_size must be one number; got shape "
-                             f"{np.shape(G)}")
-        probs = checked_group_size(G, max_group_size, max(2, rule.min_group_size), probs,
-                                   "expected_update")
+    probs = checked_one_group_size(G, max_group_size, rule, probs, "expected_update")
     key = jax.random.key(0) if key is None else key
     return _expected_update(rule, probs, verifier, t, key, G, K=K, path=chosen,
                             surrogate=surrogate, reduction=reduction, max_size=max_size,

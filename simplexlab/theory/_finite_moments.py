@@ -66,7 +66,7 @@ from ._finite_paths import (
     binomial_pmf,
     check_settings,
     check_time,
-    checked_group_size,
+    checked_one_group_size,
     cluster_second_size,
     clusters_second_moments,
     count_advantages,
@@ -320,12 +320,7 @@ def expected_moments(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     chosen = choose_moments_path(rule, K, C - K, G, active_cells(verifier, K, C - K, zero_rates),
                                  path, max_size, allow_montecarlo=True,
                                  max_group_size=max_group_size)
-    if max_group_size is not None:
-        if np.ndim(G) != 0:
-            raise ValueError(f"expected_moments: group_size must be one number; got shape "
-                             f"{np.shape(G)}")
-        probs = checked_group_size(G, max_group_size, max(2, rule.min_group_size), probs,
-                                   "expected_moments")
+    probs = checked_one_group_size(G, max_group_size, rule, probs, "expected_moments")
     if chosen == "montecarlo":  # its arrays, before they are built (G = 10^9: 327 TB)
         B = rule.num_groups
         _check_memory(f"expected_moments: path='montecarlo' at G = {G} with C = {C} modes, "

@@ -44,12 +44,13 @@ from jax.scipy.special import gammaln, xlogy
 from .._checks import as_int, check, error_if, is_concrete, xp
 from ._verifier import Verifier
 
-__all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "AbstractGroupRule", "active_cells", "binomial_pmf",
-           "cell_totals", "check_group_size", "check_time", "checked_group_size", "choose_path",
-           "cluster_second_size", "cluster_size", "clusters_second_moments", "compositions",
-           "count_advantages", "counts_totals", "enumeration_outcomes", "enumeration_size",
-           "group_index", "known_zero_rates", "montecarlo_bytes", "pick_path", "poisson_pmf",
-           "sampled_cell_totals", "takes_mask", "StaticInt"]
+__all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "AbstractGroupRule", "StaticInt", "active_cells",
+           "binomial_pmf", "cell_totals", "check_group_size", "check_time",
+           "checked_group_size", "checked_one_group_size", "choose_path", "cluster_second_size",
+           "cluster_size", "clusters_second_moments", "compositions", "count_advantages",
+           "counts_totals", "enumeration_outcomes", "enumeration_size", "group_index",
+           "known_zero_rates", "montecarlo_bytes", "pick_path", "poisson_pmf",
+           "sampled_cell_totals", "takes_mask"]
 
 #: the ways :func:`cell_totals` computes an expectation ("auto" picks one)
 PATHS = ("auto", "rule", "counts", "clusters", "enumerate", "montecarlo")
@@ -868,6 +869,17 @@ def checked_group_size(G, max_group_size: int, low: int, carrier, who: str):
     bad = (G != jnp.round(G)) | (G < low) | (G > max_group_size) | ~jnp.isfinite(G)
     return error_if(carrier, jnp.any(bad), f"{who}: group_size must be a whole number in "
                                           f"[{low}, max_group_size = {max_group_size}]")
+
+
+def checked_one_group_size(G, max_group_size, rule, carrier, who: str):
+    """``carrier`` as it is where the group size is static (``max_group_size`` ``None``); else
+    with ``G`` (data, one number: a ``ValueError`` for an array of them) checked at run time by
+    :func:`checked_group_size` against the rule's minimum and the bound."""
+    if max_group_size is None:
+        return carrier
+    if np.ndim(G) != 0:
+        raise ValueError(f"{who}: group_size must be one number; got shape {np.shape(G)}")
+    return checked_group_size(G, max_group_size, max(2, rule.min_group_size), carrier, who)
 
 
 def check_settings(who, group_size, surrogate, reduction, path, rule, max_group_size=None):
