@@ -129,9 +129,10 @@ def test_finite_group_field_and_solve_with_one_group_size_per_trajectory():
         f = one.vector_field(0.0, s)
         _close(field.y[i], f.y, 1.0)
         _close(field.p[i], f.p, 1.0)
-        ref = solve_ensemble(one, jax.tree_util.tree_map(lambda a, i=i: a[i:i + 1], S), t1=2.0,
-                             n_save=2, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(sol.state.y[i, -1], ref.state.y[0, -1], atol=1e-8)
+        if G == 5:  # one trajectory's solve against its per-G system's
+            ref = solve_ensemble(one, jax.tree_util.tree_map(lambda a, i=i: a[i:i + 1], S),
+                                 t1=2.0, n_save=2, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(sol.state.y[i, -1], ref.state.y[0, -1], atol=1e-8)
     # the group size of a system given as data takes a new value without a new program
     f = eqx.filter_jit(lambda d, s: d.vector_field(0.0, s))
     f(dyn, S)
