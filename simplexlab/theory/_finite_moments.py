@@ -133,9 +133,9 @@ def counts_second_moments(rule, q1, q0, probs, G, t, C, max_group_size: int | No
     # A(0, k), k = 0..G−1; A(1, k), k = 1..G (zero beyond G, where G is data)
     a0, a1 = count_advantages(rule, probs, G, t, C, max_group_size)
     Q = jnp.sum(q1)
-    B = None if max_group_size is None else max_group_size
-    b1 = binomial_pmf(G - 1, Q, None if B is None else B - 1)  # the other G − 1's successes
-    b2 = binomial_pmf(G - 2, Q, None if B is None else B - 2)  # the other G − 2's successes
+    pad = max_group_size is not None
+    b1 = binomial_pmf(G - 1, Q, max_group_size - 1 if pad else None)  # successes of G − 1
+    b2 = binomial_pmf(G - 2, Q, max_group_size - 2 if pad else None)  # successes of G − 2
     W = jnp.stack([G * q0 * jnp.sum(b1 * a0), G * q1 * jnp.sum(b1 * a1)])
     pair = G * (G - 1.0)
     s11 = jnp.sum(a1[1:] ** 2 * b2)  # k = 2..G

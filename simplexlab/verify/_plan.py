@@ -368,13 +368,21 @@ def _representative(mu: float, tau: float, K: int, M: int):
 # --------------------------------------------------------------------------- drift programs
 
 
-def _drift_program(dyn, t: float, state: State):
-    """A compiled ``(dyn arrays, p, y, z) -> dL_y/dt`` and its arguments (``t`` fixed)."""
+def _drift_args(dyn, state: State):
+    """``(args, static)``: a drift program's arguments ``(dyn arrays, p, y, z)`` and the
+    system's static part, which the program closes over."""
+    import equinox as eqx
+
+    arrays, static = eqx.partition(dyn, eqx.is_array)
+    return (arrays, state.p, state.y, state.z), static
+
+
+def _drift_program(static, t: float, args):
+    """``(dyn arrays, p, y, z) -> dL_y/dt`` (``t`` fixed), lowered at ``args``
+    (:func:`_drift_args`)."""
     import equinox as eqx
     import jax
     import jax.numpy as jnp
-
-    arrays, static = eqx.partition(dyn, eqx.is_array)
 
     def drift(arrays, p, y, z):
         d = eqx.combine(arrays, static)
@@ -384,9 +392,7 @@ def _drift_program(dyn, t: float, state: State):
             v = d.vector_field(t, State(p, y, z))
         return 2.0 * jnp.sum(y * v.y)
 
-    args = (arrays, state.p, state.y, state.z)
-    return jax.jit(drift).lower(*args), args
-
+    return jax.jit(drift).lower(*args)
 
 
 def _grid_index(group_sizes: tuple[int, ...], group_size: int) -> int:
@@ -406,18 +412,16 @@ def _compile(lowered, options):
     return lowered.compile()
 
 
-def _program_key(dyn, t: float, state: State):
+def _program_key(static, t: float, args):
     """What a drift program depends on beyond its array arguments (the system's static part,
-    ``t``, the arrays' shapes and dtypes): jobs with one key share one program (systems whose
-    group size is data, one per size); ``None`` where the static part is not hashable."""
-    import equinox as eqx
+    ``t``, the arguments' structure, shapes and dtypes; :func:`_drift_args`): jobs with one key
+    share one program (systems whose group size is data, one per size); ``None`` where the
+    static part is not hashable."""
     import jax
 
-    arrays, static = eqx.partition(dyn, eqx.is_array)
     leaves, treedef = jax.tree_util.tree_flatten(static)
-    shapes = tuple((np.shape(a), np.dtype(a.dtype).str)
-                   for a in jax.tree_util.tree_leaves((arrays, state)))
-    key = (treedef, tuple(leaves), float(t), jax.tree_util.tree_structure(arrays), shapes)
+    shapes = tuple((np.shape(a), np.dtype(a.dtype).str) for a in jax.tree_util.tree_leaves(args))
+    key = (treedef, tuple(leaves), float(t), jax.tree_util.tree_structure(args), shapes)
     try:
         hash(key)
     except TypeError:
@@ -429,8 +433,6 @@ def _run_programs(jobs, *, fast_compile: bool, workers: int | None, programs=Non
     """``{key: float}``: each job ``(key, dyn, t, state)`` traced here, compiled concurrently,
     run. Jobs whose programs are one (:func:`_program_key`) compile it once; ``programs``: a
     dict of the programs compiled so far (reused, and the new ones added)."""
-    import equinox as eqx
-
     # the drift programs run once, in milliseconds: compiled with the fast-compiling CPU code
     # generation of quick runs (BENCHMARKS.md has the compile times); the same program, the
     # same numbers up to the last bits
@@ -438,13 +440,12 @@ def _run_programs(jobs, *, fast_compile: bool, workers: int | None, programs=Non
     programs = {} if programs is None else programs
     lowered, args, of = {}, {}, {}
     for key, dyn, t, state in jobs:
-        pk = _program_key(dyn, t, state)
+        args[key], static = _drift_args(dyn, state)
+        pk = _program_key(static, t, args[key])
         pk = ("job", key) if pk is None else pk
         of[key] = pk
-        if pk in programs or pk in lowered:
-            args[key] = (eqx.partition(dyn, eqx.is_array)[0], state.p, state.y, state.z)
-            continue
-        lowered[pk], args[key] = _drift_program(dyn, t, state)
+        if pk not in programs and pk not in lowered:
+            lowered[pk] = _drift_program(static, t, args[key])
     if lowered:
         workers = workers or max(1, min(len(lowered), os.cpu_count() or 1))
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
