@@ -482,13 +482,28 @@ def extinction(ctx: Context) -> dict:
 #: the finite-group ladder's η panel (experiments/finite_group_ladder.py): K = 3, M = 2, the
 #: start STATES[0], G = 4, t = 1, ..., 4; its systems "grpo" and "neutral_B"
 SECOND_G, SECOND_T = 4, 4.0
+#: the group size of the full run's second ladder, where the second-order slope is resolved:
+#: the seeds' noise shrinks with G (the step covariance is about 1/G) while the discrete steps'
+#: O(η²) does not, so 2^21 seeds separate the second-order error from the noise down to
+#: η = 1/4 (at G = 4, 65,536 seeds do only at η = 1)
+SLOPE_G = 32
 #: the theories compared: (label, Diffusion's modified drift, linear_noise's mean correction)
 ORDERS = (("ODE (first order)", False, False),
           ("modified drift f − (η/2)(∂f)f alone", True, False),
           ("second-order mean (modified drift + noise shift)", True, True))
 
 
-def second_settings(mode: str) -> dict:
+def second_settings(mode: str, G: int = SECOND_G) -> dict:
+    """The ladder at group size ``G`` (:data:`SECOND_G`; :data:`SLOPE_G` in full mode only):
+    ``etas`` (each ``1/η`` a whole number: the ladder's times t = 1, ..., T are steps),
+    ``seeds``, the theories ``orders`` (indices into :data:`ORDERS`), ``flip`` (full mode: the
+    flip thresholds too)."""
+    if G not in (SECOND_G, SLOPE_G) or (G == SLOPE_G and mode != "full"):
+        raise ValueError(f"second_settings: no ladder at G = {G!r} in {mode!r} mode (G = "
+                         f"{SECOND_G}; G = {SLOPE_G} in full mode)")
+    if mode == "full" and G == SLOPE_G:
+        return {"systems": ("grpo", "neutral_B"), "etas": (1.0, 1 / 2, 1 / 3, 1 / 4, 1 / 6, 1 / 8),
+                "seeds": 2**21, "orders": (0, 1, 2), "flip": True}
     if mode == "full":
         return {"systems": ("grpo", "neutral_B"), "etas": (1.0, 0.5, 0.25, 0.125, 0.0625),
                 "seeds": 65536, "orders": (0, 1, 2), "flip": True}
@@ -505,19 +520,19 @@ def _ladder():
     return load_experiment_module("finite_group_ladder")
 
 
-def second_ladder_data(mode: str = "quick", seed: int = 0) -> dict:
-    """Per system and η of :func:`second_settings`: the bandit's seed-mean error (the ladder's
-    sup over t = 1..T of max(|Δp|, |ΔL_y|), its 95 % interval and noise floor) against each
-    theory of :data:`ORDERS`, and the measured slopes (memoised)."""
-    return _memo(("second-ladder", mode, seed), lambda: _second_ladder(mode, seed))
+def second_ladder_data(mode: str = "quick", seed: int = 0, G: int = SECOND_G) -> dict:
+    """Per system and η of :func:`second_settings` at group size ``G``: the bandit's seed-mean
+    error (the ladder's sup over t = 1..T of max(|Δp|, |ΔL_y|), its 95 % interval and noise
+    floor) against each theory of :data:`ORDERS`, and the measured slopes (memoised)."""
+    return _memo(("second-ladder", mode, seed, G), lambda: _second_ladder(mode, seed, G))
 
 
-def _second_ladder(mode, seed):
+def _second_ladder(mode, seed, G=SECOND_G):
     import simplexlab.theory as th
 
     _x64()
     lad = _ladder()
-    st = second_settings(mode)
+    st = second_settings(mode, G)
     times = np.arange(0.0, SECOND_T + 1e-9, 1.0)
     p0, y0, z0 = lad.STATES[0]
     s0 = _state(lad.K, y0, z0, p0)
@@ -527,7 +542,7 @@ def _second_ladder(mode, seed):
         t0 = time.perf_counter()
         bandit = {}
         fixed = {**lad.SYSTEMS[key][1], "K": lad.K, "M": lad.M, "y0": y0, "z0": z0, "p0": p0,
-                 "max_group_size": SECOND_G, "group_size": SECOND_G}
+                 "max_group_size": G, "group_size": G}
         if st["seeds"] * len(st["etas"]) <= 65536:  # one program: every step recorded
             ds = _bandit_runs({**fixed, "stride": 1,
                                "num_steps": int(round(SECOND_T / min(st["etas"])))},
@@ -545,7 +560,7 @@ def _second_ladder(mode, seed):
                                              -1)
         seconds["bandit"] += time.perf_counter() - t0
         t0 = time.perf_counter()
-        dyn, _ = lad._systems(key, SECOND_G)  # the bandit's own finite-group system
+        dyn, _ = lad._systems(key, G)  # the bandit's own finite-group system
         rows = {eta: {} for eta in st["etas"]}
         orders = [ORDERS[i] for i in st["orders"]]
         for label, modified, corrected in orders:
@@ -572,9 +587,13 @@ def _second_ladder(mode, seed):
             "seconds": {k: round(v, 1) for k, v in seconds.items()}}
 
 
-#: the flip points the second-order mean is computed at (G = 32: its exact covariance needs
-#: 8.7 million table entries per evaluation, beyond what an ODE solve can afford here)
-FLIP_SECOND_G = (8, 16)
+#: the flip points the second-order mean is computed at: every G of finite-group-flip's prompt
+#: draws
+FLIP_SECOND_G = (8, 16, 32)
+#: the table bound of the flips' finite-group systems: at G = 32 the exact covariance of
+#: G²RPO's step (K = 6, M = 2) needs 8.7 million table entries (0.56 GB) per evaluation, above
+#: the default 4 million; a prompt's solve over T = 100 then takes about 8 s on the CPU
+FLIP_MAX_SIZE = 10_000_000
 
 
 def _committed(root, name: str) -> dict:
@@ -608,7 +627,8 @@ def second_order_flip(G: int, gain: float, st: dict, instance: int) -> float:
     sim = Bandit(K=c["K"], M=c["M"], method="g2rpo", schedule=c["schedule"],
                  neutralize=c["neutralize"], num_prompts=st["prompts"], max_group_size=G)
     dyn, s0 = sim.finite_group({"group_size": G, "eta": st["eta"], "p0": c["p0"],
-                                "gain": float(gain), "instance": instance})
+                                "gain": float(gain), "instance": instance},
+                               max_size=FLIP_MAX_SIZE)
     d = th.Diffusion(dyn, eta=st["eta"], modified=True)
     T = st["steps"] * st["eta"]
     out = []
@@ -858,77 +878,96 @@ def _flip_counts(rows, which):
     "noise-second-order",
     reproduces=(
         "no paper figure: the bandit's O(η) bias of the mean against the finite-group theory "
-        "(the ladder of finite-group-ladder, K = 3, M = 2, G = 4), closed to O(η²) by the "
-        "second-order mean (Li, Tai & E's modified drift f − (η/2)(∂f)f and the noise's shift "
-        "of the mean ½∂²f:C); full mode: the flip thresholds of finite-group-flip with it"),
-    cost={"quick": "~30 s", "full": "~30 min"},
+        "(the ladder of finite-group-ladder, K = 3, M = 2, G = 4; full mode G = 32 too), closed "
+        "to O(η²) by the second-order mean (Li, Tai & E's modified drift f − (η/2)(∂f)f and the "
+        "noise's shift of the mean ½∂²f:C); full mode: the flip thresholds of "
+        "finite-group-flip with it"),
+    cost={"quick": "~30 s", "full": "~45 min"},
 )
 def second_order(ctx: Context) -> dict:
     """The ladder's mean error against η for the first-order ODE, the modified drift alone and
-    the second-order mean, with their measured slopes; full mode adds the flip thresholds of
-    ``finite-group-flip`` (its committed full run's bandit intervals) read with the
-    second-order mean at G = 8 and 16."""
+    the second-order mean, with their measured slopes, at G = :data:`SECOND_G` (and, full mode,
+    at G = :data:`SLOPE_G`, where the seeds' noise lets the slope be resolved); full mode adds
+    the flip thresholds of ``finite-group-flip`` (its committed full run's bandit intervals)
+    read with the second-order mean at G = 8, 16 and 32."""
     import matplotlib.pyplot as plt
 
     from simplexlab.lab import claim_lines, figure_note, legend_outside, use_style
 
     use_style()
-    r = second_ladder_data(ctx.mode, ctx.seed)
-    st = r["settings"]
+    ladders = {SECOND_G: second_ladder_data(ctx.mode, ctx.seed)}
+    st = ladders[SECOND_G]["settings"]
+    if ctx.mode == "full":
+        ladders[SLOPE_G] = second_ladder_data(ctx.mode, ctx.seed, G=SLOPE_G)
     flip = second_flip_data(_root(), ctx.seed) if st["flip"] else None
     lad = _ladder()
-    systems = r["systems"]
-    n_panels = len(systems) + (flip is not None)
-    fig, axes = plt.subplots(1, n_panels, figsize=(6.2 * n_panels, 5.4), constrained_layout=True,
-                             squeeze=False)
+    n_sys = len(st["systems"])
+    fig = plt.figure(figsize=(6.2 * (n_sys + (flip is not None)), 5.6 * len(ladders)),
+                     constrained_layout=True)
+    gs = fig.add_gridspec(len(ladders), n_sys + (flip is not None))
     colors = dict(zip([o[0] for o in ORDERS], ("C3", "C1", "C0"), strict=True))
-    etas = np.asarray(st["etas"], float)
-    for ax, (key, sysr) in zip(axes[0], systems.items(), strict=False):
-        rows = sysr["rows"]
-        floor = np.inf
-        for label in rows[st["etas"][0]]:
-            e = np.array([rows[eta][label]["error"] for eta in st["etas"]])
-            ci = np.array([rows[eta][label]["ci"] for eta in st["etas"]])
-            floor = min(floor, float(e.min()))
-            sl_ = sysr["slopes"][label]
-            res = "" if sl_["resolved"] is None else f", {sl_['resolved']:.2f} where resolved"
-            ax.fill_between(etas, np.maximum(ci[:, 0], 1e-6), ci[:, 1], color=colors[label],
-                            alpha=0.18, lw=0)
-            ax.loglog(etas, e, "o-", color=colors[label],
-                      label=f"{label}: slope {sl_['all']:.2f}{res}")
-        noise = max(rows[eta][label]["noise"] for eta in st["etas"] for label in rows[eta])
-        ax.axhline(noise, color="0.5", ls=":", lw=1, label="noise: largest 1.96 SE")
-        top = max(rows[st["etas"][0]][lab]["error"] for lab in rows[st["etas"][0]])
-        ax.loglog(etas, top * etas / etas.max(), "k--", lw=0.8, label="∝ η")
-        ax.loglog(etas, 0.5 * top * (etas / etas.max()) ** 2, "k-.", lw=0.8, label="∝ η²")
-        _log_ticks(ax, etas)
-        ax.set_ylim(bottom=0.3 * min(floor, noise))
-        ax.set_xlabel("step size η")
-        ax.set_ylabel(r"$\sup_t \max(|\Delta p|, |\Delta L_y|)$, bandit seed mean − theory")
-        ax.set_title(f"{lad.SYSTEMS[key][0]}, G = {SECOND_G}, t = 1, …, {SECOND_T:g}\n"
-                     f"{st['seeds']} seeds, 95 % intervals", fontsize=10)
-        ax.grid(alpha=0.3, which="both")
-        legend_outside(ax, where="below", fontsize=8)
+    for row, (G, r) in enumerate(ladders.items()):
+        lst = r["settings"]
+        etas = np.asarray(lst["etas"], float)
+        for col, (key, sysr) in enumerate(r["systems"].items()):
+            ax = fig.add_subplot(gs[row, col])
+            rows = sysr["rows"]
+            floor = np.inf
+            for label in rows[lst["etas"][0]]:
+                e = np.array([rows[eta][label]["error"] for eta in lst["etas"]])
+                ci = np.array([rows[eta][label]["ci"] for eta in lst["etas"]])
+                floor = min(floor, float(e.min()))
+                sl_ = sysr["slopes"][label]
+                res = ("" if sl_["resolved"] is None else
+                       f", {sl_['resolved']:.2f} where resolved (η ≥ "
+                       f"{min(sl_['resolved_etas']):.3g})")
+                ax.fill_between(etas, np.maximum(ci[:, 0], 1e-7), ci[:, 1],
+                                color=colors[label], alpha=0.18, lw=0)
+                ax.loglog(etas, e, "o-", color=colors[label],
+                          label=f"{label}: slope {sl_['all']:.2f}{res}")
+            noise = np.array([max(rows[eta][lab]["noise"] for lab in rows[eta])
+                              for eta in lst["etas"]])
+            ax.loglog(etas, 2 * noise, color="0.5", ls=":", lw=1,
+                      label="resolved above: 2 × 1.96 SE (the seeds' noise)")
+            top = max(rows[lst["etas"][0]][lab]["error"] for lab in rows[lst["etas"][0]])
+            ax.loglog(etas, top * etas / etas.max(), "k--", lw=0.8, label="∝ η")
+            ax.loglog(etas, 0.5 * top * (etas / etas.max()) ** 2, "k-.", lw=0.8, label="∝ η²")
+            _log_ticks(ax, etas)
+            ax.set_ylim(bottom=0.3 * min(floor, float(noise.min())))
+            ax.set_xlabel("step size η")
+            ax.set_ylabel(r"$\sup_t \max(|\Delta p|, |\Delta L_y|)$, bandit seed mean − theory")
+            ax.set_title(f"{lad.SYSTEMS[key][0]}, G = {G}, t = 1, …, {SECOND_T:g}\n"
+                         f"{lst['seeds']:,} seeds, 95 % intervals", fontsize=10)
+            ax.grid(alpha=0.3, which="both")
+            legend_outside(ax, where="below", fontsize=8)
     notes = []
     if flip is not None:
-        ax = axes[0, -1]
+        ax = fig.add_subplot(gs[:, -1])
         pts = [p for p in flip["rows"] if "second_order" in p]
+        ax.axhspan(-1, 1, color="C3", alpha=0.12, lw=0,
+                   label="inside the bandit's bootstrap 95 % interval")
+        ax.axhline(0, color="C3", lw=1, label="the bandit's seed-mean flip")
         for k, p in enumerate(pts):
             x, lo, hi = p["bandit"]
-            if x is not None:
-                ax.errorbar([k], [x], yerr=[[x - lo], [(hi if hi is not None else x) - x]],
-                            fmt="D", color="C3", capsize=4,
-                            label="bandit flip, bootstrap 95 %" if k == 0 else None)
             for which, mk, col in (("first_order", "s", "C1"), ("second_order", "o", "C0")):
                 v = p[which]["theory_bandit_estimator"]
-                if v is not None:
-                    ax.plot([k + (0.15 if which == "second_order" else -0.15)], [v], mk,
-                            mfc="none", color=col, ms=8,
-                            label=(None if k else f"theory ({which.replace('_', ' ')}), read "
-                                                  "like the bandit"))
+                if v is None or x is None:
+                    continue
+                half = (hi - x) if v >= x else (x - lo)
+                ax.plot([k + (0.15 if which == "second_order" else -0.15)], [(v - x) / half],
+                        mk, mfc="none", color=col, ms=8,
+                        label=(None if k else f"theory ({which.replace('_', ' ')}), read "
+                                              "like the bandit"))
+            if x is None:
+                ax.text(k, 0, "no flip\n(both)", ha="center", va="center", fontsize=7)
+            else:
+                ax.text(k, -2.9, f"{x:.3f}\n±{(hi - lo) / 2:.3f}", ha="center", va="bottom",
+                        fontsize=7)
+        ax.set_ylim(-3, 3)
+        ax.set_xlim(-0.7, len(pts) - 0.3)
         ax.set_xticks(range(len(pts)), [f"draw {p['instance']}\nG = {p['group_size']}"
                                         for p in pts], fontsize=8)
-        ax.set_ylabel(r"flip gain $\lambda_0^*$")
+        ax.set_ylabel("theory − bandit flip gain λ0*, in half-widths of the bandit's interval")
         a, n = _flip_counts(flip["rows"], "first_order")
         b, m = _flip_counts(flip["rows"], "second_order")
         fs = flip["settings"]
@@ -938,10 +977,10 @@ def second_order(ctx: Context) -> dict:
                      f"(G = {', '.join(map(str, FLIP_SECOND_G))})", fontsize=10)
         ax.grid(alpha=0.3)
         legend_outside(ax, where="below", fontsize=8)
-        notes.append(f"flips: the bandit's intervals from {flip['source']} (revision "
-                     f"{flip['source_revision']}); the second-order mean at G = 32 is not "
-                     "computed (its exact covariance needs 8.7 million table entries per "
-                     "evaluation)")
+        notes.append(f"flips (the numbers: the bandit's flip gain ± half its interval): "
+                     f"the bandit's intervals from {flip['source']} (revision "
+                     f"{flip['source_revision']}); no flip for λ0 ≤ 4 at draw 0, G = 8 (bandit "
+                     "and theory)")
     fig.suptitle("The O(η) bias of the bandit's mean closed to O(η²): the finite-group ODE, "
                  "the modified drift alone and the second-order mean (modified drift + the "
                  "noise's shift ½∂²f:C, linear_noise(..., mean_correction=True))", fontsize=10)
@@ -950,17 +989,27 @@ def second_order(ctx: Context) -> dict:
                 differs=["no paper figure: Li, Tai & E's second-order stochastic modified "
                          "equation applied to the finite-group theory (SGD, P = 1)"])
     ctx.savefig(fig, "noise_second_order")
-    res = {"ladder": {key: {"rows": {f"eta={eta:g}": v for eta, v in sysr["rows"].items()},
-                            "slopes": sysr["slopes"]} for key, sysr in systems.items()}}
+
+    def ladder_result(r):
+        return {key: {"rows": {f"eta={eta:g}": v for eta, v in sysr["rows"].items()},
+                      "slopes": sysr["slopes"]} for key, sysr in r["systems"].items()}
+
+    res = {"ladder": ladder_result(ladders[SECOND_G])}
+    params = {"K": lad.K, "M": lad.M, "start": lad.STATES[0], "G": SECOND_G, "T": SECOND_T,
+              **{k: list(v) if isinstance(v, tuple) else v for k, v in st.items()},
+              "orders": [o[0] for o in ORDERS]}
+    if SLOPE_G in ladders:
+        res["slope_ladder"] = {"group_size": SLOPE_G, **ladder_result(ladders[SLOPE_G])}
+        params["slope_ladder"] = {"G": SLOPE_G, **{
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in ladders[SLOPE_G]["settings"].items() if k in ("etas", "seeds")}}
     if flip is not None:
         res["flip"] = flip
         res["flip_within"] = {w: _flip_counts(flip["rows"], w)
                               for w in ("first_order", "second_order")}
-    return {"parameters": {"K": lad.K, "M": lad.M, "start": lad.STATES[0], "G": SECOND_G,
-                           "T": SECOND_T, **{k: list(v) if isinstance(v, tuple) else v
-                                             for k, v in st.items()},
-                           "orders": [o[0] for o in ORDERS], "flip_G": list(FLIP_SECOND_G)},
-            "results": res, "seconds": r["seconds"]}
+        params["flip_G"] = list(FLIP_SECOND_G)
+    seconds = {f"G={G}": r["seconds"] for G, r in ladders.items()}
+    return {"parameters": params, "results": res, "seconds": seconds}
 
 
 @experiment(
