@@ -84,10 +84,15 @@ def _bandit_runs(fixed: dict, grid: dict, seeds: int, seed: int):
 
 
 def _log_ticks(ax, values):
-    """Major ticks at ``values`` on a log x axis, labelled plainly, no minor labels."""
+    """Major ticks at ``values`` on a log x axis, labelled plainly (``1/3`` rather than
+    ``0.333333``), no minor labels."""
     from matplotlib.ticker import NullFormatter
 
-    ax.set_xticks(list(values), [f"{v:g}" for v in values])
+    def label(v):
+        plain, n = f"{v:g}", round(1 / v)
+        return f"1/{n}" if len(plain) > 6 and abs(n * v - 1) < 1e-9 else plain
+
+    ax.set_xticks(list(values), [label(v) for v in values])
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
