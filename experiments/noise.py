@@ -506,9 +506,9 @@ def second_settings(mode: str, G: int = SECOND_G) -> dict:
     if G not in (SECOND_G, SLOPE_G) or (G == SLOPE_G and mode != "full"):
         raise ValueError(f"second_settings: no ladder at G = {G!r} in {mode!r} mode (G = "
                          f"{SECOND_G}; G = {SLOPE_G} in full mode)")
-    if mode == "full" and G == SLOPE_G:
-        return {"systems": ("grpo", "neutral_B"), "etas": (1.0, 1 / 2, 1 / 3, 1 / 4, 1 / 6, 1 / 8),
-                "seeds": 2**21, "orders": (0, 1, 2), "flip": True}
+    if G == SLOPE_G:  # the full ladder's systems and theories at more seeds and η
+        return {**second_settings(mode), "etas": (1.0, 1 / 2, 1 / 3, 1 / 4, 1 / 6, 1 / 8),
+                "seeds": 2**21}
     if mode == "full":
         return {"systems": ("grpo", "neutral_B"), "etas": (1.0, 0.5, 0.25, 0.125, 0.0625),
                 "seeds": 65536, "orders": (0, 1, 2), "flip": True}
