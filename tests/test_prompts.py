@@ -54,6 +54,27 @@ def test_the_gauss_jacobi_nodes_carry_the_beta_moments_up_to_their_degree():
     assert abs(nodes.silent_fraction(far) - law.silent_fraction(far)) > 1e-3
 
 
+@pytest.mark.parametrize("a, b", [(0.5, 1.5), (0.5, 0.5), (1.0, 1.0), (0.05, 3.0), (40.0, 0.3)])
+@pytest.mark.parametrize("n", [1, 2, 5, 16, 129])
+def test_the_gauss_jacobi_nodes_are_scipys_and_integrate_the_beta_moments(a, b, n):
+    """The nodes and weights (Golub–Welsch on the Jacobi matrix) against scipy's
+    ``roots_jacobi`` (Newton on the recurrence), and their moments ``E[μ^j]`` against the closed
+    form ``B(a + j, b)/B(a, b)`` for every ``j <= 2n − 1`` (up to 40): ``a + b = 1`` and
+    ``a + b = 2`` are the Jacobi matrix's cancelled cases (α + β = −1, 0)."""
+    from scipy.special import roots_jacobi
+
+    from simplexlab.theory._prompts import _beta_nodes
+
+    x, w = _beta_nodes(a, b, n)
+    xs, ws = roots_jacobi(n, b - 1.0, a - 1.0)
+    np.testing.assert_allclose(x, (xs + 1) / 2, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(w, ws / ws.sum(), rtol=0, atol=1e-8)
+    j = np.arange(min(2 * n, 41))
+    exact = np.exp([math.lgamma(a + k) - math.lgamma(a + b + k) - math.lgamma(a)
+                    + math.lgamma(a + b) for k in j])
+    np.testing.assert_allclose([np.sum(w * x**k) for k in j], exact, rtol=1e-11, atol=1e-14)
+
+
 def test_a_histograms_silent_fraction_and_signal_by_enumerating_every_reward_vector():
     ps = PromptSet.histogram([0.0, 0.2, 0.55, 0.9, 1.0], [1, 3, 2, 2, 1])
     mu, w = ps.arrays()

@@ -58,13 +58,29 @@ def _sizes(group_size, who: str) -> np.ndarray:
 
 def _beta_nodes(a: float, b: float, n: int):
     """Gauss–Jacobi nodes and weights of Beta(a, b) on [0, 1] (weights sum to 1; exact for
-    polynomials of degree <= 2n − 1)."""
-    from scipy.special import roots_jacobi
-
-    # weight (1 − x)^α (1 + x)^β on [−1, 1], x = 2μ − 1: μ^(a−1) (1 − μ)^(b−1) is α = b − 1,
-    # β = a − 1
-    with np.errstate(invalid="ignore", divide="ignore"):  # scipy's recurrence at its k = 0 term
-        x, w = roots_jacobi(n, b - 1.0, a - 1.0)
+    polynomials of degree <= 2n − 1), by Golub & Welsch (Math. Comp. 23, 1969): the
+    eigenvalues of the Jacobi matrix of the monic Jacobi polynomials, weight
+    ``(1 − x)^α (1 + x)^β`` on [−1, 1] with ``x = 2μ − 1``, ``α = b − 1``, ``β = a − 1``
+    (Beta's ``μ^(a−1) (1 − μ)^(b−1)``), and the squared first components of its eigenvectors.
+    (numpy only: scipy's ``roots_jacobi``, which ``tests/test_prompt_set.py`` checks this
+    against, costs the planner's cold start a third of a second to import.)"""
+    al, be = b - 1.0, a - 1.0
+    s = al + be
+    k = np.arange(1.0, n)
+    diag = np.empty(n)
+    diag[0] = (be - al) / (s + 2.0)
+    diag[1:] = (be - al) * s / ((2 * k + s) * (2 * k + s + 2.0))
+    # the squared off-diagonal of row k: 4k(k+α)(k+β)(k+α+β) / ((2k+s)²(2k+s+1)(2k+s−1)),
+    # at k = 1 with the factor (1 + s) cancelled (it vanishes where α + β = −1)
+    off2 = np.empty(n - 1)
+    if n > 1:
+        off2[0] = 4 * (1.0 + al) * (1.0 + be) / ((2.0 + s) ** 2 * (3.0 + s))
+        k = k[1:]
+        off2[1:] = 4 * k * (k + al) * (k + be) * (k + s) / (
+            (2 * k + s) ** 2 * (2 * k + s + 1.0) * (2 * k + s - 1.0))
+    off = np.sqrt(off2)
+    x, vec = np.linalg.eigh(np.diag(diag) + np.diag(off, 1) + np.diag(off, -1))
+    w = vec[0] ** 2
     return (x + 1.0) / 2.0, w / np.sum(w)
 
 
