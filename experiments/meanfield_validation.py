@@ -14,6 +14,14 @@ the bandit maps to (:meth:`Bandit.meanfield`, time map ``t = step · η``):
     with the F-GRPO tail-miss probability ``Pr(B_τ)`` (Lemma 3.1, :func:`theory.tail_miss`),
     and an unsampled mode gets no bonus (it is not a cluster of Algorithm 1), so its trajectory
     leaves the ODE's until ``G`` is large against ``1/τ``.
+
+Panels (a) and (b) carry the seeds' own noise floor, predicted: the linear-noise approximation
+(:func:`simplexlab.theory.linear_noise`, the covariance ODE ``dC/dt = J C + C Jᵀ + η Σ`` along
+the finite-group mean, :meth:`Bandit.finite_group` at the run's own η and G) gives the across-seed
+standard deviation ``σ(t)`` of ``p`` and ``L_y``; ``1.96 · max_t σ(t) / √seeds`` is the size of
+an error the seeds alone would make. An error above the band is the mean field's bias; one
+inside it is noise. The result file holds the predicted standard error beside the measured one
+(``max_t`` of the seeds' standard deviation over ``√seeds``).
 """
 
 from __future__ import annotations
@@ -43,13 +51,27 @@ SYSTEMS = {  # label -> bandit settings (method, schedule, neutralize)
 
 
 def settings(quick: bool) -> dict:
+    """``noise_systems``: the systems whose noise floor is predicted (quick: GRPO's alone, one
+    compiled program per group size on its counts path; G²RPO's covariance is a larger table)."""
     if quick:
         return {"T": 6.0, "ladder": (1.0, 0.5, 0.25), "seeds": 128,
                 "systems": ("GRPO (eq. 22)", "schedule B, λ0 = 1.5 (eq. 67)"),
+                "noise_systems": ("GRPO (eq. 22)",),
                 "G_sweep": (8, 16, 32), "rare_G": (4, 16, 64), "rare_seeds": 64}
     return {"T": 10.0, "ladder": (1.0, 0.5, 0.25, 0.125), "seeds": 1024,
-            "systems": tuple(SYSTEMS), "G_sweep": (8, 16, 32, 64, 128, 256),
+            "systems": tuple(SYSTEMS), "noise_systems": tuple(SYSTEMS),
+            "G_sweep": (8, 16, 32, 64, 128, 256),
             "rare_G": (4, 8, 16, 32, 64, 128, 256), "rare_seeds": 256}
+
+
+#: the noise floor's finite-group systems: the table bound of an exact covariance (the
+#: default; G²RPO's at K + M = 5 needs 4.9 million entries at G = 64); where none fits (G²RPO at
+#: G >= 64) the covariance is Monte Carlo of ``NOISE_SAMPLES`` groups per evaluation (relative
+#: error ~ √(2 / NOISE_SAMPLES) ≈ 2 % on a variance: nothing, for a noise floor)
+NOISE_MAX_SIZE = 4_000_000
+NOISE_SAMPLES = 4096
+#: the covariance ODE's fixed step in t (it moves on the mean's time scale, ~1)
+NOISE_DT = 0.5
 
 
 def _slug(label: str) -> str:
@@ -96,6 +118,54 @@ def _errors(ds, times, ode, eta, G):
     return out
 
 
+def _noise_floor(system, points, T, seeds):
+    """``{(η, G): {"p": se, "L_y": se}}``: the linear-noise approximation's standard error of
+    the seed mean, ``max_t σ(t) / √seeds`` over ``t = 0, NOISE_DT, ..., T``, at each ``(η, G)``
+    of ``points``, for the bandit ``system`` (module docstring); one compiled program per ``G``
+    (η is data of :class:`~simplexlab.theory.Diffusion`). The exact covariance where a table
+    fits, else Monte Carlo (``NOISE_SAMPLES`` groups); each entry names its ``path``."""
+    out = {}
+    n_save = int(round(T / NOISE_DT)) + 1
+    for G in sorted({G for _, G in points}):
+        fixed = {**system, "K": K, "M": M, "y0": Y0, "z0": Z0, "max_group_size": G, "p0": P0,
+                 "num_steps": 1, "eta": min(e for e, g in points if g == G), "group_size": G}
+        if system["method"] == "g2rpo":
+            fixed["gain"] = GAIN
+        sim, params = Bandit.from_values(fixed)
+        try:
+            dyn, s0 = sim.finite_group(params, max_size=NOISE_MAX_SIZE)
+            path = dyn.resolve_moments_path(K, M)
+        except ValueError:  # no exact table fits: the covariance by Monte Carlo
+            dyn, s0 = sim.finite_group(params, max_size=NOISE_MAX_SIZE,
+                                       moments_path="montecarlo", num_samples=NOISE_SAMPLES)
+            path = "montecarlo"
+        s0 = jax.tree_util.tree_map(lambda a: a[0], s0)
+        for eta in sorted({e for e, g in points if g == G}):
+            ln = mf.linear_noise(mf.Diffusion(dyn, eta=eta), s0, t1=T, n_save=n_save,
+                                 dt=NOISE_DT)
+            out[(eta, G)] = {q: float(np.max(np.asarray(ln.std[q])) / np.sqrt(seeds))
+                             for q in ("p", "L_y")}
+            out[(eta, G)]["path"] = path
+    return out
+
+
+def _floor_bands(ax, x, errs, noisy):
+    """Shade, for p and for L_y, what lies below ``1.96 ×`` the predicted standard error of the
+    seed mean (the largest over the systems ``noisy``): an error there is the seeds' noise."""
+    y0, y1 = ax.get_ylim()
+    who = "GRPO's" if list(noisy) == ["GRPO (eq. 22)"] else "largest over the systems"
+    for q, hatch, name in (("p", None, "p"), ("L_y", "//", r"$L_y$")):
+        rows = [es for label, es in errs.items() if label in noisy]
+        if not rows:
+            continue
+        top = 1.96 * np.max([[e[q + "_se_predicted"] for e in es] for es in rows], axis=0)
+        ax.fill_between(x, 1e-12, top, color="gray", alpha=0.18, hatch=hatch,
+                        lw=0, label=f"seeds' noise of {name}: 1.96 SE of the seed mean, "
+                                    f"linear noise ({who})")
+        y0, y1 = min(y0, 0.5 * float(top.min())), max(y1, 1.5 * float(top.max()))
+    ax.set_ylim(y0, y1)  # the band's own top in view, not its floor at 1e-12
+
+
 @experiment(
     "meanfield-validation",
     reproduces=(
@@ -123,11 +193,20 @@ def run(ctx: Context) -> dict:
     etas = sorted({eta for eta, _ in ladder})
     Gs = sorted({G for _, G in ladder} | set(st["G_sweep"]))
     errs_a, errs_b = {}, {}
+    noisy = st.get("noise_systems", st["systems"])
     for label in st["systems"]:
         ds, times, ode = _ensemble(ctx, label, SYSTEMS[label], etas=etas, Gs=Gs, T=T,
                                    seeds=st["seeds"])
         errs_a[label] = [_errors(ds, times, ode, eta, G) for eta, G in ladder]
         errs_b[label] = [_errors(ds, times, ode, eta_b, G) for G in st["G_sweep"]]
+        if label in noisy:  # the seeds' noise floor, predicted (module docstring)
+            pts = [(float(e), int(G)) for e, G in ladder] + [(eta_b, int(G))
+                                                            for G in st["G_sweep"]]
+            floor = _noise_floor(SYSTEMS[label], pts, T, st["seeds"])
+            for e, pt in zip(errs_a[label] + errs_b[label], pts, strict=True):
+                pred = floor[pt]
+                e.update({"p_se_predicted": pred["p"], "L_y_se_predicted": pred["L_y"],
+                          "noise_path": pred["path"]})
     slopes = {label: {q: float(np.polyfit(np.log(hs), np.log([e[q] for e in es]), 1)[0])
                       for q in ("p", "L_y")} for label, es in errs_a.items()}
 
@@ -169,6 +248,7 @@ def run(ctx: Context) -> dict:
                   label=f"L_y (slope {slopes[label]['L_y']:.2f})")
     ax.loglog(hs, 0.5 * max(e["L_y"] for es in errs_a.values() for e in es) * hs / hs[0], ":",
               color="gray", label="slope 1")
+    _floor_bands(ax, hs, errs_a, noisy)
     ax.set_xlabel(r"$h$: step size $\eta = 0.2h$, group size $G = 8/h$")
     ax.set_ylabel(r"$\sup_t$ |ensemble mean − ODE|")
     ax.set_title(f"(a) error vs (η, G) ladder, {st['seeds']} seeds, t ∈ [0, {T:g}]")
@@ -183,6 +263,7 @@ def run(ctx: Context) -> dict:
         ax.loglog(Gs, [e["L_y"] for e in es], "s--", color=c, mfc="none", label="L_y")
     ax.loglog(Gs, 0.5 * max(e["p"] for es in errs_b.values() for e in es) * Gs[0] / Gs, ":",
               color="gray", label="∝ 1/G")
+    _floor_bands(ax, Gs, errs_b, noisy)
     ax.set_xlabel("group size G")
     ax.set_ylabel(r"$\sup_t$ |ensemble mean − ODE|")
     ax.set_title(f"(b) error vs G at η = {eta_b:g}, {st['seeds']} seeds")
@@ -221,9 +302,18 @@ def run(ctx: Context) -> dict:
                        "rare_G": list(st["rare_G"]), "rare_seeds": st["rare_seeds"],
                        "systems": {k: SYSTEMS[k] for k in st["systems"]},
                        "optimizer": "sgd", "surrogate": "log_likelihood", "reduction": "mean",
-                       "error": "sup over t = 0, 1, ..., T of |seed mean - ODE|"},
+                       "error": "sup over t = 0, 1, ..., T of |seed mean - ODE|",
+                       "noise_systems": list(noisy), "noise_dt": NOISE_DT,
+                       "noise_max_size": NOISE_MAX_SIZE, "noise_samples": NOISE_SAMPLES,
+                       "se": "max over t of the seeds' standard deviation / sqrt(seeds): "
+                             "measured (p_se, L_y_se; the bandit's record times) and predicted "
+                             "by the linear-noise approximation (p_se_predicted, "
+                             "L_y_se_predicted; t = 0, noise_dt, ..., T)"},
         "results": {
             "ladder_errors": errs_a, "ladder_slopes": slopes, "G_errors": errs_b,
+            "se_ratio": {label: {q: [e[q + "_se"] / e[q + "_se_predicted"]
+                                     for e in errs_a[label] + errs_b[label]]
+                                 for q in ("p", "L_y")} for label in noisy},
             "rare_mode": rare,
             "statements": {
                 "GRPO error shrinks at rate 1 in (eta, 1/G)": {

@@ -616,11 +616,15 @@ def _committed(root, name: str) -> dict:
     return rec
 
 
-def second_order_flip(G: int, gain: float, st: dict, instance: int) -> float:
+def second_order_flip(G: int, gain: float, st: dict, instance: int) -> dict:
     """The second-order mean's prompt-mean ``ΔL_y`` over the run at the collision setting
     ``st`` of ``finite-group-flip`` (G²RPO schedule B with the neutralizer, K = 6, M = 2,
-    p0 = 0.7) at base gain ``gain`` for the prompts' draw ``instance``: one
-    ``linear_noise(Diffusion(..., modified=True), mean_correction=True)`` solve per prompt."""
+    p0 = 0.7) at base gain ``gain`` for the prompts' draw ``instance`` (``dLy``): one
+    ``linear_noise(Diffusion(..., modified=True), mean_correction=True)`` solve per prompt;
+    and, from the same solves, the predicted standard error of the bandit's estimate of it
+    (``se``: the mean over ``st["prompts"]`` independent prompts and ``st["seeds"]`` seeds, so
+    ``√(Σ_j Var ΔL_y,j / seeds) / prompts``, ``Var ΔL_y,j`` the prompt's variance of ``L_y``
+    at ``T``: the seeds start together)."""
     import jax
 
     import simplexlab.theory as th
@@ -636,12 +640,28 @@ def second_order_flip(G: int, gain: float, st: dict, instance: int) -> float:
                                max_size=FLIP_MAX_SIZE)
     d = th.Diffusion(dyn, eta=st["eta"], modified=True)
     T = st["steps"] * st["eta"]
-    out = []
+    out, var = [], []
     for j in range(st["prompts"]):
         ln = th.linear_noise(d, jax.tree_util.tree_map(lambda a, j=j: a[j], s0), t1=T,
                              n_save=2, rtol=reg.RTOL, atol=reg.ATOL, mean_correction=True)
         out.append(float(ln.mean["L_y"][-1] - ln.mean["L_y"][0]))
-    return float(np.mean(out))
+        var.append(float(ln.std["L_y"][-1]) ** 2)
+    return {"dLy": float(np.mean(out)),
+            "se": float(np.sqrt(np.sum(var) / st["seeds"]) / st["prompts"])}
+
+
+def predicted_half_width(gains, dly, flip: float, se: float) -> float | None:
+    """The half-width of a 95 % interval on the flip gain that the seeds' noise alone gives:
+    ``1.96 · se / |dΔL_y/dλ0|``, the slope of ``dly`` (on ``gains``) across the bracket that
+    holds ``flip`` (``None`` where ``flip`` is outside the gains or the slope is 0)."""
+    if flip is None:
+        return None
+    g, v = np.asarray(gains, float), np.asarray(dly, float)
+    i = int(np.searchsorted(g, flip)) - 1
+    if i < 0 or i + 1 >= g.size:
+        return None
+    slope = (v[i + 1] - v[i]) / (g[i + 1] - g[i])
+    return None if slope == 0 else float(1.96 * se / abs(slope))
 
 
 def _regimes():
@@ -679,10 +699,18 @@ def second_flip_data(root, seed: int = 0, *, log=print) -> dict:
                      "first_order_dLy": plain.tolist()}
             if G in FLIP_SECOND_G and te is not None:
                 at = float(reg.theory_dly(G, [te], st, instance=int(inst))[0])
-                delta = second_order_flip(G, te, st, int(inst)) - at
+                second = second_order_flip(G, te, st, int(inst))
+                delta = second["dLy"] - at
                 corrected = plain + delta
                 tc = reg.crossing(bgains, corrected)
+                x, lo, hi = row["bandit"]
                 entry.update({"correction": delta, "correction_at_gain": te,
+                              "predicted_se": second["se"],
+                              "predicted_half_width": (None if tc is None else
+                                                       predicted_half_width(
+                                                           bgains, corrected, tc, second["se"])),
+                              "bandit_half_width": (None if x is None or hi is None
+                                                    else (hi - lo) / 2),
                               "second_order": reg.flip_row(
                                   G, row["bandit"], {"flip": tc, "flip_bandit_estimator": tc},
                                   gmax),
@@ -966,8 +994,10 @@ def second_order(ctx: Context) -> dict:
             if x is None:
                 ax.text(k, 0, "no flip\n(both)", ha="center", va="center", fontsize=7)
             else:
-                ax.text(k, -2.9, f"{x:.3f}\n±{(hi - lo) / 2:.3f}", ha="center", va="bottom",
-                        fontsize=7)
+                ph = p.get("predicted_half_width")
+                ax.text(k, -2.9, f"{x:.3f}\n±{(hi - lo) / 2:.3f}"
+                        + ("" if ph is None else f"\npred. ±{ph:.3f}"), ha="center",
+                        va="bottom", fontsize=7)
         ax.set_ylim(-3, 3)
         ax.set_xlim(-0.7, len(pts) - 0.3)
         ax.set_xticks(range(len(pts)), [f"draw {p['instance']}\nG = {p['group_size']}"
@@ -982,7 +1012,10 @@ def second_order(ctx: Context) -> dict:
                      f"(G = {', '.join(map(str, FLIP_SECOND_G))})", fontsize=10)
         ax.grid(alpha=0.3)
         legend_outside(ax, where="below", fontsize=8)
-        notes.append(f"flips (the numbers: the bandit's flip gain ± half its interval): "
+        notes.append("flips (the numbers: the bandit's flip gain ± half its bootstrap interval; "
+                     "pred.: the half-width the seeds' noise gives, 1.96 SE / |dΔL_y/dλ0|, the SE "
+                     "of the bandit's prompt-and-seed mean ΔL_y from the linear-noise "
+                     "covariance of the same solves): "
                      f"the bandit's intervals from {flip['source']} (revision "
                      f"{flip['source_revision']}); no flip for λ0 ≤ 4 at draw 0, G = 8 (bandit "
                      "and theory)")
@@ -1012,6 +1045,10 @@ def second_order(ctx: Context) -> dict:
         res["flip"] = flip
         res["flip_within"] = {w: _flip_counts(flip["rows"], w)
                               for w in ("first_order", "second_order")}
+        res["flip_half_width_ratio"] = {
+            f"draw {p['instance']}, G = {p['group_size']}":
+                p["predicted_half_width"] / p["bandit_half_width"]
+            for p in flip["rows"] if p.get("predicted_half_width") and p.get("bandit_half_width")}
         params["flip_G"] = list(FLIP_SECOND_G)
     seconds = {f"G={G}": r["seconds"] for G, r in ladders.items()}
     return {"parameters": params, "results": res, "seconds": seconds}

@@ -33,6 +33,11 @@ def test_meanfield_validation_tiny(ctx, monkeypatch):
     errs = out["results"]["ladder_errors"]["GRPO (eq. 22)"]
     # halving η and doubling G lowers the error (rate 1 in theory; two rungs, 64 seeds)
     assert errs[1]["L_y"] < errs[0]["L_y"]
+    # the seeds' noise floor: the linear-noise approximation's standard error of the seed mean
+    # against the bandit's own (64 seeds: a standard deviation to ~9 %)
+    ratios = out["results"]["se_ratio"]["GRPO (eq. 22)"]
+    assert len(ratios["p"]) == 4 and all(0.7 < r < 1.4 for q in ratios for r in ratios[q]), ratios
+    assert all(e["noise_path"] == "counts" for e in errs)
     tm = [r["tail_miss_t0"] for r in out["results"]["rare_mode"]]
     assert all(0 < t < 1 for t in tm)
 

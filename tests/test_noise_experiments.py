@@ -29,6 +29,27 @@ def test_variance_standard_error_against_the_normal_law(mod):
     assert mod._z(0.95, 8) == pytest.approx(stats.norm.ppf(1 - 0.05 / 16))
 
 
+def test_the_predicted_flip_half_width_against_monte_carlo_of_the_bandits_reading(mod):
+    """The seeds' noise moves the bandit's seed-mean ΔL_y by ε ~ N(0, se²), the same ε at every
+    gain (the seeds are shared across gains); its flip, read by linear interpolation on the
+    gains, then has a 95 % half-width ``1.96 se / |slope|``: the empirical quantiles of 20,000
+    such readings (``finite-group-regimes``' own crossing) agree within 3 %. Outside the gains,
+    no width."""
+    reg = lab.load_experiment_module("finite_group_regimes")
+    gains = np.array([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0])
+    slope, root, se = -0.04, 2.7, 0.003
+    dly = slope * (gains - root) + 0.01 * (gains - root) ** 2
+    half = mod.predicted_half_width(gains, dly, root, se)
+    local = (dly[4] - dly[3]) / (gains[4] - gains[3])  # the bracket [2.5, 3.0] holds the root
+    assert half == pytest.approx(1.96 * se / abs(local), rel=1e-12)
+    rng = np.random.default_rng(1)
+    flips = np.array([reg.crossing(gains, dly + e) for e in rng.normal(0, se, 20_000)])
+    lo, hi = np.quantile(flips, [0.025, 0.975])
+    assert (hi - lo) / 2 == pytest.approx(half, rel=0.03)
+    assert mod.predicted_half_width(gains, dly, 4.5, se) is None
+    assert mod.predicted_half_width(gains, dly, None, se) is None
+
+
 def test_the_verdicts_of_sc_app_h(mod):
     H = 100
     assert mod._verdict_theory(29, 100, H) == "accelerates"
