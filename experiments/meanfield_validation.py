@@ -172,7 +172,7 @@ def _floor_bands(ax, x, errs, noisy):
         "no paper figure: the lab's test of the G²RPO mean-field ODEs (eq. 22, 48, 56, 62, 67) "
         "by the finite-group (K+M)-mode bandit; K = 3, M = 2, fixed start p0 = 0.7, "
         "y0 = (0.5, 0.3, 0.2), z0 = (0.7, 0.3), SGD on the mean-reduced log-likelihood"),
-    cost={"quick": "~19 s", "full": "~13.5 min"},
+    cost={"quick": "~30 s", "full": "~20 min"},
 )
 def run(ctx: Context) -> dict:
     """Ensemble mean of the bandit vs the mean-field ODE: error against (η, G) with the fitted
