@@ -132,8 +132,8 @@ def _noise_floor(system, points, T, seeds):
         if system["method"] == "g2rpo":
             fixed["gain"] = GAIN
         sim, params = Bandit.from_values(fixed)
+        dyn, s0 = sim.finite_group(params, max_size=NOISE_MAX_SIZE)
         try:
-            dyn, s0 = sim.finite_group(params, max_size=NOISE_MAX_SIZE)
             path = dyn.resolve_moments_path(K, M)
         except ValueError:  # no exact table fits: the covariance by Monte Carlo
             dyn, s0 = sim.finite_group(params, max_size=NOISE_MAX_SIZE,
@@ -152,12 +152,12 @@ def _noise_floor(system, points, T, seeds):
 def _floor_bands(ax, x, errs, noisy):
     """Shade, for p and for L_y, what lies below ``1.96 ×`` the predicted standard error of the
     seed mean (the largest over the systems ``noisy``): an error there is the seeds' noise."""
+    rows = [es for label, es in errs.items() if label in noisy]
+    if not rows:
+        return
     y0, y1 = ax.get_ylim()
-    who = "GRPO's" if list(noisy) == ["GRPO (eq. 22)"] else "largest over the systems"
+    who = f"{noisy[0].split(' (')[0]}'s" if len(noisy) == 1 else "largest over the systems"
     for q, hatch, name in (("p", None, "p"), ("L_y", "//", r"$L_y$")):
-        rows = [es for label, es in errs.items() if label in noisy]
-        if not rows:
-            continue
         top = 1.96 * np.max([[e[q + "_se_predicted"] for e in es] for es in rows], axis=0)
         ax.fill_between(x, 1e-12, top, color="gray", alpha=0.18, hatch=hatch,
                         lw=0, label=f"seeds' noise of {name}: 1.96 SE of the seed mean, "

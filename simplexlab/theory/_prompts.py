@@ -62,7 +62,7 @@ def _beta_nodes(a: float, b: float, n: int):
     eigenvalues of the Jacobi matrix of the monic Jacobi polynomials, weight
     ``(1 − x)^α (1 + x)^β`` on [−1, 1] with ``x = 2μ − 1``, ``α = b − 1``, ``β = a − 1``
     (Beta's ``μ^(a−1) (1 − μ)^(b−1)``), and the squared first components of its eigenvectors.
-    (numpy only: scipy's ``roots_jacobi``, which ``tests/test_prompt_set.py`` checks this
+    (numpy only: scipy's ``roots_jacobi``, which ``tests/test_prompts.py`` checks this
     against, costs the planner's cold start a third of a second to import.)"""
     al, be = b - 1.0, a - 1.0
     s = al + be
