@@ -767,3 +767,29 @@ def test_a_verifier_built_inside_jit_checks_its_rates():
             jax.block_until_ready(f(a(fn), a(fp)))
     g = eqx.filter_jit(lambda fn, fp: Verifier(fn, fp, allow_flipped=True).J)
     assert float(g(a(0.6), a(0.5))) == pytest.approx(-0.1)
+
+
+def test_a_state_built_without_make_state_is_checked_where_it_is_used():
+    """A :class:`State` of JAX arrays built directly (or by ``tree_map``) skips ``make_state``;
+    ``check_state`` refuses it off the state space, eagerly with the value (p outside (0, 1),
+    y off the simplex, NaN in z) and under ``jit`` at run time, and hands a good one back as
+    the same object (its arrays not copied)."""
+    from simplexlab.theory import State
+    from simplexlab.theory._state import check_state
+
+    f = jnp.asarray
+    good = State(f(0.4), f(Y3), f(Z2))
+    assert check_state(good) is good
+    bad = ((State(f(1.2), f(Y3), f(Z2)), r"\bp \(total bad mass\).*1\.2"),
+           (State(f(0.4), f([0.5, 0.5, 0.5]), f(Z2)), r"\by \(within-good.*0\.5"),
+           (State(f(0.4), f(Y3), f([float("nan"), 1.0])), r"\bz \(within-bad.*nan"),
+           (State(f(0.4), f(Y3), f([-0.5, 1.5])), r"\bz \(within-bad.*-0\.5"))
+    for state, what in bad:
+        with pytest.raises(ValueError, match=what):
+            check_state(state)
+        traced = eqx.filter_jit(check_state)
+        with pytest.raises(Exception, match=what.split(".*")[0]):
+            jax.block_until_ready(traced(state))
+    # a state of NumPy or Python values is rebuilt as JAX arrays of the default float
+    s = check_state(State(0.4, np.asarray(Y3), np.asarray(Z2)))
+    assert isinstance(s.y, jax.Array) and s.y.dtype == jnp.result_type(float)

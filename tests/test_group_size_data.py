@@ -2,8 +2,8 @@
 serves every group size up to a static bound, and gives the per-G program's numbers to
 round-off. Checked against the per-G programs themselves (the static path, which the rest of
 the suite checks against enumeration, brute force and Monte Carlo), for every count rule of
-METHODS and G²RPO's own reduction; the compile count by ``jax.monitoring``; a rule that
-ignores the padding is caught."""
+METHODS, G²RPO's own reduction and its partition path (mean and second moments); the compile
+count by ``jax.monitoring``; a rule that ignores the padding is caught."""
 
 import equinox as eqx
 import jax
@@ -85,6 +85,35 @@ def test_g2rpo_own_reduction_with_the_group_size_as_data(schedule):
         _close(out.theta, ref.theta, 1.0 + np.max(np.abs(ref.theta)))
 
 
+@pytest.mark.parametrize(("schedule", "verifier"),
+                         [(GainSchedule(kind="A"), NOISY),
+                          (GainSchedule(kind="B", B_max=0.5), Verifier())],
+                         ids=["A-neutralized-noisy", "B-clipped"])
+def test_the_partition_path_with_the_group_size_as_data(schedule, verifier):
+    """G²RPO where its own reduction does not apply (neutralized schedule A; B with its bonus
+    clipped): the partition path's mean and second moments from one program for every G up to the
+    bound (the tables of every total, the groups padded and masked) against the per-G
+    programs, whose second moments come from the enumeration of every outcome at these sizes
+    (an independent path); no new program for a new G."""
+    rule = group_rule("g2rpo", schedule=schedule, verifier=verifier)
+    v = {"verifier": verifier}
+    for G in (2, 5, BOUND):
+        ref = expected_update(rule, PI, K, G, **v)
+        out = expected_update(rule, PI, K, G, max_group_size=BOUND, **v)
+        assert ref.path == out.path == "clusters"
+        _close(out.theta, ref.theta, 1.0 + np.max(np.abs(ref.theta)))
+        ref = expected_moments(rule, PI, K, G, num_groups=2, **v)
+        out = expected_moments(rule, PI, K, G, num_groups=2, max_group_size=BOUND, **v)
+        assert out.path == "clusters"
+        assert ref.path == "enumerate" or G == BOUND  # the noisy verifier's 10 cells at 12
+        _close(out.covariance, ref.covariance, 1.0)
+        _close(out.cell_second, ref.cell_second, 1.0 + np.max(np.abs(ref.cell_second)))
+    _COMPILES.clear()
+    for G in (3, 7):
+        expected_moments(rule, PI, K, G, num_groups=2, max_group_size=BOUND, **v)
+    assert _COMPILES == []
+
+
 def test_one_program_serves_every_group_size():
     rule = group_rule("grpo", verifier=NOISY)
     expected_update(rule, PI, K, 3, verifier=NOISY, max_group_size=BOUND)  # compiles once
@@ -160,10 +189,6 @@ def test_bad_group_sizes_are_refused():
     for path, why in (("enumerate", "outcome tables"), ("montecarlo", "sampled groups")):
         with pytest.raises(ValueError, match=why):
             expected_update(rule, PI, K, 4, path=path, max_group_size=BOUND)
-    with pytest.raises(ValueError, match="no exact path serves the group size as data"):
-        # neutralized schedule A: no own reduction, only the partition tables (one G)
-        expected_update(group_rule("g2rpo", schedule=GainSchedule(kind="A")), PI, K, 4,
-                        max_group_size=BOUND)
 
 
 class _NoMask(AbstractGroupRule):
@@ -182,12 +207,23 @@ class _IgnoresMask(_NoMask):
         return super().advantages(rewards, modes, logp, t, num_clusters)
 
 
+class _ClustersIgnoresMask(_IgnoresMask):
+    """... declared with the cluster symmetry (z-scores are symmetric in the mode ids): the
+    partition path with the group size as data."""
+
+    structure = "clusters"
+
+
 def test_a_rule_that_cannot_or_does_not_mask_is_caught():
     with pytest.raises(ValueError, match="take no mask"):
         expected_update(_NoMask(), PI, K, 4, path="counts", max_group_size=BOUND)
+    with pytest.raises(ValueError, match="take no mask"):
+        expected_update(_NoMask(), PI, K, 4, path="clusters", max_group_size=BOUND)
     ref = expected_update(_NoMask(), PI, K, 4).theta
-    out = expected_update(_IgnoresMask(), PI, K, 4, max_group_size=BOUND).theta
-    assert np.max(np.abs(out - ref)) > 1e-3  # the comparison above can fail
+    for rule in (_IgnoresMask(), _ClustersIgnoresMask()):
+        out = expected_update(rule, PI, K, 4, max_group_size=BOUND)
+        assert out.path == rule.structure
+        assert np.max(np.abs(out.theta - ref)) > 1e-3  # the comparisons above can fail
 
 
 def test_the_budget_planner_compiles_one_moments_program_for_every_group_size(monkeypatch):

@@ -212,11 +212,12 @@ class FiniteGroup(AbstractDynamics):
     static integer, one compiled program per value; a static bound: ``group_size`` is data, a
     whole number up to the bound or an array of them, one per trajectory of
     :func:`~simplexlab.theory.solve_ensemble`, and one program serves every group size up to it:
-    the ``"counts"`` path and the rules' own reductions that take the bound, G²RPO's among
-    them, their arrays padded to the bound, equal to the per-G field to round-off; the bandit's
-    ``max_group_size`` alike), ``path`` (:data:`PATHS`; ``"auto"`` never takes
-    Monte Carlo here: it raises, naming the sizes; an explicit ``"montecarlo"`` gives a field
-    that is piecewise constant in the state, for fixed-step solvers), ``max_size``,
+    the ``"counts"`` and ``"clusters"`` paths and the rules' own reductions that take the
+    bound, G²RPO's among them, their arrays padded to the bound, equal to the per-G field to
+    round-off; the bandit's ``max_group_size`` alike), ``path`` (:data:`PATHS`; ``"auto"``
+    never takes Monte Carlo here: it raises, naming the sizes; an explicit ``"montecarlo"``
+    gives a field that is piecewise constant in the state, for fixed-step solvers),
+    ``max_size``,
     ``num_samples``, ``seed``. ``optimizer``: ``None`` (SGD) or the small-step limit of another
     optimizer (:class:`~simplexlab.theory.Adam`, :class:`~simplexlab.theory.Momentum`, ...;
     :func:`~simplexlab.theory.optimizer_limit`), whose field may need the second moment of the

@@ -171,7 +171,7 @@ def moments_size(rule: AbstractGroupRule, K: int, M: int, G: int, active,
                  bound: int = MAX_SIZE, *, traced: bool = False) -> dict:
     """Table entries of each second-moment path at these sizes (``None``: does not apply; the
     partition programme's counted up to ``bound``, a lower bound beyond it). ``traced``: the
-    group size is data below ``G`` (only the counts path serves it)."""
+    group size is data below ``G`` (the counts and clusters paths serve it)."""
     n = len(active[0]) + len(active[1])
     local = rule.group_local
     symmetric = rule.structure in ("counts", "clusters") and local
@@ -179,15 +179,15 @@ def moments_size(rule: AbstractGroupRule, K: int, M: int, G: int, active,
                        and (not traced or takes_mask(rule)) else None),
             "enumerate": enumeration_size(G, n) * (G + n) if local and not traced else None,
             "clusters": (cluster_second_size(G, len(active[0]), len(active[1]),
-                                             bound=bound) if symmetric and not traced
-                         else None)}
+                                             bound=bound, traced=traced)
+                         if symmetric and (not traced or takes_mask(rule)) else None)}
 
 
 def choose_moments_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *,
                         allow_montecarlo: bool, max_group_size: int | None = None) -> str:
     """The second-moment path to take (static): ``path`` itself, checked, or the first exact one
     that fits within ``max_size`` table entries ("auto"), else Monte Carlo where allowed.
-    ``max_group_size``: the group size is data below it (the counts path only)."""
+    ``max_group_size``: the group size is data below it (the counts and clusters paths)."""
     if path not in MOMENT_PATHS:
         extra = " (the rules' own reductions give the mean only)" if path == "rule" else ""
         raise ValueError(f"unknown second-moment path {path!r}{extra}; choose one of "
@@ -206,7 +206,7 @@ def cell_second_moments(rule: AbstractGroupRule, probs, K: int, group_size, *,
                         max_group_size: int | None = None):
     """``(W, M2, path)``: ``E[T]`` ``(2, C)`` and ``E[T_{rc} T_{r'c'}]`` ``(2, C, 2, C)`` of one
     group of ``rule`` at ``probs`` on an exact path (module docstring); ``max_group_size``:
-    ``group_size`` is data below it (the counts path)."""
+    ``group_size`` is data below it (the counts and clusters paths)."""
     probs = jnp.asarray(probs)
     C = probs.shape[-1]
     G = group_size
@@ -219,7 +219,8 @@ def cell_second_moments(rule: AbstractGroupRule, probs, K: int, group_size, *,
     if chosen == "counts":
         W, M2 = counts_second_moments(rule, q1, q0, probs, G, t, C, max_group_size)
     elif chosen == "clusters":
-        W, M2 = clusters_second_moments(rule, q1, q0, probs, G, t, C, *active)
+        W, M2 = clusters_second_moments(rule, q1, q0, probs, G, t, C, *active,
+                                        max_group_size)
     else:
         cells = tuple((1, m) for m in active[0]) + tuple((0, m) for m in active[1])
         W, M2 = _enumerate_second_moments(rule, q1, q0, probs, G, t, C, cells)
@@ -295,8 +296,8 @@ def expected_moments(rule: AbstractGroupRule, probs, K: int, group_size: int, *,
     ``max_size`` table entries, else Monte Carlo (``num_samples`` groups or batches, ``key``);
     the result names the path and, for Monte Carlo, the standard errors. One compiled program
     per setting; with ``max_group_size`` (a static bound) ``group_size`` is data and one program
-    serves every group size up to the bound (the counts path; its arrays padded to the bound,
-    equal to the per-G program's to round-off)."""
+    serves every group size up to the bound (the counts and clusters paths; their arrays padded
+    to the bound, equal to the per-G program's to round-off)."""
     verifier = Verifier() if verifier is None else verifier
     G = check_settings("expected_moments", group_size, surrogate, reduction, "auto", rule,
                        max_group_size)

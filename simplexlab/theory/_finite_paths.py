@@ -341,20 +341,33 @@ def _run_dp(weights, G: int, max_parts: int):
     return F
 
 
+def _totals(G: int, traced: bool, free: int):
+    """The totals that the own parts' ``free`` rollouts may fill: ``free`` itself (one group
+    size ``G``), or every one from 0 (``traced``: ``G`` is the bound of a group size given as
+    data, and the tables list the groups of every size up to it)."""
+    return range(free + 1) if traced else (free,)
+
+
 @functools.lru_cache(maxsize=16)
-def _cluster_pairs(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
+def _cluster_pairs(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple,
+                   traced: bool = False):
     """The pairs ``(λ_good, λ_bad)`` of partitions with ``|λ_good| + |λ_bad| = G`` of the
     partition path: their representative groups' rewards and modes, the first position of a part
-    of each (side, count) in them, and the index of each pair."""
+    of each (side, count) in them, the index of each pair and its total. ``traced``: ``G`` is
+    the bound, the pairs of every total ``1..G``, their groups padded to ``G`` (reward 0,
+    mode 0: masked by the total)."""
     S1, _ = _partitions(G, n1)
     S0, _ = _partitions(G, n0)
-    pairs, rewards, modes, part_pos = [], [], [], []
+    pairs, rewards, modes, part_pos, sizes = [], [], [], [], []
     pair_index = {}
     S0_by_total = {}
     for lam in S0:
         S0_by_total.setdefault(sum(lam), []).append(lam)
     for lg in S1:
-        for lb in S0_by_total.get(G - sum(lg), ()):
+        for lb in (lb for g in _totals(G, traced, G - sum(lg))
+                   for lb in S0_by_total.get(g, ())):
+            if not lg and not lb:  # the empty group (traced only)
+                continue
             pair_index[(lg, lb)] = len(pairs)
             pairs.append((lg, lb))
             r, m, pos, at = [], [], {}, 0
@@ -368,10 +381,11 @@ def _cluster_pairs(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
                 r += [0.0] * n
                 m += [bad_ids[j]] * n
                 at += n
-            rewards.append(r)
-            modes.append(m)
+            sizes.append(at)
+            rewards.append(r + [0.0] * (G - at))
+            modes.append(m + [0] * (G - at))
             part_pos.append(pos)
-    return rewards, modes, part_pos, pair_index
+    return rewards, modes, part_pos, pair_index, np.array(sizes, np.int64)
 
 
 def _by_total(states):
@@ -382,15 +396,18 @@ def _by_total(states):
 
 
 @functools.lru_cache(maxsize=16)
-def _cluster_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
+def _cluster_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple,
+                    traced: bool = False):
     """Static tables of the partition path: the representative groups of every pair
     ``(λ_good, λ_bad)`` with ``|λ_good| + |λ_bad| = G`` and, for each side, the triples
-    ``(rest of own side, own part n, other side, pair, position)``."""
+    ``(rest of own side, own part n, other side, pair, position)``; then the pairs' totals
+    (``traced``: of every total up to the bound ``G``, :func:`_cluster_pairs`)."""
     S1, i1 = _partitions(G, n1)
     S0, i0 = _partitions(G, n0)
     E1, e1 = _partitions(G, n1 - 1)
     E0, e0 = _partitions(G, n0 - 1)
-    rewards, modes, part_pos, pair_index = _cluster_pairs(G, n1, n0, good_ids, bad_ids)
+    rewards, modes, part_pos, pair_index, sizes = _cluster_pairs(G, n1, n0, good_ids, bad_ids,
+                                                                 traced)
 
     def triples(own, own_rest, other, other_index, side):
         rows = []
@@ -400,7 +417,8 @@ def _cluster_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
                 lam = tuple(sorted(rest + (n,), reverse=True))
                 if len(lam) > own:
                     continue
-                for lo in other_by.get(G - sum(rest) - n, ()):
+                for lo in (lo for g in _totals(G, traced, G - sum(rest) - n)
+                           for lo in other_by.get(g, ())):
                     key = (lam, lo) if side == 1 else (lo, lam)
                     p = pair_index[key]
                     rows.append((side_index[side][rest], n, other_index[lo], p,
@@ -410,7 +428,7 @@ def _cluster_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
     side_index = {1: e1, 0: e0}
     t1 = triples(n1, E1, S0, i0, 1) if n1 > 0 else np.zeros((0, 5), np.int64)
     t0 = triples(n0, E0, S1, i1, 0) if n0 > 0 else np.zeros((0, 5), np.int64)
-    return (np.array(rewards), np.array(modes, np.int32), t1, t0, len(rewards))
+    return (np.array(rewards), np.array(modes, np.int32), t1, t0, len(rewards), sizes)
 
 
 @functools.lru_cache(maxsize=256)
@@ -424,20 +442,23 @@ def _count_partitions(G: int, max_parts: int) -> tuple:
     return tuple(int(v) for v in P[max_parts])
 
 
-def cluster_size(G: int, n1: int, n0: int, bound: int | None = None) -> int:
+def cluster_size(G: int, n1: int, n0: int, bound: int | None = None,
+                 traced: bool = False) -> int:
     """Representative groups × G of the partition path: the pairs of partitions (of the
     correct-scored counts into at most ``n1`` parts and the incorrect ones into ``n0``) whose
-    totals add up to ``G``, counted without listing them. With ``bound``: a lower bound
-    (``(G + 1) G``, or ``G`` with one side empty: there is at least one pair per total) is
-    returned instead when it already exceeds ``bound`` (no count of partitions of a huge ``G``:
-    at G = 10^9 the count's table alone was 37 GiB)."""
+    totals add up to ``G`` (``traced``: to any total up to the bound ``G``), counted without
+    listing them. With ``bound``: a lower bound (``(G + 1) G``, or ``G`` with one side empty:
+    there is at least one pair per total) is returned instead when it already exceeds
+    ``bound`` (no count of partitions of a huge ``G``: at G = 10^9 the count's table alone was
+    37 GiB)."""
     if bound is not None:
         lower = G * (G + 1 if n1 and n0 else 1)
         if lower > bound:
             return lower
     # a partition of n <= G has at most G parts: more allowed parts count nothing new
     p1, p0 = _count_partitions(G, min(n1, G)), _count_partitions(G, min(n0, G))
-    return sum(p1[a] * p0[G - a] for a in range(G + 1)) * G
+    return sum(p1[a] * p0[g - a] for g in (range(1, G + 1) if traced else (G,))
+               for a in range(g + 1)) * G
 
 
 #: bytes per entry of an exact path's tables (the representative groups' rewards, modes, cell
@@ -474,13 +495,33 @@ def _check_memory(what: str, need: int, fix: str) -> None:
                          f"memory ({memory:,} bytes); {fix}")
 
 
-def _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
+def _cluster_advantages(rule, rewards, modes, sizes, G, t, C, dt, max_group_size):
+    """The advantages ``(pairs, B)`` of the representative groups; with ``max_group_size``
+    (``G`` data below it) those of the groups padded to the bound (``mask=``: the first
+    ``total`` rollouts), zero for every pair whose total is not ``G`` (so every term of the
+    programme's sums that holds one vanishes: only the groups of size ``G`` count)."""
+    rewards, modes = jnp.asarray(rewards, dt), jnp.asarray(modes)
+    logp = jnp.zeros(modes.shape, dt)
+    if max_group_size is None:
+        return rule.advantages(rewards, modes, logp, t, C)
+    mask = np.arange(max_group_size)[None, :] < sizes[:, None]
+    adv = rule.advantages(rewards, modes, logp, t, C, mask=jnp.asarray(mask))
+    return jnp.where((jnp.asarray(sizes, jnp.int32) == group_index(G))[:, None], adv, 0.0)
+
+
+def _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids,
+                     max_group_size: int | None = None):
+    """The partition path's cell totals ``E[T]`` ``(2, C)``; ``max_group_size``: ``G`` is
+    data below this static bound (the tables list the groups of every size up to it,
+    :func:`_cluster_advantages` keeps those of size ``G``)."""
     dt = probs.dtype
     n1, n0 = len(good_ids), len(bad_ids)
-    rewards, modes, t1, t0, npairs = _cluster_tables(G, n1, n0, good_ids, bad_ids)
-    adv = rule.advantages(jnp.asarray(rewards, dt), jnp.asarray(modes),
-                          jnp.zeros(modes.shape, dt), t, C)
-    n = jnp.arange(G + 1, dtype=dt)
+    B = G if max_group_size is None else max_group_size  # the tables' (static) size
+    traced = max_group_size is not None
+    rewards, modes, t1, t0, npairs, sizes = _cluster_tables(B, n1, n0, good_ids, bad_ids,
+                                                            traced)
+    adv = _cluster_advantages(rule, rewards, modes, sizes, G, t, C, dt, max_group_size)
+    n = jnp.arange(B + 1, dtype=dt)
     # Poissonised counts: cell rates G q; conditioned on the total G (divide by its pmf)
     w1 = poisson_pmf(G * q1[jnp.asarray(good_ids)][:, None], n)  # (n1, G+1)
     w0 = poisson_pmf(G * q0[jnp.asarray(bad_ids)][:, None], n)
@@ -491,11 +532,11 @@ def _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
         if not len(ids) or not len(rows):
             continue
         other_parts = n0 if side == 1 else n1
-        F_other = _run_dp(w_other, G, other_parts)
+        F_other = _run_dp(w_other, B, other_parts)
         # F without cell k (its weights replaced by "count 0 with weight 1"), for every k
-        ident = jnp.zeros((G + 1,), dt).at[0].set(1.0)
+        ident = jnp.zeros((B + 1,), dt).at[0].set(1.0)
         excl = jax.vmap(lambda k, w=w_own, n=parts, e=ident: _run_dp(
-            jnp.where((jnp.arange(n) == k)[:, None], e, w), G, n - 1))(
+            jnp.where((jnp.arange(n) == k)[:, None], e, w), B, n - 1))(
             jnp.arange(parts))  # (parts, states)
         rest, own_n, oth, pair, pos = (jnp.asarray(rows[:, i]) for i in range(5))
         a = adv[pair, pos] * F_other[oth] * own_n.astype(dt)  # (rows,)
@@ -505,14 +546,15 @@ def _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
 
 
 @functools.lru_cache(maxsize=16)
-def _cluster_second_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple):
+def _cluster_second_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: tuple,
+                           traced: bool = False):
     """Static tables of the partition path's second moment (:func:`clusters_second_moments`):
     per side the rows ``(rest, n, n', other, pair, position of n, position of n')`` of two
     marked parts ``n``, ``n'`` of the own side (two distinct cells) beside ``rest`` (the own
     side's other parts, at most ``parts − 2``) and the other side's partition; and the rows
     ``(rest_good, n, rest_bad, n', pair, position of n, position of n')`` of one marked part on
-    each side."""
-    _, _, part_pos, pair_index = _cluster_pairs(G, n1, n0, good_ids, bad_ids)
+    each side. ``traced``: of every total up to the bound ``G`` (:func:`_cluster_pairs`)."""
+    _, _, part_pos, pair_index, _ = _cluster_pairs(G, n1, n0, good_ids, bad_ids, traced)
     S = {1: _partitions(G, n1), 0: _partitions(G, n0)}
     E = {1: _partitions(G, n1 - 1), 0: _partitions(G, n0 - 1)}
     same = {}
@@ -527,7 +569,8 @@ def _cluster_second_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: t
                 for n in range(1, free):
                     for n2 in range(1, free - n + 1):
                         lam = tuple(sorted(rest + (n, n2), reverse=True))
-                        for lo in other_by.get(free - n - n2, ()):
+                        for lo in (lo for g in _totals(G, traced, free - n - n2)
+                                   for lo in other_by.get(g, ())):
                             p = pair_index[(lam, lo) if side == 1 else (lo, lam)]
                             rows.append((rest_index[rest], n, n2, other_index[lo], p,
                                          part_pos[p][(side, n)], part_pos[p][(side, n2)]))
@@ -538,8 +581,8 @@ def _cluster_second_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: t
         R0_by = _by_total(R0)
         for r1 in R1:
             for b in range(G - sum(r1) - 1):
-                for r0 in R0_by.get(b, ()):
-                    free = G - sum(r1) - b
+                for r0, free in ((r0, free) for free in _totals(G, traced, G - sum(r1) - b)
+                                 if free >= 2 for r0 in R0_by.get(b, ())):
                     for n in range(1, free):
                         lg = tuple(sorted(r1 + (n,), reverse=True))
                         lb = tuple(sorted(r0 + (free - n,), reverse=True))
@@ -549,14 +592,17 @@ def _cluster_second_tables(G: int, n1: int, n0: int, good_ids: tuple, bad_ids: t
     return same[1], same[0], np.array(rows, np.int64).reshape(-1, 7)
 
 
-def cluster_second_size(G: int, n1: int, n0: int, bound: int | None = None) -> int:
+def cluster_second_size(G: int, n1: int, n0: int, bound: int | None = None,
+                        traced: bool = False) -> int:
     """Table entries of the partition path's second moment: its rows (two marked parts on one
     side, or one on each, :func:`_cluster_second_tables`) times the pairs of cells they serve,
     plus the first moment's (:func:`cluster_size`), counted without listing them (with
-    ``bound``: a lower bound once it exceeds ``bound``, as :func:`cluster_size`)."""
-    first = cluster_size(G, n1, n0, bound=bound)
+    ``bound``: a lower bound once it exceeds ``bound``, as :func:`cluster_size`; ``traced``:
+    the rows of every total up to the bound ``G``)."""
+    first = cluster_size(G, n1, n0, bound=bound, traced=traced)
     if bound is not None and first > bound:
         return first
+    gs = range(1, G + 1) if traced else (G,)
 
     def counts(k):
         return _count_partitions(G, min(k, G)) if k >= 0 else (0,) * (G + 1)
@@ -566,18 +612,19 @@ def cluster_second_size(G: int, n1: int, n0: int, bound: int | None = None) -> i
         if own < 2:
             continue
         rest, oth = counts(own - 2), counts(other)
-        rows = sum(rest[a] * (m - 1) * oth[G - a - m] for a in range(G + 1)
-                   for m in range(2, G - a + 1))
+        rows = sum(rest[a] * (m - 1) * oth[g - a - m] for g in gs for a in range(g + 1)
+                   for m in range(2, g - a + 1))
         total += rows * (own * (own - 1) // 2)
     if n1 >= 1 and n0 >= 1:
         r1, r0 = counts(n1 - 1), counts(n0 - 1)
-        rows = sum(r1[a] * r0[b] * (G - a - b - 1) for a in range(G + 1)
-                   for b in range(G - a - 1))
+        rows = sum(r1[a] * r0[b] * (g - a - b - 1) for g in gs for a in range(g + 1)
+                   for b in range(g - a - 1))
         total += rows * (n1 + n0)
     return first + total
 
 
-def clusters_second_moments(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
+def clusters_second_moments(rule, q1, q0, probs, G, t, C, good_ids, bad_ids,
+                            max_group_size: int | None = None):
     r"""The partition path's second moment: ``(W, M2)``, the cell totals ``E[T]`` ``(2, C)``
     (:func:`_clusters_totals`, the same numbers) and ``E[T_{rc} T_{r'c'}]`` ``(2, C, 2, C)`` of
     a rule with the cluster symmetry. Every rollout of a cell (mode ``c`` scored ``r``) carries
@@ -585,30 +632,32 @@ def clusters_second_moments(rule, q1, q0, probs, G, t, C, good_ids, bad_ids):
     counts Poissonised (rates ``G q``, conditioned on their total ``G``) the sums over the
     outcomes factor over the cells as in the mean, with one cell (``E[T²]``: ``n² A²``) or two
     cells (``E[T T']``: ``n n' A A'``, both marked parts beside the partitions of the others)
-    taken out of the programme."""
+    taken out of the programme. ``max_group_size``: ``G`` is data below this static bound
+    (as :func:`_clusters_totals`)."""
     dt = probs.dtype
     n1, n0 = len(good_ids), len(bad_ids)
-    W = _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids)
-    rewards, modes, t1, t0, _ = _cluster_tables(G, n1, n0, good_ids, bad_ids)
-    same1, same0, cross = _cluster_second_tables(G, n1, n0, good_ids, bad_ids)
-    adv = rule.advantages(jnp.asarray(rewards, dt), jnp.asarray(modes),
-                          jnp.zeros(modes.shape, dt), t, C)
-    n = jnp.arange(G + 1, dtype=dt)
+    B = G if max_group_size is None else max_group_size  # the tables' (static) size
+    traced = max_group_size is not None
+    W = _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids, max_group_size)
+    rewards, modes, t1, t0, _, sizes = _cluster_tables(B, n1, n0, good_ids, bad_ids, traced)
+    same1, same0, cross = _cluster_second_tables(B, n1, n0, good_ids, bad_ids, traced)
+    adv = _cluster_advantages(rule, rewards, modes, sizes, G, t, C, dt, max_group_size)
+    n = jnp.arange(B + 1, dtype=dt)
     ids = {1: good_ids, 0: bad_ids}
     parts = {1: n1, 0: n0}
     w = {1: poisson_pmf(G * q1[jnp.asarray(good_ids)][:, None], n),
          0: poisson_pmf(G * q0[jnp.asarray(bad_ids)][:, None], n)}
     norm = poisson_pmf(jnp.asarray(G, dt), jnp.asarray(G, dt))
-    ident = jnp.zeros((G + 1,), dt).at[0].set(1.0)
+    ident = jnp.zeros((B + 1,), dt).at[0].set(1.0)
 
     def without(side, drop, max_parts):
         """The programme of ``side`` with the cells ``drop`` ``(pairs, k)`` taken out."""
         cells = jnp.arange(parts[side])
         return jax.vmap(lambda d: _run_dp(jnp.where(jnp.any(cells[:, None] == d[None, :], 1)
                                                     [:, None], ident, w[side]),
-                                          G, max_parts))(drop)
+                                          B, max_parts))(drop)
 
-    F = {s: _run_dp(w[s], G, parts[s]) for s in (0, 1)}
+    F = {s: _run_dp(w[s], B, parts[s]) for s in (0, 1)}
     excl = {s: without(s, jnp.arange(parts[s])[:, None], parts[s] - 1) if parts[s] else None
             for s in (0, 1)}
     M2 = jnp.zeros((2, C, 2, C), dt)
@@ -683,7 +732,8 @@ _WHY_TRACED = {"rule": "the rule's own reduction is built for one group size (it
                        "max_group_size)",
                "counts": _WHY["counts"] + ", or its advantages take no mask= (the valid "
                          "rollouts of the groups padded to max_group_size)",
-               "clusters": "the partition tables are built for one group size",
+               "clusters": _WHY["clusters"] + ", or its advantages take no mask= (the valid "
+                           "rollouts of the groups padded to max_group_size)",
                "enumerate": "the outcome tables are built for one group size",
                "montecarlo": "the sampled groups are drawn at one group size"}
 
@@ -729,8 +779,10 @@ def pick_path(sizes: dict, path, G, K, M, max_size, *, allow_montecarlo, what="p
         raise ValueError(f"no exact {what} serves the group size as data up to max_group_size "
                          f"= {max_group_size} with K = {K}, M = {M} (C = {K + M}): table "
                          f"entries {known} (max_size = {max_size:,}); the counts path needs a "
-                         "rule with structure='counts', the 'rule' path a reduction that takes "
-                         "max_group_size; use a static group_size (max_group_size=None)")
+                         "rule with structure='counts', the clusters path one with "
+                         "structure='clusters' (both: advantages that take mask=), the 'rule' "
+                         "path a reduction that takes max_group_size; use a static group_size "
+                         "(max_group_size=None)")
     raise ValueError(f"no exact {what} fits at G = {G} with K = {K}, M = {M} (C = {K + M}): "
                      f"table entries {known} > max_size = {max_size:,}; pass "
                      "path='montecarlo' (a stated confidence bound) or a smaller G")
@@ -758,8 +810,9 @@ def choose_path(rule: AbstractGroupRule, K, M, G, active, path, max_size, *, all
                  rule.reduction_size(K, M, G, active)),
         "counts": ((G + 1) * G if rule.structure == "counts" and local
                    and (not traced or takes_mask(rule)) else None),
-        "clusters": (cluster_size(G, len(good_ids), len(bad_ids), bound=max_size)
-                     if symmetric and not traced else None),
+        "clusters": (cluster_size(G, len(good_ids), len(bad_ids), bound=max_size,
+                                  traced=traced)
+                     if symmetric and (not traced or takes_mask(rule)) else None),
         "enumerate": (_enumeration_bound(G, len(good_ids) + len(bad_ids), max_size)
                       if local and not traced else None),
     }
@@ -804,6 +857,9 @@ def cell_totals(rule: AbstractGroupRule, probs, K: int, group_size, *, verifier:
         if chosen == "rule":
             return (rule.cell_totals(q1, q0, probs, G, t, C, active,
                                      max_group_size=max_group_size), zero, chosen)
+        if chosen == "clusters":
+            return (_clusters_totals(rule, q1, q0, probs, G, t, C, *active, max_group_size),
+                    zero, chosen)
         return counts_totals(rule, q1, q0, probs, G, t, C, max_group_size), zero, chosen
     if chosen == "rule":
         return rule.cell_totals(q1, q0, probs, G, t, C, active), zero, chosen

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -12,6 +13,7 @@ from .._checks import (
     check_in_open_unit_interval,
     check_simplex,
     is_concrete,
+    on_simplex,
 )
 from ._closed_forms import concentration
 
@@ -74,12 +76,23 @@ def make_state(p, y, z) -> State:
             f"batch shapes disagree: p {np.shape(p)}, y {np.shape(y)[:-1]} (+K), "
             f"z {np.shape(z)[:-1]} (+M)"
         )
-    p = check_finite(p, "p (total bad mass)")
-    p = check_in_open_unit_interval(p, "p (total bad mass)")
-    y = check_simplex(y, "y (within-good composition)")
-    z = check_simplex(z, "z (within-bad composition)")
+    p, y, z = _checked(p, y, z)
     as_arr = (lambda a: jnp.asarray(a, dtype=float)) if is_concrete(p) else jnp.asarray
     return State(as_arr(p), as_arr(y), as_arr(z))
+
+
+def _checked(p, y, z):
+    """``(p, y, z)`` through :func:`make_state`'s value checks (the shapes checked already)."""
+    if all(map(is_concrete, (p, y, z))):  # one pass in NumPy for a good point
+        a = np.asarray(p)
+        with np.errstate(invalid="ignore"):
+            if (a.dtype.kind == "f" and bool(np.all((a > 0) & (a < 1)))  # NaN fails both
+                    and on_simplex(np.asarray(y)) and on_simplex(np.asarray(z))):
+                return p, y, z
+    p = check_finite(p, "p (total bad mass)")
+    p = check_in_open_unit_interval(p, "p (total bad mass)")
+    return (p, check_simplex(y, "y (within-good composition)"),
+            check_simplex(z, "z (within-bad composition)"))
 
 
 def state_from_policy(P, K: int) -> State:
@@ -103,4 +116,11 @@ def check_state(state, name: str = "state") -> State:
     if not isinstance(state, State):
         raise ValueError(f"{name} must be a State (build one with make_state(p, y, z)); got "
                          f"{type(state).__name__} {state!r}"[:300])
-    return make_state(state.p, state.y, state.z)
+    p, y, z = leaves = (state.p, state.y, state.z)
+    dtype = jnp.result_type(float)
+    if all(isinstance(a, jax.Array) and is_concrete(a) and a.dtype == dtype for a in leaves) and (
+            y.ndim >= 1 and z.ndim >= 1 and y.shape[-1] >= 1 and z.shape[-1] >= 1
+            and p.shape == y.shape[:-1] == z.shape[:-1]):
+        _checked(*leaves)  # concrete JAX arrays of the default float: checked, not copied
+        return state
+    return make_state(*leaves)
