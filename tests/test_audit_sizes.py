@@ -161,6 +161,9 @@ def _partition_pairs(G, n1, n0):
 @pytest.mark.parametrize("G, n1, n0", [(6, 3, 2), (7, 100, 2), (5, 4, 0), (8, 9, 9)])
 def test_cluster_size_counts_the_pairs_and_bounds_cheaply(G, n1, n0, small_partition_counts):
     assert _finite_paths.cluster_size(G, n1, n0) == _partition_pairs(G, n1, n0) * G
+    # the group size as data below the bound G: the pairs of every total 1..G, each padded to G
+    assert (_finite_paths.cluster_size(G, n1, n0, traced=True)
+            == sum(_partition_pairs(g, n1, n0) for g in range(1, G + 1)) * G)
     assert _finite_paths.cluster_size(10**9, 4, 2, bound=4_000_000) > 4_000_000
 
 

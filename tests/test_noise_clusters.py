@@ -12,7 +12,11 @@ import pytest
 from simplexlab.shaping import GainSchedule, group_rule
 from simplexlab.sim import Bandit
 from simplexlab.theory import Verifier, expected_moments, expected_update
-from simplexlab.theory._finite_paths import _cluster_second_tables, cluster_second_size
+from simplexlab.theory._finite_paths import (
+    _cluster_second_tables,
+    _cluster_tables,
+    cluster_second_size,
+)
 
 PI = np.array([0.3, 0.2, 0.1, 0.25, 0.15])  # K = 3 good, M = 2 bad
 NOISY = Verifier(0.1, 0.05)
@@ -73,6 +77,13 @@ def test_the_size_counts_the_rows_it_builds(G, n1, n0):
              + len(cross) * (n1 + n0))
     assert cluster_second_size(G, n1, n0) == cluster_size(G, n1, n0) + built
     assert cluster_second_size(10**9, 4, 2, bound=4_000_000) > 4_000_000  # bounded, fast
+    # the group size as data: the tables of every total up to the bound G
+    s1, s0, cross = _cluster_second_tables(G, n1, n0, good, bad, True)
+    built = (len(s1) * (n1 * (n1 - 1) // 2) + len(s0) * (n0 * (n0 - 1) // 2)
+             + len(cross) * (n1 + n0))
+    pairs = _cluster_tables(G, n1, n0, good, bad, True)[4]
+    assert cluster_size(G, n1, n0, traced=True) == pairs * G
+    assert cluster_second_size(G, n1, n0, traced=True) == pairs * G + built
 
 
 def test_auto_takes_the_partition_programme_where_the_enumeration_does_not_fit():
