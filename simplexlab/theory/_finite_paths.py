@@ -457,8 +457,10 @@ def cluster_size(G: int, n1: int, n0: int, bound: int | None = None,
             return lower
     # a partition of n <= G has at most G parts: more allowed parts count nothing new
     p1, p0 = _count_partitions(G, min(n1, G)), _count_partitions(G, min(n0, G))
-    return sum(p1[a] * p0[g - a] for g in (range(1, G + 1) if traced else (G,))
-               for a in range(g + 1)) * G
+    if traced:  # every total 1..G: the bad side's partitions of every total up to G − a
+        upto = list(itertools.accumulate(p0))
+        return (sum(p1[a] * upto[G - a] for a in range(G + 1)) - 1) * G  # not the empty pair
+    return sum(p1[a] * p0[G - a] for a in range(G + 1)) * G
 
 
 #: bytes per entry of an exact path's tables (the representative groups' rewards, modes, cell
@@ -602,23 +604,27 @@ def cluster_second_size(G: int, n1: int, n0: int, bound: int | None = None,
     first = cluster_size(G, n1, n0, bound=bound, traced=traced)
     if bound is not None and first > bound:
         return first
-    gs = range(1, G + 1) if traced else (G,)
-
     def counts(k):
         return _count_partitions(G, min(k, G)) if k >= 0 else (0,) * (G + 1)
+
+    def upto(c):  # traced: the other side's partitions of every total up to the one left
+        return list(itertools.accumulate(c)) if traced else c
 
     total = 0
     for own, other in ((n1, n0), (n0, n1)):
         if own < 2:
             continue
-        rest, oth = counts(own - 2), counts(other)
-        rows = sum(rest[a] * (m - 1) * oth[g - a - m] for g in gs for a in range(g + 1)
-                   for m in range(2, g - a + 1))
+        rest, oth = counts(own - 2), upto(counts(other))
+        rows = sum(rest[a] * (m - 1) * oth[G - a - m] for a in range(G + 1)
+                   for m in range(2, G - a + 1))
         total += rows * (own * (own - 1) // 2)
     if n1 >= 1 and n0 >= 1:
         r1, r0 = counts(n1 - 1), counts(n0 - 1)
-        rows = sum(r1[a] * r0[b] * (g - a - b - 1) for g in gs for a in range(g + 1)
-                   for b in range(g - a - 1))
+        # the two marked parts share the f = G - a - b rollouts left (f - 1 ways); traced: every
+        # f' <= f, 1 + 2 + ... + (f - 1) ways
+        ways = (lambda f: f * (f - 1) // 2) if traced else (lambda f: f - 1)
+        rows = sum(r1[a] * r0[b] * ways(G - a - b) for a in range(G + 1)
+                   for b in range(G - a - 1))
         total += rows * (n1 + n0)
     return first + total
 
