@@ -64,10 +64,12 @@ def settings(quick: bool) -> dict:
             "rare_G": (4, 8, 16, 32, 64, 128, 256), "rare_seeds": 256}
 
 
-#: the noise floor's finite-group systems: the table bound of an exact covariance (the
-#: default; G²RPO's at K + M = 5 needs 4.9 million entries at G = 64); where none fits (G²RPO at
-#: G >= 64) the covariance is Monte Carlo of ``NOISE_SAMPLES`` groups per evaluation (relative
-#: error ~ √(2 / NOISE_SAMPLES) ≈ 2 % on a variance: nothing, for a noise floor)
+#: the noise floor's finite-group systems: the table bound of an exact mean and covariance (the
+#: default). Where the mean has no exact path within it there is no floor (G²RPO's schedules
+#: here at K + M = 5, G >= 64: the partition tables need 4.9 million entries at G = 64); where
+#: the mean fits and the covariance does not, the covariance is Monte Carlo of
+#: ``NOISE_SAMPLES`` groups per evaluation (relative error ~ √(2 / NOISE_SAMPLES) ≈ 2 % on a
+#: variance: nothing, for a noise floor)
 NOISE_MAX_SIZE = 4_000_000
 NOISE_SAMPLES = 4096
 #: the covariance ODE's fixed step in t (it moves on the mean's time scale, ~1)
@@ -123,7 +125,9 @@ def _noise_floor(system, points, T, seeds):
     the seed mean, ``max_t σ(t) / √seeds`` over ``t = 0, NOISE_DT, ..., T``, at each ``(η, G)``
     of ``points``, for the bandit ``system`` (module docstring); one compiled program per ``G``
     (η is data of :class:`~simplexlab.theory.Diffusion`). The exact covariance where a table
-    fits, else Monte Carlo (``NOISE_SAMPLES`` groups); each entry names its ``path``."""
+    fits, else Monte Carlo (``NOISE_SAMPLES`` groups); each entry names its ``path``. Where the
+    finite-G mean itself has no exact path within ``NOISE_MAX_SIZE``, no floor: ``None`` for
+    both, path ``"none"``."""
     out = {}
     n_save = int(round(T / NOISE_DT)) + 1
     for G in sorted({G for _, G in points}):
@@ -133,6 +137,12 @@ def _noise_floor(system, points, T, seeds):
             fixed["gain"] = GAIN
         sim, params = Bandit.from_values(fixed)
         dyn, s0 = sim.finite_group(params, max_size=NOISE_MAX_SIZE)
+        try:
+            dyn.resolve_path(K, M)
+        except ValueError:  # no exact finite-G mean at this G: no floor
+            for eta in {e for e, g in points if g == G}:
+                out[(eta, G)] = {"p": None, "L_y": None, "path": "none"}
+            continue
         try:
             path = dyn.resolve_moments_path(K, M)
         except ValueError:  # no exact table fits: the covariance by Monte Carlo
@@ -151,18 +161,25 @@ def _noise_floor(system, points, T, seeds):
 
 def _floor_bands(ax, x, errs, noisy):
     """Shade, for p and for L_y, what lies below ``1.96 ×`` the predicted standard error of the
-    seed mean (the largest over the systems ``noisy``): an error there is the seeds' noise."""
+    seed mean (the largest over the systems ``noisy`` that have one at that point; no band where
+    none has): an error there is the seeds' noise."""
     rows = [es for label, es in errs.items() if label in noisy]
     if not rows:
         return
     y0, y1 = ax.get_ylim()
     who = f"{noisy[0].split(' (')[0]}'s" if len(noisy) == 1 else "largest over the systems"
     for q, hatch, name in (("p", None, "p"), ("L_y", "//", r"$L_y$")):
-        top = 1.96 * np.max([[e[q + "_se_predicted"] for e in es] for es in rows], axis=0)
-        ax.fill_between(x, 1e-12, top, color="gray", alpha=0.18, hatch=hatch,
+        se = np.array([[np.nan if e[q + "_se_predicted"] is None else e[q + "_se_predicted"]
+                        for e in es] for es in rows], float)
+        have = ~np.all(np.isnan(se), axis=0)
+        if not have.any():
+            continue
+        top = 1.96 * np.where(have, np.nanmax(np.where(np.isnan(se), -np.inf, se), axis=0),
+                              np.nan)
+        ax.fill_between(x, 1e-12, top, where=have, color="gray", alpha=0.18, hatch=hatch,
                         lw=0, label=f"seeds' noise of {name}: 1.96 SE of the seed mean, "
                                     f"linear noise ({who})")
-        y0, y1 = min(y0, 0.5 * float(top.min())), max(y1, 1.5 * float(top.max()))
+        y0, y1 = min(y0, 0.5 * float(np.nanmin(top))), max(y1, 1.5 * float(np.nanmax(top)))
     ax.set_ylim(y0, y1)  # the band's own top in view, not its floor at 1e-12
 
 
@@ -311,7 +328,8 @@ def run(ctx: Context) -> dict:
                              "L_y_se_predicted; t = 0, noise_dt, ..., T)"},
         "results": {
             "ladder_errors": errs_a, "ladder_slopes": slopes, "G_errors": errs_b,
-            "se_ratio": {label: {q: [e[q + "_se"] / e[q + "_se_predicted"]
+            "se_ratio": {label: {q: [None if e[q + "_se_predicted"] is None else
+                                     e[q + "_se"] / e[q + "_se_predicted"]
                                      for e in errs_a[label] + errs_b[label]]
                                  for q in ("p", "L_y")} for label in noisy},
             "rare_mode": rare,
