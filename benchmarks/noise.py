@@ -26,9 +26,11 @@ fields must be the limit the bandit approaches as η shrinks.
    across-seed standard deviation of ``L_y`` along a ``T = 20`` trajectory (GRPO, K = 3, M = 2,
    G = 8, η = 0.05: 400 steps; and K = 6, M = 2, G = 16) against the 256-seed bandit ensemble
    it predicts (the bandit's ``trajectory`` of 256 prompts from one policy, jitted), both
-   compiled (median of repeated calls) and end to end (the first call, compilation included):
+   compiled (the minimum of 20 repeated calls, their median beside it) and end to end (the
+   first call, compilation included):
    the ODE ≤ 1/20 of the ensemble's time compiled, ≤ 1/2 end to end. The ODE by the classical
-   Runge–Kutta method at the fixed step :data:`SPREAD_DT`.
+   Runge–Kutta method at a fixed step, the interval between the :data:`SPREAD_SAVES` save
+   points (2 at T = 20; the step 1 timed beside it).
 """
 
 from __future__ import annotations
@@ -47,10 +49,12 @@ GOAL_SPREAD_COMPILED, GOAL_SPREAD_END = 1 / 20, 1 / 2
 #: the spread benchmark's settings: (K, M, G), η, T, seeds
 SPREAD_SHAPES = ((3, 2, 8), (6, 2, 16))
 SPREAD_ETA, SPREAD_T, SPREAD_SEEDS = 0.05, 20.0, 256
-#: the ODE's fixed step (the classical Runge–Kutta method): at T = 20 the standard deviation
-#: within 3.3e-4 (K = 3, M = 2, G = 8) and 9e-5 (K = 6, M = 2, G = 16) relative of the adaptive
-#: solve at rtol 1e-11; the 256 seeds' own estimate of it is good to about 5 %
-SPREAD_DT = 1.0
+#: the ODE's fixed step (the classical Runge–Kutta method) and save points (every step): along
+#: T = 20 the standard deviation within 6.2e-3 (K = 3, M = 2, G = 8) and 1.2e-3 (K = 6, M = 2,
+#: G = 16) relative of the adaptive solve at rtol 1e-11, a seventh of the 256 seeds' own
+#: standard error on it (1/√(2 · 255) = 4.4 %); at a step of 1 (also timed, ``ode_dt1``):
+#: 3.3e-4 and 9e-5
+SPREAD_SAVES = 11  # the step T / 10 = 2 (``ode_dt1``: 21 save points, the step 1)
 MC_SAMPLES = 4096
 #: the ladder's policy (G²RPO/SC's small-step Adam check) and settings
 PI0 = (0.15, 0.1, 0.05, 0.4, 0.3)
@@ -191,7 +195,7 @@ def spread(opts: dict) -> dict:
 
     quick = opts["quick"]
     T = 2.0 if quick else SPREAD_T
-    reps = 2 if quick else 5
+    reps = 2 if quick else 20
     out: dict = {"T": T, "eta": SPREAD_ETA, "seeds": SPREAD_SEEDS, "shapes": {}}
     for K, M, G in SPREAD_SHAPES[:1] if quick else SPREAD_SHAPES:
         sim = Bandit(K=K, M=M, method="grpo", num_prompts=SPREAD_SEEDS, max_group_size=G)
@@ -208,11 +212,12 @@ def spread(opts: dict) -> dict:
             one, k, q, num_steps=n, stride=n // 20)[1].L_y)
         d = Diffusion(dyn, eta=SPREAD_ETA)
 
-        def ode(d=d, s=s):
-            return linear_noise(d, s, t1=T, n_save=21, dt=SPREAD_DT).std["L_y"]
+        def ode(d=d, s=s, n_save=SPREAD_SAVES):  # a step between save points: T / 10
+            return linear_noise(d, s, t1=T, n_save=n_save, dt=T / (n_save - 1)).std["L_y"]
 
         row = {}
-        for name, f in (("ode", ode), ("bandit", lambda run=run: run(jax.random.key(0)))):
+        for name, f in (("ode", ode), ("bandit", lambda run=run: run(jax.random.key(0))),
+                        ("ode_dt1", lambda d=d, s=s: ode(d, s, 21))):
             t0 = time.perf_counter()
             first = np.asarray(jax.block_until_ready(f()))
             end = time.perf_counter() - t0
@@ -221,9 +226,11 @@ def spread(opts: dict) -> dict:
                 t0 = time.perf_counter()
                 jax.block_until_ready(f())
                 ts.append(time.perf_counter() - t0)
-            row[name] = {"end_to_end_s": end, "compiled_s": float(np.median(ts))}
-            if name == "ode":
-                row["ode_std_final"] = float(first[-1])
+            # the minimum of the repeats (diffrax's protocol); the median beside it
+            row[name] = {"end_to_end_s": end, "compiled_s": float(np.min(ts)),
+                         "compiled_median_s": float(np.median(ts))}
+            if name.startswith("ode"):
+                row[name + "_std_final"] = float(first[-1])
             else:
                 row["bandit_std_final"] = float(np.std(first[-1], ddof=1))
         out["shapes"][f"{K},{M},{G}"] = row
@@ -250,9 +257,14 @@ def _spread_row(sp, quick) -> Row:
         rc = r["ode"]["compiled_s"] / r["bandit"]["compiled_s"]
         re = r["ode"]["end_to_end_s"] / r["bandit"]["end_to_end_s"]
         ratios.append((rc, re))
-        parts.append(f"K = {K}, M = {M}, G = {G}: ODE {_ms(r['ode']['compiled_s'])} compiled, "
+        step = sp["T"] / (SPREAD_SAVES - 1)
+        fine = r.get("ode_dt1")
+        parts.append(f"K = {K}, M = {M}, G = {G}: ODE (step {step:g}) "
+                     f"{_ms(r['ode']['compiled_s'])} compiled, "
                      f"{fmt_seconds(r['ode']['end_to_end_s'])} end to end (std "
-                     f"{r['ode_std_final']:.4f} at t = {sp['T']:g}); bandit "
+                     f"{r['ode_std_final']:.4f} at t = {sp['T']:g}"
+                     + (f"; step {step / 2:g}: {_ms(fine['compiled_s'])}, std "
+                        f"{r['ode_dt1_std_final']:.4f}" if fine else "") + "); bandit "
                      f"{_ms(r['bandit']['compiled_s'])}, "
                      f"{fmt_seconds(r['bandit']['end_to_end_s'])} (std "
                      f"{r['bandit_std_final']:.4f})")

@@ -270,3 +270,34 @@ def test_the_single_state_planner_compiles_one_drift_program_for_every_size(monk
     assert n_shared == len(compiled) - 3  # four drift programs against one
     np.testing.assert_allclose(shared.drift, per.drift, rtol=1e-10)
     assert shared.regime == per.regime and shared.recommended == per.recommended
+
+
+def test_the_counts_coefficients_are_the_binomial_and_poisson_laws():
+    """The counts' and partitions' coefficients come from a host table of ``log k!``
+    (``log_factorial``), not ``lgamma`` in the program: against ``math.comb`` and
+    ``math.factorial`` (exact integers), with ``n`` static, and traced below a bound (zero
+    beyond ``n``, the same numbers for every ``n`` under one program); a fraction refused."""
+    import math
+
+    from simplexlab.theory.internal import binomial_pmf, log_factorial, poisson_pmf
+
+    q = jnp.asarray(0.3)
+    for n in (0, 1, 7, 40):
+        exact = [math.comb(n, s) * 0.3**s * 0.7 ** (n - s) for s in range(n + 1)]
+        np.testing.assert_allclose(np.asarray(binomial_pmf(n, q)), exact, rtol=1e-12)
+    traced = jax.jit(lambda n: binomial_pmf(n, q, 16))
+    for n in (0, 5, 16):
+        got = np.asarray(traced(jnp.asarray(float(n))))
+        exact = [math.comb(n, s) * 0.3**s * 0.7 ** (n - s) if s <= n else 0.0
+                 for s in range(17)]
+        np.testing.assert_allclose(got, exact, rtol=1e-12, atol=1e-300)
+    lam = jnp.asarray([0.5, 3.0])
+    k = np.arange(12)
+    want = [[math.exp(-r) * r**i / math.factorial(i) for i in k] for r in (0.5, 3.0)]
+    np.testing.assert_allclose(np.asarray(poisson_pmf(lam[:, None], k)), want, rtol=1e-12)
+    at = jax.jit(lambda n: poisson_pmf(jnp.asarray(3.0), n, 11))(jnp.asarray(7.0))
+    assert float(at) == pytest.approx(math.exp(-3.0) * 3.0**7 / math.factorial(7), rel=1e-12)
+    assert log_factorial(np.asarray([0, 1, 20]))[2] == pytest.approx(math.log(math.factorial(20)),
+                                                                      rel=1e-15)
+    with pytest.raises(ValueError, match="log_factorial: n must be non-negative integers"):
+        log_factorial(np.asarray([2.5]))

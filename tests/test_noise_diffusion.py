@@ -160,19 +160,30 @@ def test_the_fixed_step_solver_is_the_classical_runge_kutta_method():
     (its stability function; Hairer, Nørsett & Wanner I, §IV.2), a closed form independent of
     the Butcher tableau's entries, and on ``dy/dt = cos t`` its error falls 16-fold when the
     step halves (order 4)."""
-    import diffrax
-
-    from simplexlab.theory._rk4 import RK4
+    from simplexlab.theory._rk4 import rk4
 
     def solve(f, y0, h, t1):
-        sol = diffrax.diffeqsolve(diffrax.ODETerm(f), RK4(), 0.0, t1, h, jnp.asarray(y0),
-                                  stepsize_controller=diffrax.ConstantStepSize())
-        return float(sol.ys[-1])
+        n = int(round(t1 / h))
+        ys = jax.jit(lambda y: rk4(f, y, 0.0, h, n, 2))(jnp.asarray(y0, float))
+        assert ys.shape == (2,) and float(ys[0]) == y0  # the start, then t1
+        return float(ys[-1])
 
     lam, h, n = -0.7, 0.3, 10
     z = lam * h
     R = 1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24
-    assert solve(lambda t, y, a: lam * y, 1.0, h, n * h) == pytest.approx(R**n, rel=1e-13)
-    errors = [abs(solve(lambda t, y, a: jnp.cos(t), 0.0, h, 3.0) - np.sin(3.0))
+    assert solve(lambda t, y: lam * y, 1.0, h, n * h) == pytest.approx(R**n, rel=1e-13)
+    errors = [abs(solve(lambda t, y: jnp.cos(t), 0.0, h, 3.0) - np.sin(3.0))
               for h in (0.3, 0.15)]
     assert 13.0 < errors[0] / errors[1] < 19.0
+    # save points every 5 steps, on a pytree with a time-dependent field: the same numbers as
+    # the runs that stop there
+    def f(t, y):
+        return (jnp.cos(t) * y[1][0], -y[0] * jnp.asarray([1.0, 2.0]))
+
+    y0 = (jnp.asarray(1.0), jnp.asarray([0.5, -0.25]))
+    ys = jax.jit(lambda y: rk4(f, y, 0.0, 0.1, 5, 3))(y0)
+    assert ys[0].shape == (3,) and ys[1].shape == (3, 2)
+    for i, n in ((1, 5), (2, 10)):
+        one = jax.jit(lambda y, n=n: rk4(f, y, 0.0, 0.1, n, 2))(y0)
+        np.testing.assert_allclose(np.asarray(ys[1][i]), np.asarray(one[1][1]), rtol=1e-14)
+        assert float(ys[0][i]) == pytest.approx(float(one[0][1]), rel=1e-14)

@@ -326,11 +326,12 @@ def _bonus_totals(rule, q1, q0, probs, G, t, C, active, max_group_size=None):
     S = G if max_group_size is None else max_group_size  # the arrays' static size
     lam0 = jnp.asarray(cfg.gain, dt)
     n = jnp.arange(S + 1, dtype=dt)
-    Z = poisson_pmf(jnp.asarray(G, dt), jnp.asarray(G, dt))
+    nh = np.arange(S + 1)  # the same counts on the host: the pmfs' n! from a table
+    Z = poisson_pmf(jnp.asarray(G, dt), G, S)
     gid, bid = jnp.asarray(good_ids), jnp.asarray(bad_ids)
-    w1 = poisson_pmf(G * q1[gid][:, None], n) if n1 else jnp.zeros((0, S + 1), dt)
+    w1 = poisson_pmf(G * q1[gid][:, None], nh) if n1 else jnp.zeros((0, S + 1), dt)
     lam_bad = G * q0[bid] if n0 else jnp.zeros((0,), dt)
-    Hb = poisson_pmf(jnp.sum(G * q0), n)  # Σ over incorrect-scored configs of total b
+    Hb = poisson_pmf(jnp.sum(G * q0), nh)  # Σ over incorrect-scored configs of total b
     a = n  # the number of correct-scored rollouts
     if max_group_size is None:
         def at_rest(x):  # x (indexed by the incorrect side's total) at b = G − a
@@ -359,7 +360,7 @@ def _bonus_totals(rule, q1, q0, probs, G, t, C, active, max_group_size=None):
         if s.cluster_bad:
             m, bb, keep = _bad_rows(S, n0, dt)  # (R, n0), (R,), (R,)
             # a row's weight is the product of its parts' Poisson pmfs (n0 pmfs, gathered)
-            pmf = poisson_pmf(lam_bad[:, None], n)  # (n0, G+1)
+            pmf = poisson_pmf(lam_bad[:, None], nh)  # (n0, G+1)
             parts = pmf[jnp.arange(n0)[None, :], m.astype(jnp.int32)]  # (R, n0)
             wrow = jnp.where(keep, jnp.prod(parts, -1), 0.0)
             bf = bb.astype(dt)

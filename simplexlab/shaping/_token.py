@@ -7,10 +7,10 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln, xlogy
+from jax.scipy.special import xlogy
 
 from .._checks import Param, check, check_finite, check_number, check_parameter
-from ..theory.internal import binomial_pmf, counts_totals
+from ..theory.internal import binomial_pmf, counts_totals, log_factorial
 from ._advantages import (
     ZScoreGroupRule,
     _check_ddof,
@@ -237,7 +237,8 @@ class ProGRPORule(AbstractRule):
         s = jnp.arange(S, dtype=dt)  # the other G − 1 rollouts' successes
         inside = s <= G - 1.0  # all of them where G is static; the padding beyond G - 1 not
         rest = jnp.where(inside, G - 1.0 - s, 0.0)
-        logc = gammaln(G + 0.0) - gammaln(s + 1.0) - gammaln(rest + 1.0)
+        logc = (log_factorial(G - 1.0, S - 1, dt) - log_factorial(np.arange(S), S - 1, dt)
+                - log_factorial(rest, S - 1, dt))
         geo = jnp.where(inside, jnp.exp(logc + xlogy(s, a1) + xlogy(rest, a0)), 0.0)
         pmf = binomial_pmf(G - 1, jnp.sum(q1), None if max_group_size is None else S - 1)
         W = counts_totals(ZScoreGroupRule(1e-6), q1, q0, probs, G, t, num_clusters,

@@ -49,7 +49,7 @@ __all__ = ["MAX_SIZE", "PATHS", "STRUCTURES", "AbstractGroupRule", "StaticInt", 
            "checked_group_size", "checked_one_group_size", "choose_path", "cluster_second_size",
            "cluster_size", "clusters_second_moments", "compositions", "count_advantages",
            "counts_totals", "enumeration_outcomes", "enumeration_size", "group_index",
-           "known_zero_rates", "montecarlo_bytes", "pick_path", "poisson_pmf",
+           "known_zero_rates", "log_factorial", "montecarlo_bytes", "pick_path", "poisson_pmf",
            "sampled_cell_totals", "takes_mask"]
 
 #: the ways :func:`cell_totals` computes an expectation ("auto" picks one)
@@ -124,25 +124,60 @@ class AbstractGroupRule(eqx.Module):
 # --------------------------------------------------------------------------- probabilities
 
 
-def poisson_pmf(rate, n):
-    r"""``e^{−λ} λ^n / n!`` (``0^0 = 1``), elementwise."""
+@functools.lru_cache(maxsize=64)
+def _log_factorials(size: int) -> np.ndarray:
+    """``log k!`` for ``k = 0..size`` (``math.lgamma``, float64)."""
+    return np.array([math.lgamma(k + 1.0) for k in range(size + 1)])
+
+
+def log_factorial(n, size: int | None = None, dtype=None):
+    r"""``log n!`` elementwise for integer-valued ``n``, from a table on the host instead of
+    ``lgamma`` in the program: each ``lgamma`` costs about 17 ms of XLA's compilation on a CPU
+    (more than the rest of a count rule's field), and the counts' coefficients are
+    integers. ``n`` concrete: a NumPy array of ``dtype``. ``n`` traced: a gather from the table
+    of ``0..size`` (``size`` static, ``n`` in that range; no ``size``: ``gammaln``)."""
+    if is_concrete(n) and not isinstance(n, jax.Array):
+        a = np.asarray(n)
+        k = np.rint(a).astype(np.int64)
+        if a.size and (np.any(np.abs(a - k) > 1e-9) or np.any(k < 0)):
+            raise ValueError(f"log_factorial: n must be non-negative integers; got "
+                             f"{a.tolist()!r}")
+        table = _log_factorials(int(k.max()) if k.size else 0)
+        return table[k].astype(dtype or float)
+    n = jnp.asarray(n)
+    dtype = dtype or (n.dtype if jnp.issubdtype(n.dtype, jnp.floating) else float)
+    if size is None:
+        return gammaln(n.astype(dtype) + 1.0)
+    k = jnp.clip(jnp.round(n).astype(jnp.int32), 0, size)
+    return jnp.asarray(_log_factorials(size), dtype)[k]
+
+
+def poisson_pmf(rate, n, size: int | None = None):
+    r"""``e^{−λ} λ^n / n!`` (``0^0 = 1``), elementwise; ``n``: host integers, or traced ones
+    ``<= size`` (:func:`log_factorial`)."""
     rate = jnp.asarray(rate)
+    lf = log_factorial(n, size, rate.dtype)
     n = jnp.asarray(n, rate.dtype)
-    return jnp.exp(xlogy(n, rate) - rate - gammaln(n + 1.0))
+    return jnp.exp(xlogy(n, rate) - rate - lf)
 
 
 def binomial_pmf(n, q, size: int | None = None):
     """``P(S = s)``, ``s = 0..n``, ``S ~ Bin(n, q)`` (exact at ``q ∈ {0, 1}``). With ``size``
-    (static): ``s = 0..size`` and 0 beyond ``n``, which may then be a traced value ``<= size``."""
+    (static): ``s = 0..size`` and 0 beyond ``n``, which may then be a traced value ``<= size``.
+    The binomial coefficients from :func:`log_factorial`'s table (no ``lgamma`` compiled)."""
     if size is None:
-        s = jnp.arange(n + 1, dtype=q.dtype)
-        logc = gammaln(n + 1.0) - gammaln(s + 1.0) - gammaln(n - s + 1.0)
+        n = as_int(n, "binomial_pmf: n", lower=0)
+        s, lf = np.arange(n + 1), _log_factorials(n)
+        logc = jnp.asarray(lf[n] - lf[s] - lf[n - s], q.dtype)
+        s = jnp.asarray(s, q.dtype)
         return jnp.exp(logc + xlogy(s, q) + xlogy(n - s, 1.0 - q))
-    s = jnp.arange(size + 1, dtype=q.dtype)
+    s_host = np.arange(size + 1)
+    s = jnp.asarray(s_host, q.dtype)
     n = jnp.asarray(n, q.dtype)
     inside = s <= n
     r = jnp.where(inside, n - s, 0.0)
-    logc = gammaln(n + 1.0) - gammaln(s + 1.0) - gammaln(r + 1.0)
+    logc = (log_factorial(n, size, q.dtype) - jnp.asarray(_log_factorials(size), q.dtype)
+            - log_factorial(r, size, q.dtype))
     return jnp.where(inside, jnp.exp(logc + xlogy(s, q) + xlogy(r, 1.0 - q)), 0.0)
 
 
@@ -523,11 +558,11 @@ def _clusters_totals(rule, q1, q0, probs, G, t, C, good_ids, bad_ids,
     rewards, modes, t1, t0, npairs, sizes = _cluster_tables(B, n1, n0, good_ids, bad_ids,
                                                             traced)
     adv = _cluster_advantages(rule, rewards, modes, sizes, G, t, C, dt, max_group_size)
-    n = jnp.arange(B + 1, dtype=dt)
+    n = np.arange(B + 1)
     # Poissonised counts: cell rates G q; conditioned on the total G (divide by its pmf)
     w1 = poisson_pmf(G * q1[jnp.asarray(good_ids)][:, None], n)  # (n1, G+1)
     w0 = poisson_pmf(G * q0[jnp.asarray(bad_ids)][:, None], n)
-    norm = poisson_pmf(jnp.asarray(G, dt), jnp.asarray(G, dt))
+    norm = poisson_pmf(jnp.asarray(G, dt), G, B)
     W = jnp.zeros((2, C), dt)
     for side, w_own, w_other, ids, rows, parts in ((1, w1, w0, good_ids, t1, n1),
                                                    (0, w0, w1, bad_ids, t0, n0)):
@@ -648,12 +683,12 @@ def clusters_second_moments(rule, q1, q0, probs, G, t, C, good_ids, bad_ids,
     rewards, modes, t1, t0, _, sizes = _cluster_tables(B, n1, n0, good_ids, bad_ids, traced)
     same1, same0, cross = _cluster_second_tables(B, n1, n0, good_ids, bad_ids, traced)
     adv = _cluster_advantages(rule, rewards, modes, sizes, G, t, C, dt, max_group_size)
-    n = jnp.arange(B + 1, dtype=dt)
+    n = np.arange(B + 1)
     ids = {1: good_ids, 0: bad_ids}
     parts = {1: n1, 0: n0}
     w = {1: poisson_pmf(G * q1[jnp.asarray(good_ids)][:, None], n),
          0: poisson_pmf(G * q0[jnp.asarray(bad_ids)][:, None], n)}
-    norm = poisson_pmf(jnp.asarray(G, dt), jnp.asarray(G, dt))
+    norm = poisson_pmf(jnp.asarray(G, dt), G, B)
     ident = jnp.zeros((B + 1,), dt).at[0].set(1.0)
 
     def without(side, drop, max_parts):

@@ -12,6 +12,7 @@ from .._checks import (
     check_finite,
     check_in_open_unit_interval,
     check_simplex,
+    in_open_unit_interval,
     is_concrete,
     on_simplex,
 )
@@ -67,6 +68,13 @@ def make_state(p, y, z) -> State:
     ``p`` not finite or outside the open interval (0, 1); ``y``/``z`` empty (K < 1 or M < 1),
     non-finite, negative, or not summing to 1; batch shapes of ``p``, ``y``, ``z`` that disagree.
     """
+    return State(*_validated(p, y, z))
+
+
+def _validated(p, y, z):
+    """:func:`make_state`'s arrays: checked, a concrete value as a JAX array of the default
+    float (one already, as a checked state's arrays are, kept as it is: nothing to dispatch),
+    a traced one as it is."""
     if np.ndim(y) < 1 or np.shape(y)[-1] < 1:
         raise ValueError(f"y must have K >= 1 entries on its last axis; got shape {np.shape(y)}")
     if np.ndim(z) < 1 or np.shape(z)[-1] < 1:
@@ -76,19 +84,23 @@ def make_state(p, y, z) -> State:
             f"batch shapes disagree: p {np.shape(p)}, y {np.shape(y)[:-1]} (+K), "
             f"z {np.shape(z)[:-1]} (+M)"
         )
-    p, y, z = _checked(p, y, z)
-    as_arr = (lambda a: jnp.asarray(a, dtype=float)) if is_concrete(p) else jnp.asarray
-    return State(as_arr(p), as_arr(y), as_arr(z))
+    dtype = jnp.result_type(float)
+
+    def as_float(a):
+        if not is_concrete(a):
+            return jnp.asarray(a)
+        if isinstance(a, jax.Array) and a.dtype == dtype:
+            return a
+        return jnp.asarray(a, dtype=float)
+
+    return tuple(map(as_float, _checked(p, y, z)))
 
 
 def _checked(p, y, z):
     """``(p, y, z)`` through :func:`make_state`'s value checks (the shapes checked already)."""
-    if all(map(is_concrete, (p, y, z))):  # one pass in NumPy for a good point
-        a = np.asarray(p)
-        with np.errstate(invalid="ignore"):
-            if (a.dtype.kind == "f" and bool(np.all((a > 0) & (a < 1)))  # NaN fails both
-                    and on_simplex(np.asarray(y)) and on_simplex(np.asarray(z))):
-                return p, y, z
+    if all(map(is_concrete, (p, y, z))) and in_open_unit_interval(np.asarray(p)) \
+            and on_simplex(np.asarray(y)) and on_simplex(np.asarray(z)):
+        return p, y, z  # a good point: one pass in NumPy
     p = check_finite(p, "p (total bad mass)")
     p = check_in_open_unit_interval(p, "p (total bad mass)")
     return (p, check_simplex(y, "y (within-good composition)"),
@@ -116,11 +128,7 @@ def check_state(state, name: str = "state") -> State:
     if not isinstance(state, State):
         raise ValueError(f"{name} must be a State (build one with make_state(p, y, z)); got "
                          f"{type(state).__name__} {state!r}"[:300])
-    p, y, z = leaves = (state.p, state.y, state.z)
-    dtype = jnp.result_type(float)
-    if all(isinstance(a, jax.Array) and is_concrete(a) and a.dtype == dtype for a in leaves) and (
-            y.ndim >= 1 and z.ndim >= 1 and y.shape[-1] >= 1 and z.shape[-1] >= 1
-            and p.shape == y.shape[:-1] == z.shape[:-1]):
-        _checked(*leaves)  # concrete JAX arrays of the default float: checked, not copied
-        return state
-    return make_state(*leaves)
+    leaves = (state.p, state.y, state.z)
+    checked = _validated(*leaves)
+    # the same arrays (a state of JAX arrays of the default float): the state itself
+    return state if all(a is b for a, b in zip(checked, leaves, strict=True)) else State(*checked)

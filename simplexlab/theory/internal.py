@@ -25,6 +25,7 @@ from ._finite_paths import (
     counts_totals,
     enumeration_outcomes,
     group_index,
+    log_factorial,
     poisson_pmf,
     sampled_cell_totals,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "gradient_map",
     "group_index",
     "group_step_moments",
+    "log_factorial",
     "poisson_pmf",
     "sampled_cell_totals",
     "check_kind",
