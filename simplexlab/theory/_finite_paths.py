@@ -134,8 +134,9 @@ def log_factorial(n, size: int | None = None, dtype=None):
     r"""``log n!`` elementwise for integer-valued ``n``, from a table on the host instead of
     ``lgamma`` in the program: each ``lgamma`` costs about 17 ms of XLA's compilation on a CPU
     (GRPO's field at K = 3, M = 2, G = 8 held three, its step covariance six), and the counts'
-    coefficients are integers. ``n`` concrete: a NumPy array of ``dtype``. ``n`` traced: a gather from the table
-    of ``0..size`` (``size`` static, ``n`` in that range; no ``size``: ``gammaln``)."""
+    coefficients are integers. ``n`` concrete: a NumPy array of ``dtype``. ``n`` traced: a
+    gather from the table of ``0..size`` (``size`` static, ``n`` in that range; no ``size``:
+    ``gammaln``)."""
     if is_concrete(n) and not isinstance(n, jax.Array):
         a = np.asarray(n)
         k = np.rint(a).astype(np.int64)
