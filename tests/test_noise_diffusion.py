@@ -187,3 +187,17 @@ def test_the_fixed_step_solver_is_the_classical_runge_kutta_method():
         one = jax.jit(lambda y, n=n: rk4(f, y, 0.0, 0.1, n, 2))(y0)
         np.testing.assert_allclose(np.asarray(ys[1][i]), np.asarray(one[1][1]), rtol=1e-14)
         assert float(ys[0][i]) == pytest.approx(float(one[0][1]), rel=1e-14)
+
+
+def test_the_fixed_step_takes_save_points_that_float32_cannot_hold_exactly():
+    """``linear_noise(dt=...)`` checks that the save points are multiples of ``dt`` on the
+    host's float64 grid, so a step such as 0.1 (not a float32 number) is accepted with 64-bit
+    floats off too, and gives the same spread as with them on (to float32's round-off)."""
+    dyn = FiniteGroup(group_rule("grpo"), group_size=G)
+    want = np.asarray(linear_noise(Diffusion(dyn, eta=ETA), S0, t1=2.0, n_save=21,
+                                   dt=0.1).std["L_y"])
+    with jax.enable_x64(False):
+        s32 = sl.make_state(P0, np.array(Y0), np.array(Z0))
+        got = linear_noise(Diffusion(dyn, eta=ETA), s32, t1=2.0, n_save=21, dt=0.1)
+        assert got.ts.dtype == jnp.float32
+        np.testing.assert_allclose(np.asarray(got.std["L_y"]), want, rtol=1e-4, atol=1e-7)

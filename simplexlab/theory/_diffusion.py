@@ -215,8 +215,9 @@ def _prepare(who, diffusion, state0, t1, n_save, batch=False):
     # one path's saved states (linear_noise: and its covariances; per start of a batch), before
     # anything is built
     _check_paths_fit(who, int(np.shape(state0.p)[0]) if np.ndim(state0.p) else 1, n_save, C)
-    # the save points on the host (an eager jnp.linspace is a program call of its own)
-    return state0, np.linspace(0.0, float(t1), n_save).astype(jnp.result_type(float))
+    # the save points on the host, in float64 (an eager jnp.linspace is a program call of its
+    # own; a compiled function takes them in the default float)
+    return state0, np.linspace(0.0, float(t1), n_save)
 
 
 #: the most Euler–Maruyama steps :func:`sde_paths` takes per path (``t1 / dt``): a smaller
@@ -334,11 +335,11 @@ def linear_noise(diffusion: Diffusion, state0: State, *, t1: float, n_save: int 
                          f"{mean_correction!r}")
     if dt is not None:
         dt = _dt("linear_noise", dt, float(t1))  # the save points: linspace(0, t1, n_save)
-        steps = np.asarray(ts, float) / dt
+        steps = ts / dt
         if np.max(np.abs(steps - np.round(steps))) > 1e-9:
             raise ValueError(f"linear_noise: the save points {np.asarray(ts).tolist()} must be "
                              f"multiples of dt = {dt!r}")
-        per = int(round(steps[1])) if len(steps) > 1 else 0  # steps between save points
+        per = int(round(steps[1]))  # steps between save points (n_save >= 2)
     else:
         per = None
     return _linear_noise(diffusion, state0, ts, rtol, atol, state0.K, mean_correction, dt, per)
