@@ -54,7 +54,7 @@ SPREAD_ETA, SPREAD_T, SPREAD_SEEDS = 0.05, 20.0, 256
 #: G = 16) relative of the adaptive solve at rtol 1e-11, a seventh of the 256 seeds' own
 #: standard error on it (1/√(2 · 255) = 4.4 %); at a step of 1 (also timed, ``ode_dt1``):
 #: 3.3e-4 and 9e-5
-SPREAD_SAVES = 11  # the step T / 10 = 2 (``ode_dt1``: 21 save points, the step 1)
+SPREAD_SAVES, SPREAD_FINE_SAVES = 11, 21  # the steps T / 10 = 2 and (``ode_dt1``) T / 20 = 1
 MC_SAMPLES = 4096
 #: the ladder's policy (G²RPO/SC's small-step Adam check) and settings
 PI0 = (0.15, 0.1, 0.05, 0.4, 0.3)
@@ -218,8 +218,9 @@ def spread(opts: dict) -> dict:
             return linear_noise(d, s, t1=T, n_save=n_save, dt=T / (n_save - 1)).std["L_y"]
 
         row = {}
+        saves = {"ode": SPREAD_SAVES, "ode_dt1": SPREAD_FINE_SAVES}  # (and so the steps)
         for name, f in (("ode", ode), ("bandit", lambda run=run: run(jax.random.key(0))),
-                        ("ode_dt1", lambda d=d, s=s: ode(d, s, 21))):
+                        ("ode_dt1", lambda d=d, s=s: ode(d, s, SPREAD_FINE_SAVES))):
             t0 = time.perf_counter()
             first = np.asarray(jax.block_until_ready(f()))
             end = time.perf_counter() - t0
@@ -231,6 +232,8 @@ def spread(opts: dict) -> dict:
             # the minimum of the repeats (diffrax's protocol); the median beside it
             row[name] = {"end_to_end_s": end, "compiled_s": float(np.min(ts)),
                          "compiled_median_s": float(np.median(ts))}
+            if name in saves:
+                row[name]["step"] = T / (saves[name] - 1)
             if name.startswith("ode"):
                 row[name + "_std_final"] = float(first[-1])
             else:
@@ -259,13 +262,12 @@ def _spread_row(sp, quick) -> Row:
         rc = r["ode"]["compiled_s"] / r["bandit"]["compiled_s"]
         re = r["ode"]["end_to_end_s"] / r["bandit"]["end_to_end_s"]
         ratios.append((rc, re))
-        step = sp["T"] / (SPREAD_SAVES - 1)
         fine = r.get("ode_dt1")
-        parts.append(f"K = {K}, M = {M}, G = {G}: ODE (step {step:g}) "
+        parts.append(f"K = {K}, M = {M}, G = {G}: ODE (step {r['ode']['step']:g}) "
                      f"{_ms(r['ode']['compiled_s'])} compiled, "
                      f"{fmt_seconds(r['ode']['end_to_end_s'])} end to end (std "
                      f"{r['ode_std_final']:.4g} at t = {sp['T']:g}"
-                     + (f"; step {step / 2:g}: {_ms(fine['compiled_s'])}, std "
+                     + (f"; step {fine['step']:g}: {_ms(fine['compiled_s'])}, std "
                         f"{r['ode_dt1_std_final']:.4g}" if fine else "") + "); bandit "
                      f"{_ms(r['bandit']['compiled_s'])}, "
                      f"{fmt_seconds(r['bandit']['end_to_end_s'])} (std "

@@ -172,13 +172,13 @@ def binomial_pmf(n, q, size: int | None = None):
         logc = jnp.asarray(lf[n] - lf[s] - lf[n - s], q.dtype)
         s = jnp.asarray(s, q.dtype)
         return jnp.exp(logc + xlogy(s, q) + xlogy(n - s, 1.0 - q))
-    s_host = np.arange(size + 1)
-    s = jnp.asarray(s_host, q.dtype)
+    s = np.arange(size + 1)
+    logc_s = log_factorial(s, dtype=q.dtype)
+    s = jnp.asarray(s, q.dtype)
     n = jnp.asarray(n, q.dtype)
     inside = s <= n
     r = jnp.where(inside, n - s, 0.0)
-    logc = (log_factorial(n, size, q.dtype) - jnp.asarray(_log_factorials(size), q.dtype)
-            - log_factorial(r, size, q.dtype))
+    logc = log_factorial(n, size, q.dtype) - logc_s - log_factorial(r, size, q.dtype)
     return jnp.where(inside, jnp.exp(logc + xlogy(s, q) + xlogy(r, 1.0 - q)), 0.0)
 
 
