@@ -203,6 +203,42 @@ def test_a_fault_of_the_library_changes_the_verdict(claims, key):
     assert not same, f"the fault {key[1]!r} ({key[0]}) does not change the verdict of {same}"
 
 
+def test_a_fault_reaches_compiled_code_and_leaves_the_right_programs_cached(monkeypatch):
+    """An injected fault is what a jitted caller computes (from any thread: the fault is
+    global), and once it is out the program traced before it serves again, untraced: JAX's
+    caches key on the fault instead of being cleared (a clear made every later test compile
+    again: this fails then with three traces)."""
+    import concurrent.futures
+    import sys
+    import types
+
+    import jax
+
+    from simplexlab.lab import Fault
+    from simplexlab.lab._claims import injected_faults
+
+    probe = types.ModuleType("simplexlab_fault_probe")
+    probe.f = lambda x: 2.0 * x
+    monkeypatch.setitem(sys.modules, probe.__name__, probe)
+    traces = []
+
+    @jax.jit
+    def g(x):
+        traces.append(1)
+        return probe.f(x)
+
+    assert float(g(1.0)) == 2.0
+    fault = Fault("sign", "simplexlab_fault_probe.f", lambda f: lambda x: -f(x))
+    with fault.inject():
+        assert injected_faults() == (("simplexlab_fault_probe.f", "sign", id(fault)),)
+        assert float(g(1.0)) == -2.0
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            assert float(pool.submit(g, 3.0).result()) == -6.0
+    assert injected_faults() == ()
+    assert float(g(1.0)) == 2.0
+    assert len(traces) == 2, "the program traced before the fault was traced again after it"
+
+
 _GOOD: dict = {}
 _GOOD_CTX = ClaimContext(quick=True, tiny=True)
 

@@ -157,29 +157,51 @@ class Fault:
         return importlib.import_module(module), attr
 
     def inject(self):
-        """A context manager: the fault in place (compiled JAX programs cleared on entry and
-        exit, so that no program traced with the right function serves the faulty one; a
-        per-process memo of computed results keys on :func:`injected_faults` for the same
-        reason)."""
+        """A context manager: the fault in place. While it is, JAX's caches of traced and
+        compiled programs are keyed on it (a ``jax.make_user_context`` value, set globally as
+        the fault itself is), so no program traced with the right function serves the faulty
+        one, and none traced with the fault serves anyone after it: the programs compiled before
+        it stay and serve again once it is out (before, every injection cleared all of JAX's
+        caches on entry and exit, and everything after it compiled again). A per-process memo
+        of computed results keys on :func:`injected_faults` for the same reason."""
         import contextlib
 
-        import jax
+        from .._env import release_programs_near_map_limit
 
         @contextlib.contextmanager
         def injected():
             mod, attr = self._resolve()
             original = getattr(mod, attr)
+            context = _fault_context()
+            before = context.get_global()
             setattr(mod, attr, self.make(original))
             _INJECTED.append(self)
-            jax.clear_caches()
+            context.set_global(injected_faults())
             try:
                 yield
             finally:
                 setattr(mod, attr, original)
                 _INJECTED.remove(self)
-                jax.clear_caches()
+                context.set_global(before)
+                # the fault's programs are never called again: dropped, with the rest, when
+                # the process holds many (each keeps memory mapped)
+                release_programs_near_map_limit()
 
         return injected()
+
+
+_FAULT_CONTEXT: list = []
+
+
+def _fault_context():
+    """The ``jax.make_user_context`` that the jit caches key on while a fault is injected (made
+    once, on the first injection: JAX asks that none be made concurrently with its other
+    calls)."""
+    if not _FAULT_CONTEXT:
+        import jax
+
+        _FAULT_CONTEXT.append(jax.make_user_context(None))
+    return _FAULT_CONTEXT[0]
 
 
 def injected_faults() -> tuple:
