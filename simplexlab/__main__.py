@@ -10,7 +10,7 @@ import sys
 
 
 def main() -> int:
-    from ._interrupt import exit_interrupted, install
+    from ._interrupt import ended, exit_interrupted, install
 
     again = f"simplexlab {' '.join(sys.argv[1:])}".rstrip()
     install(again)  # SIGINT also sets a flag; the watchdog raises what an import held back
@@ -20,7 +20,10 @@ def main() -> int:
         print(f"\ninterrupted before anything ran; run again with: {again}", file=sys.stderr)
         exit_interrupted(130)
     try:
-        code = cli()
+        try:
+            code = cli()
+        finally:
+            ended()  # a Ctrl-C from here on, as the interpreter ends: the one line, status 130
     except KeyboardInterrupt:  # one that reached past the command's own handlers
         print(f"\ninterrupted; nothing saved; run again with: {again}", file=sys.stderr)
         code = 130

@@ -26,7 +26,8 @@ is ended with the one line and exit status 130. The command itself ends through
 :func:`exit_interrupted`: ``os._exit`` after the line, so that the interpreter is never torn down
 while XLA's threads still compile or run (that crashed ``schedule verify`` with SIGSEGV after
 its line, 4 of 6 tries); what an interrupt cancels is only ever computation (results and chunks
-are written atomically, and the sweep engine finishes the chunk in flight first).
+are written atomically, and the sweep engine finishes the chunk in flight first). Once the
+command has returned (:func:`ended`), a SIGINT while the interpreter ends does the same at once.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import sys
 import threading
 import time
 
-__all__ = ["GRACE_SECONDS", "check", "deferred", "exit_interrupted", "install"]
+__all__ = ["GRACE_SECONDS", "check", "deferred", "ended", "exit_interrupted", "install"]
 
 #: how long a command may take to end after its interrupt was raised (its own line printed, its
 #: workers stopped) before the watchdog ends it with the one line
@@ -47,7 +48,7 @@ GRACE_SECONDS = 3.0
 _POLL_SECONDS = 0.02
 
 _state = {"depth": 0, "pending": False, "delivered": False, "delivered_at": 0.0,
-          "redelivering": False, "command": None}
+          "redelivering": False, "command": None, "ended": False}
 _wake = threading.Event()
 _watchdog: list[threading.Thread] = []
 
@@ -70,6 +71,8 @@ def _deliver() -> None:
 
 
 def _handler(signum, frame):
+    if _state["ended"] and _state["command"] is not None:
+        _exit_now()  # the command has returned: nothing left to raise into (:func:`ended`)
     if _state["redelivering"]:  # the watchdog's: raise where it is safe, else let it retry
         _state["redelivering"] = False
         if not _state["pending"] or _state["delivered"] or _state["depth"] or _importing(frame):
@@ -156,6 +159,15 @@ def install(command: str | None = None) -> None:
             thread = threading.Thread(target=_watch, name="simplexlab-interrupt", daemon=True)
             thread.start()
             _watchdog.append(thread)
+
+
+def ended() -> None:
+    """The command has returned: a SIGINT from now on (while the interpreter ends: its threads
+    joined, its exit handlers run) ends the process at once with the one line and status 130.
+    Raised there, the ``KeyboardInterrupt`` reached the top of the interpreter, which then
+    killed itself with SIGINT (exit status −2, a traceback: seen when ``plan`` had printed its
+    table and was ending as its interrupt came)."""
+    _state["ended"] = True
 
 
 def check() -> None:

@@ -141,6 +141,34 @@ def test_ctrl_c_inside_a_commands_import_is_not_lost(tmp_path, module, args):
     assert not (tmp_path / "s.json").exists()
 
 
+#: the command line run as ``python -m simplexlab`` does, with an interrupt sent the instant its
+#: ``main`` has returned (the command done, its output printed: the interpreter is ending)
+AFTER = r"""
+import os, signal, sys, time
+import simplexlab.__main__ as entry
+sys.argv = ["simplexlab", *sys.argv[1:]]
+code = entry.main()
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(0.5)
+print("went on after the interrupt", flush=True)
+raise SystemExit(code)
+"""
+
+
+def test_ctrl_c_as_a_finished_command_ends_gives_the_one_line(tmp_path):
+    """An interrupt that came as ``plan`` had printed its table and was ending (its threads
+    joined, its exit handlers run) reached the top of the interpreter: a traceback and exit
+    status -2 (the interpreter killing itself with SIGINT), not the one line and 130."""
+    proc = _start(("-c", AFTER, "plan", "--mu", "0.5", "--group-sizes", "4,16"), tmp_path,
+                  "after")
+    out, err = proc.communicate(timeout=120)
+    assert "tail-miss" in out and "went on" not in out, out[-2000:]  # its table, then nothing
+    assert proc.returncode == 130, (proc.returncode, err[-3000:])
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
+    assert lines[0] == "interrupted; run again with: simplexlab plan --mu 0.5 --group-sizes 4,16"
+
+
 #: a command that installs the handler, then meets an interrupt while a module is imported:
 #: held back during the import, it must be raised right after it
 HELD = r"""
