@@ -30,6 +30,7 @@ Simulation results shared by several claims are computed once per evaluation
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import re
@@ -166,8 +167,6 @@ class Fault:
         of computed results keys on :func:`injected_faults` for the same reason."""
         import contextlib
 
-        from .._env import release_programs_near_map_limit
-
         @contextlib.contextmanager
         def injected():
             mod, attr = self._resolve()
@@ -190,18 +189,14 @@ class Fault:
         return injected()
 
 
-_FAULT_CONTEXT: list = []
-
-
+@functools.cache
 def _fault_context():
     """The ``jax.make_user_context`` that the jit caches key on while a fault is injected (made
     once, on the first injection: JAX asks that none be made concurrently with its other
     calls)."""
-    if not _FAULT_CONTEXT:
-        import jax
+    import jax
 
-        _FAULT_CONTEXT.append(jax.make_user_context(None))
-    return _FAULT_CONTEXT[0]
+    return jax.make_user_context(None)
 
 
 def injected_faults() -> tuple:
