@@ -30,7 +30,6 @@ Simulation results shared by several claims are computed once per evaluation
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import os
 import re
@@ -189,14 +188,23 @@ class Fault:
         return injected()
 
 
-@functools.cache
-def _fault_context():
-    """The ``jax.make_user_context`` that the jit caches key on while a fault is injected (made
-    once, on the first injection: JAX asks that none be made concurrently with its other
-    calls)."""
+def _make_fault_context():
     import jax
 
     return jax.make_user_context(None)
+
+
+#: The ``jax.make_user_context`` that the jit caches key on while a fault is injected. Made once,
+#: when this module is imported: JAX asks that none be made concurrently with its other calls,
+#: and making one changes the key of every trace, so that each program traced before it would be
+#: traced again after it (made on the first injection, it cost one retrace of every program the
+#: process held, and the test of that passed only after another fault test in its process).
+_FAULT_CONTEXT = _make_fault_context()
+
+
+def _fault_context():
+    """:data:`_FAULT_CONTEXT`."""
+    return _FAULT_CONTEXT
 
 
 def injected_faults() -> tuple:
