@@ -122,9 +122,8 @@ def use_fast_compile() -> bool:
 
 
 CACHE_VAR = "SIMPLEXLAB_JAX_CACHE"
-#: Size bound of the compilation cache. A bounded cache makes JAX take a file lock around every
-#: read and write of an entry (an unbounded one writes entries in place, unlocked): several
-#: processes sharing the folder never read a half-written executable.
+#: Size bound of the compilation cache folder (:func:`use_compilation_cache` removes the least
+#: recently used entries beyond it when it turns the cache on).
 CACHE_MAX_BYTES = 4 * 2**30
 
 
@@ -171,12 +170,16 @@ def use_compilation_cache(min_compile_time: float = 0.0) -> Path | None:
     the first compilation: a second process running the same programs then loads them from disk
     instead of compiling them). Every program that took at least ``min_compile_time`` seconds to
     compile is stored (default: all; JAX never stores a program with host callbacks, e.g. an
-    ``eqx.error_if`` left under ``jit``). Each write scans the folder (JAX's size bound), so a
-    caller compiling thousands of tiny programs (the test suite) keeps only the slow ones. The
-    folder is created readable by its user only (a compiled program is code JAX will run: never
-    share the folder with users you do not trust). Returns the folder, or ``None`` when the
-    cache is off, the folder cannot be written, ``filelock`` (JAX's lock between processes) is
-    missing, or the process already set a cache folder of its own (that one is kept). An
+    ``eqx.error_if`` left under ``jit``). The folder holds at most :data:`CACHE_MAX_BYTES`:
+    JAX writes it through :class:`simplexlab._jax_cache.FolderCache` (each program written
+    whole, so processes sharing the folder need no lock, and no scan of the folder at each
+    write), whose least recently used entries beyond the bound are removed here, once; with a
+    JAX that builds its file cache otherwise, JAX's own bounded cache (a lock, and a scan at
+    each write). The folder is created readable by its user only (a compiled program is code
+    JAX will run: never share the folder with users you do not trust). Returns the folder, or
+    ``None`` when the cache is off, the folder cannot be written, JAX's own cache would be used
+    and ``filelock`` (its lock between processes) is missing, or the process already set a
+    cache folder of its own (that one is kept). An
     existing folder that another user could write to (:func:`cache_folder_problem`) is refused
     with a ``ValueError``: the programs in it are native code the lab would run."""
     folder = compilation_cache_dir()
@@ -187,9 +190,15 @@ def use_compilation_cache(min_compile_time: float = 0.0) -> Path | None:
     if jax.config.jax_compilation_cache_dir:
         return None
     try:
-        import filelock  # noqa: F401  (JAX locks a bounded cache with it)
-    except ImportError:
-        return None
+        from . import _jax_cache
+        ours = _jax_cache.supported()
+    except ImportError:  # a JAX without the interface this was written against
+        ours = False
+    if not ours:
+        try:
+            import filelock  # noqa: F401  (JAX locks its bounded cache with it)
+        except ImportError:
+            return None
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError:
@@ -201,8 +210,12 @@ def use_compilation_cache(min_compile_time: float = 0.0) -> Path | None:
         raise ValueError(f"the compilation cache folder {str(folder)!r} ({CACHE_VAR}) is "
                          f"refused: {problem}; or choose another folder ({CACHE_VAR}=off: no "
                          "cache)")
+    if ours:
+        _jax_cache.install()
+        _jax_cache.prune(folder, CACHE_MAX_BYTES)
     jax.config.update("jax_compilation_cache_dir", str(folder))
-    jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)
+    # JAX's own bound (a scan of the folder at each write) only where its own cache is used
+    jax.config.update("jax_compilation_cache_max_size", -1 if ours else CACHE_MAX_BYTES)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return folder

@@ -40,7 +40,9 @@ folder = use_compilation_cache()
 x = jnp.arange(6.0)
 out = [float(jax.jit(lambda v: jnp.sum(jnp.sin(v) * k))(x)) for k in (1.0, 2.0)]
 out.append(float(jax.jit(lambda v: jnp.cumsum(v)[-1] ** 2)(x)))
-print(json.dumps({"folder": None if folder is None else str(folder), "out": out, **seen}))
+from jax._src import compilation_cache as cc
+print(json.dumps({"folder": None if folder is None else str(folder), "out": out,
+                  "cache": type(cc._cache).__name__, **seen}))
 """
 
 
@@ -95,8 +97,88 @@ def test_two_processes_at_once_share_one_cache_then_a_third_compiles_nothing(tmp
     assert a["misses"] + b["misses"] >= 3  # both looked, neither found everything
     assert stat.S_IMODE(cache.stat().st_mode) & 0o077 == 0
     assert len(list(cache.glob("*-cache"))) >= 3
+    # the lab's folder cache: no lock file, no time stamp files, no temporary file left
+    assert a["cache"] == b["cache"] == "FolderCache"
+    assert sorted(p.name for p in cache.iterdir() if not p.name.endswith("-cache")) == []
     c = _result(_child(cache))
     assert c["out"] == a["out"] and c["misses"] == 0 and c["hits"] == c["programs"] >= 3
+
+
+def test_a_jax_built_otherwise_gets_its_own_bounded_cache(tmp_path):
+    """Where the lab's folder cache cannot be installed, JAX's own bounded cache serves (its lock
+    and its size bound): a child with ``supported`` patched to False compiles and loads as
+    before, and the folder holds JAX's lock and time stamp files."""
+    code = ("import simplexlab._jax_cache as c; c.supported = lambda: False\n" + CHILD +
+            "print(jax.config.jax_compilation_cache_max_size)\n")
+    cache = tmp_path / "jax"
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], env=_env_with(cache),
+                              capture_output=True, text=True, timeout=240)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        *_, line, bound = proc.stdout.strip().splitlines()
+        runs.append(json.loads(line))
+        assert int(bound) == _env.CACHE_MAX_BYTES
+    assert runs[0]["cache"] == "LRUCache" and runs[0]["misses"] >= 3
+    assert runs[1]["hits"] == runs[1]["programs"] >= 3 and runs[1]["out"] == runs[0]["out"]
+    assert (cache / ".lockfile").exists() and list(cache.glob("*-atime"))
+
+
+def test_a_program_is_read_whole_or_not_at_all(tmp_path):
+    """A reader racing a writer of the same entry never gets part of it: ``put`` writes a
+    temporary file and renames it onto the entry (written in place, as JAX's unbounded cache
+    writes, a reader in another thread gets a prefix)."""
+    import threading
+
+    from simplexlab._jax_cache import FolderCache
+
+    cache = FolderCache(tmp_path / "jax")
+    value = os.urandom(1 << 24)  # 16 MB: its write takes long enough to be caught in the middle
+    seen = []
+    for round_ in range(6):
+        key = f"k{round_}"
+        stop = threading.Event()
+
+        def read(key=key, stop=stop):
+            while not stop.is_set():
+                got = cache.get(key)
+                if got is not None:
+                    seen.append(len(got))
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        cache.put(key, value)
+        stop.set()
+        reader.join()
+        assert cache.get(key) == value
+    assert all(n == len(value) for n in seen), sorted(set(seen))[:5]
+    assert sorted(p.name for p in (tmp_path / "jax").iterdir()) == [
+        f"k{i}-cache" for i in range(6)]
+
+
+def test_the_folder_is_pruned_least_recently_used_first(tmp_path):
+    """``prune`` removes the entries read or written longest ago until the rest fits the bound
+    (with JAX's time stamp file of each), and temporary files a killed writer left an hour ago;
+    a read makes an entry recent."""
+    import time
+
+    from simplexlab._jax_cache import FolderCache, prune
+
+    folder = tmp_path / "jax"
+    cache = FolderCache(folder)
+    now = time.time()
+    for i, name in enumerate("abcde"):
+        cache.put(name, bytes(100))
+        os.utime(folder / f"{name}-cache", (now - 1000 + i, now - 1000 + i))  # a oldest
+    (folder / "a-atime").write_bytes(bytes(8))
+    assert cache.get("b") == bytes(100)  # b is now the most recent
+    stale, fresh = folder / ".x.1.tmp", folder / ".y.2.tmp"
+    stale.write_bytes(b"part")
+    fresh.write_bytes(b"part")
+    os.utime(stale, (now - 7200, now - 7200))
+    assert prune(folder, 250) == 3  # 500 bytes held: a, c, d go; e and b stay
+    assert sorted(p.name for p in folder.iterdir()) == [".y.2.tmp", "b-cache", "e-cache"]
+    assert prune(folder, 250) == 0
 
 
 #: a child: a small sweep of each simulator the engine traces with run-time checks in their

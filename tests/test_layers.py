@@ -30,7 +30,7 @@ ORDER = ["theory", "shaping", "sim", "sweep", "verify", "lab"]
 #: layers beside the last one of ORDER: name -> the layer of ORDER they sit beside
 SIBLINGS = {"llm": "lab"}
 BASE = {"_checks", "_types", "_results", "_version", "_env", "_interrupt", "_upstream", "_imports",
-        "_bibliography"}
+        "_bibliography", "_jax_cache"}
 #: folders outside the package whose imports of simplexlab are checked (outside every layer)
 OUTSIDE = ("experiments", "benchmarks", "notebooks")
 #: the names the top-level ``simplexlab`` re-exports from ``simplexlab.theory``
