@@ -124,6 +124,34 @@ def test_a_jax_built_otherwise_gets_its_own_bounded_cache(tmp_path):
     assert (cache / ".lockfile").exists() and list(cache.glob("*-atime"))
 
 
+def test_jax_builds_the_folder_cache_unless_asked_to_verify(tmp_path):
+    """In a process whose cache the lab turned on (this one: tests/conftest.py), JAX's file cache
+    is the folder cache, and JAX's own where its verifying option asks for its wrapper."""
+    from jax._src import compilation_cache as cc
+
+    from simplexlab._jax_cache import FolderCache
+
+    cache, path = cc.get_file_cache(str(tmp_path / "a"))
+    assert isinstance(cache, FolderCache) and path == str(tmp_path / "a")
+    with _verify(True):
+        cache, _ = cc.get_file_cache(str(tmp_path / "b"))
+    assert not isinstance(cache, FolderCache)
+
+
+def _verify(value):
+    import contextlib
+
+    @contextlib.contextmanager
+    def on():
+        before = jax.config.jax_compilation_cache_check_contents
+        jax.config.update("jax_compilation_cache_check_contents", value)
+        try:
+            yield
+        finally:
+            jax.config.update("jax_compilation_cache_check_contents", before)
+    return on()
+
+
 def test_a_program_is_read_whole_or_not_at_all(tmp_path):
     """A reader racing a writer of the same entry never gets part of it: ``put`` writes a
     temporary file and renames it onto the entry (written in place, as JAX's unbounded cache
