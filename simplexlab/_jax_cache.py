@@ -9,8 +9,9 @@ neither cost but writes each entry in place, where a second process reading it a
 gets a truncated program.
 
 :class:`FolderCache` keeps what the lock was for and drops the scan: a program is written to a
-temporary file in the folder and renamed onto its name (``os.replace``, atomic on one file
-system), so a reader finds the whole program or none, without a lock. A read touches the entry
+temporary file in the folder and renamed onto its name
+(:func:`simplexlab._results.atomic_write_bytes`), so a reader finds the whole program or none,
+without a lock. A read touches the entry
 (its modification time), and the folder's size is bounded once, when the cache is turned on
 (:func:`prune`: the least recently used entries beyond the bound go), not at every write.
 Entries are named as JAX's own file cache names them (``<key>-cache``), so a folder filled by
@@ -20,11 +21,11 @@ either reads in the other.
 from __future__ import annotations
 
 import os
-import tempfile
-import time
 from pathlib import Path
 
 from jax._src.compilation_cache_interface import CacheInterface
+
+from ._results import atomic_write_bytes, remove_temporaries
 
 __all__ = ["FolderCache", "install", "prune", "supported"]
 
@@ -36,7 +37,7 @@ ATIME_SUFFIX = "-atime"
 
 class FolderCache(CacheInterface):
     """JAX's ``CacheInterface`` on a folder: ``get`` reads ``<key>-cache`` (and touches it),
-    ``put`` writes it whole (a temporary file renamed onto the name)."""
+    ``put`` writes it whole (:func:`~simplexlab._results.atomic_write_bytes`)."""
 
     def __init__(self, path):
         self._path = Path(path)
@@ -60,23 +61,16 @@ class FolderCache(CacheInterface):
         if not key:
             raise ValueError("key cannot be empty")
         path = self._path / f"{key}{SUFFIX}"
-        if path.exists():
-            return
-        fd, tmp = tempfile.mkstemp(dir=self._path, prefix=f".{key}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(value)
-            os.replace(tmp, path)
-        except BaseException:
-            _unlink(Path(tmp))
-            raise
+        if not path.exists():
+            atomic_write_bytes(path, value)
 
 
 def prune(folder: Path, max_bytes: int) -> int:
     """Remove the least recently used entries of ``folder`` (oldest modification time first)
     until the rest holds at most ``max_bytes``, with the time stamp files of JAX's bounded
-    cache for them, and temporary files a killed writer left (older than an hour). Returns the
-    number of entries removed."""
+    cache for them, and the temporary files a dead writer left
+    (:func:`simplexlab._results.remove_temporaries`). Returns the number of entries removed."""
+    remove_temporaries(folder)
     entries = []
     total = 0
     for entry in os.scandir(folder):
@@ -88,8 +82,6 @@ def prune(folder: Path, max_bytes: int) -> int:
         if name.endswith(SUFFIX):
             entries.append((st.st_mtime, st.st_size, name))
             total += st.st_size
-        elif name.endswith(".tmp") and name.startswith(".") and st.st_mtime < time.time() - 3600:
-            _unlink(folder / name)
     removed = 0
     for _mtime, size, name in sorted(entries):
         if total <= max_bytes:

@@ -186,8 +186,8 @@ def test_a_program_is_read_whole_or_not_at_all(tmp_path):
 
 def test_the_folder_is_pruned_least_recently_used_first(tmp_path):
     """``prune`` removes the entries read or written longest ago until the rest fits the bound
-    (with JAX's time stamp file of each), and temporary files a killed writer left an hour ago;
-    a read makes an entry recent."""
+    (with JAX's time stamp file of each), and the temporary file a dead writer left (not a
+    live one's); a read makes an entry recent."""
     import time
 
     from simplexlab._jax_cache import FolderCache, prune
@@ -200,12 +200,13 @@ def test_the_folder_is_pruned_least_recently_used_first(tmp_path):
         os.utime(folder / f"{name}-cache", (now - 1000 + i, now - 1000 + i))  # a oldest
     (folder / "a-atime").write_bytes(bytes(8))
     assert cache.get("b") == bytes(100)  # b is now the most recent
-    stale, fresh = folder / ".x.1.tmp", folder / ".y.2.tmp"
-    stale.write_bytes(b"part")
-    fresh.write_bytes(b"part")
-    os.utime(stale, (now - 7200, now - 7200))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    live = f".f-cache.{os.getpid()}.abc.tmp"
+    (folder / f".e-cache.{dead}.abc.tmp").write_bytes(b"part")  # its writer has ended
+    (folder / live).write_bytes(b"part")  # this process is writing it
     assert prune(folder, 250) == 3  # 500 bytes held: a, c, d go; e and b stay
-    assert sorted(p.name for p in folder.iterdir()) == [".y.2.tmp", "b-cache", "e-cache"]
+    assert sorted(p.name for p in folder.iterdir()) == [live, "b-cache", "e-cache"]
     assert prune(folder, 250) == 0
 
 
