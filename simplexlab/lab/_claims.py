@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from .._env import release_programs_near_map_limit
@@ -170,17 +171,16 @@ class Fault:
         def injected():
             mod, attr = self._resolve()
             original = getattr(mod, attr)
-            context = _fault_context()
-            before = context.get_global()
+            before = _FAULT_CONTEXT.get_global()
             setattr(mod, attr, self.make(original))
             _INJECTED.append(self)
-            context.set_global(injected_faults())
+            _FAULT_CONTEXT.set_global(injected_faults())
             try:
                 yield
             finally:
                 setattr(mod, attr, original)
                 _INJECTED.remove(self)
-                context.set_global(before)
+                _FAULT_CONTEXT.set_global(before)
                 # the fault's programs are never called again: dropped, with the rest, when
                 # the process holds many (each keeps memory mapped)
                 release_programs_near_map_limit()
@@ -188,23 +188,12 @@ class Fault:
         return injected()
 
 
-def _make_fault_context():
-    import jax
-
-    return jax.make_user_context(None)
-
-
 #: The ``jax.make_user_context`` that the jit caches key on while a fault is injected. Made once,
 #: when this module is imported: JAX asks that none be made concurrently with its other calls,
 #: and making one changes the key of every trace, so that each program traced before it would be
 #: traced again after it (made on the first injection, it cost one retrace of every program the
 #: process held, and the test of that passed only after another fault test in its process).
-_FAULT_CONTEXT = _make_fault_context()
-
-
-def _fault_context():
-    """:data:`_FAULT_CONTEXT`."""
-    return _FAULT_CONTEXT
+_FAULT_CONTEXT = jax.make_user_context(None)
 
 
 def injected_faults() -> tuple:
