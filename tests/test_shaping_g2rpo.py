@@ -251,3 +251,64 @@ def test_bad_input():
     with pytest.raises(Exception, match="must be -1 for incorrect"):
         jax.block_until_ready(  # raised where the result is waited for (asynchronous backends)
             jax.jit(lambda r, g: sh.g2rpo_bonus(r, g))(jnp.asarray(r), jnp.asarray(wrong)))
+
+
+# -- the correct-scored cells' sums: by their subsets and by the dynamic programme ---------------
+@pytest.mark.parametrize("n1,S", [(1, 6), (2, 16), (3, 8), (6, 64), (7, 24)])
+def test_the_cells_sums_by_subsets_equal_the_dynamic_programme(n1, S):
+    """G²RPO's sums over the correct-scored cells (F0, F1 and every own cell's) in closed form
+    over the cells' subsets equal the programme over the cells with its reverse pass (two
+    algorithms, the second independent of the first's generating functions), to round-off:
+    common, tiny (1e-9, 1e-13) and absent (0) rates, each own cell to relative round-off (a
+    tiny cell's own sum is as small as its rate: the subsets keep its digits), and their
+    forward-mode derivatives in the rates (what the linear-noise covariance takes)."""
+    from simplexlab.shaping._g2rpo import _good_by_dp, _good_by_subsets
+    from simplexlab.theory.internal import poisson_pmf
+
+    rng = np.random.default_rng(n1 * 100 + S)
+    common = S * rng.dirichlet(np.ones(n1 + 2))[:n1]
+    draws = [common]
+    if n1 >= 3:
+        tiny, zero = common.copy(), common.copy()
+        tiny[1], tiny[2] = 1e-9, 1e-13
+        zero[0] = 0.0
+        draws += [tiny, zero]
+    rates = jnp.asarray(np.stack(draws))
+    cots = tuple(jnp.asarray(rng.normal(size=(len(draws), 2, S + 1, n1 + 1))).at[..., 0].set(0.0)
+                 for _ in range(2))
+    tangent = jnp.asarray(rng.normal(size=n1))
+
+    def both(fn):
+        def one(lam, cot):
+            return fn(poisson_pmf(lam[:, None], np.arange(S + 1)), lam, S, n1, cot)
+
+        values = jax.vmap(one)(rates, cots)
+        # forward mode in the rates (through the weights for the programme), the common draw
+        slopes = jax.jvp(lambda r: one(r, jax.tree.map(lambda c: c[0], cots)), (rates[0],),
+                         (tangent,))[1]
+        return values, slopes
+
+    (sub, dsub), (dp, ddp) = jax.jit(lambda: (both(_good_by_subsets), both(_good_by_dp)))()
+    # each draw on its own scale (rows of the values), the slopes on theirs
+    pairs = [(f"{name} of draw {i}", x[i], y[i]) for name, x, y in zip(
+        ("F0", "F1", "own"), sub, dp, strict=True) for i in range(len(draws))]
+    pairs += list(zip(("dF0", "dF1", "d own"), dsub, ddp, strict=True))
+    for name, x, y in pairs:
+        x, y = np.asarray(x), np.asarray(y)
+        assert np.all(np.isfinite(x)), name
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-11 * np.max(np.abs(y)), err_msg=name)
+    live = np.stack(draws) > 0
+    np.testing.assert_allclose(np.asarray(sub[2])[live], np.asarray(dp[2])[live], rtol=1e-9,
+                               atol=0, err_msg="own, relative")
+
+
+def test_the_cells_sums_take_the_subsets_where_they_cost_less():
+    """The choice between the two algorithms: the subsets at the lab's settings (K = 6 at every
+    G the bandit trains with), the programme where 2^N outgrows G² (many correct modes)."""
+    from simplexlab.shaping._g2rpo import _good_by_subsets_cost
+
+    for S in (4, 8, 16, 64, 256):
+        subsets, programme = _good_by_subsets_cost(S, 6)
+        assert subsets <= programme, S
+    subsets, programme = _good_by_subsets_cost(16, 12)
+    assert subsets > programme
