@@ -27,7 +27,8 @@ is ended with the one line and exit status 130. The command itself ends through
 while XLA's threads still compile or run (that crashed ``schedule verify`` with SIGSEGV after
 its line, 4 of 6 tries); what an interrupt cancels is only ever computation (results and chunks
 are written atomically, and the sweep engine finishes the chunk in flight first). Once the
-command has returned (:func:`ended`), a SIGINT while the interpreter ends does the same at once.
+command has returned (:func:`ended`), a SIGINT while it ends does the same at once, and it ends
+through :func:`finish`, so that SIGINT never falls back to its default before the process is gone.
 """
 
 from __future__ import annotations
@@ -104,6 +105,24 @@ def exit_interrupted(code: int = 130) -> None:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(code)
+
+
+def finish(code: int) -> None:
+    """End a command that returned ``code`` (it never returns): what the interpreter's own end
+    does first -- its other threads joined, its exit handlers run, the output flushed -- with
+    this module's handler still in place (a SIGINT meanwhile: the one line, status 130), then
+    ``os._exit``. The interpreter's own end resets SIGINT to its default before it tears down
+    the rest (XLA's client among it), and an interrupt there killed the process without a word
+    (exit status −2: seen when ``plan`` had printed its table and was ending as its interrupt
+    came, 3.5 s after its start)."""
+    import atexit
+
+    main = threading.main_thread()
+    for thread in threading.enumerate():
+        if thread is not main and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()  # the interpreter's exit handlers, as it runs them
+    exit_interrupted(code)
 
 
 def _exit_now() -> None:
