@@ -263,7 +263,6 @@ def test_the_cells_sums_by_subsets_equal_the_dynamic_programme(n1, S):
     tiny cell's own sum is as small as its rate: the subsets keep its digits), and their
     forward-mode derivatives in the rates (what the linear-noise covariance takes)."""
     from simplexlab.shaping._g2rpo import _good_by_dp, _good_by_subsets
-    from simplexlab.theory.internal import poisson_pmf
 
     rng = np.random.default_rng(n1 * 100 + S)
     common = S * rng.dirichlet(np.ones(n1 + 2))[:n1]
@@ -280,7 +279,7 @@ def test_the_cells_sums_by_subsets_equal_the_dynamic_programme(n1, S):
 
     def both(fn):
         def one(lam, cot):
-            return fn(poisson_pmf(lam[:, None], np.arange(S + 1)), lam, S, n1, cot)
+            return fn(lam, S, n1, cot)
 
         values = jax.vmap(one)(rates, cots)
         # forward mode in the rates (through the weights for the programme), the common draw

@@ -260,8 +260,7 @@ class _AbstractG2RPORule(AbstractRule):
         # the largest intermediates: by the subsets of the correct-scored cells, the differences
         # D (G+1, n1, 2^(n1-1)); by the programme, a Toeplitz matrix per cell, kept for the
         # reverse pass (_good_cells)
-        subsets, programme = _good_by_subsets_cost(G, n1)
-        good = ((G + 1) * n1 * 2 ** max(n1 - 1, 0) if subsets <= programme
+        good = ((G + 1) * n1 * 2 ** max(n1 - 1, 0) if _takes_subsets(G, n1)
                 else 2 * n1 * (G + 1) ** 2)
         return max(good, bad * max(n0, 1) * n1)
 
@@ -327,10 +326,11 @@ def _good_dp(weights, G, n1):
     return F0, F1
 
 
-def _good_by_dp(w1, lam1, S, n1, cot):
-    """:func:`_good_cells` by the dynamic programme over the cells (:func:`_good_dp`) and one
-    reverse-mode pass through it for every own cell."""
-    del lam1
+def _good_by_dp(lam1, S, n1, cot):
+    """:func:`_good_cells` by the dynamic programme over the cells (:func:`_good_dp`, on their
+    Poisson weights at the counts ``0..S``) and one reverse-mode pass through it for every own
+    cell."""
+    w1 = poisson_pmf(lam1[:, None], np.arange(S + 1))  # (n1, S+1)
     (F0, F1), pull = jax.vjp(lambda w: _good_dp(w, S, n1), w1)
     gA, gB = jax.vmap(pull)(cot)[0]  # one reverse pass for both (A, B)
     n = jnp.arange(S + 1, dtype=w1.dtype)
@@ -365,7 +365,7 @@ def _subset_tables(N: int):
     return member, size, full, T, own
 
 
-def _good_by_subsets(w1, lam1, S, n1, cot):
+def _good_by_subsets(lam1, S, n1, cot):
     r""":func:`_good_cells` in closed form over the subsets of the cells. A cell of rate
     ``λ_c`` contributes the factor ``e^{−λ_c} ((1 − y) + y e^{λ_c x})`` to the generating
     function ``Σ F0[a, κ] x^a y^κ``, so ``F0[a, κ] = Σ_U [y^κ] y^{|U|} (1 − y)^{N−|U|} E[a, U]``
@@ -380,7 +380,6 @@ def _good_by_subsets(w1, lam1, S, n1, cot):
     sum over ``a`` is then a matrix product. ``O(N 2^N G)`` against the programme's
     ``O(N² G²)``: at ``N = 6``, ``G = 64`` and 32 states 1.9 ms against 5.5 ms (2-core CPU),
     compiled in 0.37 s against 0.88 s."""
-    del w1
     N, dt = n1, lam1.dtype
     member, size, full, T, own_coef = _subset_tables(N)
     a = jnp.arange(S + 1, dtype=dt)
@@ -421,14 +420,13 @@ def _good_by_subsets(w1, lam1, S, n1, cot):
     MD = (D.reshape(S + 1, -1).T @ jnp.concatenate([PhA, up(PsA, 1), up(PsA, 2)], 1))
     GD = jnp.take_along_axis(MD.reshape(N, -1, 3, N), jnp.asarray(t)[:, :, None, None],
                              3)[..., 0]  # (N, J, 3)
-    lam = lam1
     # Σ_n w[n] gA[n]: cell k occupied (F0 by φA; F1 by ψA: the others' n², then its own)
     X = (jnp.sum(GD[..., 0] + LT * GD[..., 1] + QT * GD[..., 2], 1)
-         + lam * jnp.sum(GE[..., 0], 1) + lam ** 2 * jnp.sum(GE[..., 1], 1))
+         + lam1 * jnp.sum(GE[..., 0], 1) + lam1 ** 2 * jnp.sum(GE[..., 1], 1))
     # Σ_n w[n] n gB[n]: x ∂_x on cell k (F0 by φB; F1 by ψB: the others', then its own n³)
-    Y = lam * (jnp.sum(GE[..., 2], 1) + jnp.sum(LT * GE[..., 4] + QT * GE[..., 5], 1)
-               + jnp.sum(GE[..., 3], 1) + 3 * lam * jnp.sum(GE[..., 4], 1)
-               + lam ** 2 * jnp.sum(GE[..., 5], 1))
+    Y = lam1 * (jnp.sum(GE[..., 2], 1) + jnp.sum(LT * GE[..., 4] + QT * GE[..., 5], 1)
+                + jnp.sum(GE[..., 3], 1) + 3 * lam1 * jnp.sum(GE[..., 4], 1)
+                + lam1 ** 2 * jnp.sum(GE[..., 5], 1))
     return F0, F1, X - Y
 
 
@@ -445,17 +443,23 @@ def _good_by_subsets_cost(S: int, n1: int) -> tuple[int, int]:
     return subsets, programme
 
 
-def _good_cells(w1, lam1, S: int, n1: int, cot):
-    """``(F0, F1, own)`` over the correct-scored cells (weights ``w1 = Poisson(λ)`` at the counts
-    ``0..S`` ``(n1, S+1)``, rates ``lam1`` ``(n1,)``): ``F0``, ``F1`` ``(S+1, n1+1)`` as
-    :func:`_good_dp`, and ``own[k] = Σ_{n>=1} w1[k, n] (gA[k, n] − n gB[k, n])``, where ``gX`` is
-    the derivative of ``⟨F1, ψX⟩ + ⟨F0, φX⟩`` in ``w1[k, n]`` (``cot = ((φA, φB), (ψA, ψB))``).
-    By the subsets of the cells (:func:`_good_by_subsets`) where that costs less than the
-    programme (:func:`_good_by_dp`; :func:`_good_by_subsets_cost`); the two agree to round-off
-    (tests/test_shaping_g2rpo.py)."""
+def _takes_subsets(S: int, n1: int) -> bool:
+    """Whether :func:`_good_cells` sums by the subsets (else by the programme):
+    :func:`_good_by_subsets_cost`."""
     subsets, programme = _good_by_subsets_cost(S, n1)
-    by = _good_by_subsets if subsets <= programme else _good_by_dp
-    return by(w1, lam1, S, n1, cot)
+    return subsets <= programme
+
+
+def _good_cells(lam1, S: int, n1: int, cot):
+    """``(F0, F1, own)`` over the correct-scored cells of Poisson rates ``lam1`` ``(n1,)`` (their
+    weights ``w1[k, n] = Poisson(λ_k)`` at the counts ``n = 0..S``): ``F0``, ``F1`` ``(S+1,
+    n1+1)`` as :func:`_good_dp`, and ``own[k] = Σ_{n>=1} w1[k, n] (gA[k, n] − n gB[k, n])``,
+    where ``gX`` is the derivative of ``⟨F1, ψX⟩ + ⟨F0, φX⟩`` in ``w1[k, n]`` (``cot = ((φA,
+    φB), (ψA, ψB))``). By the subsets of the cells (:func:`_good_by_subsets`) where that costs
+    less than the programme (:func:`_good_by_dp`; :func:`_takes_subsets`); the two agree to
+    round-off (tests/test_shaping_g2rpo.py)."""
+    by = _good_by_subsets if _takes_subsets(S, n1) else _good_by_dp
+    return by(lam1, S, n1, cot)
 
 
 def _bonus_totals(rule, q1, q0, probs, G, t, C, active, max_group_size=None):
@@ -474,7 +478,6 @@ def _bonus_totals(rule, q1, q0, probs, G, t, C, active, max_group_size=None):
     nh = np.arange(S + 1)  # the same counts on the host: the pmfs' n! from a table
     Z = poisson_pmf(jnp.asarray(G, dt), G, S)
     gid, bid = jnp.asarray(good_ids), jnp.asarray(bad_ids)
-    w1 = poisson_pmf(G * q1[gid][:, None], nh) if n1 else jnp.zeros((0, S + 1), dt)
     lam_bad = G * q0[bid] if n0 else jnp.zeros((0,), dt)
     Hb = poisson_pmf(jnp.sum(G * q0), nh)  # Σ over incorrect-scored configs of total b
     a = n  # the number of correct-scored rollouts
@@ -555,7 +558,7 @@ def _bonus_totals(rule, q1, q0, probs, G, t, C, active, max_group_size=None):
 
         cot = (jnp.stack([pad(phiB * af / kap), pad(phiB)]),
                jnp.stack([pad(psiB * af / kap), pad(psiB)]))
-        F0, F1, own = _good_cells(w1, G * q1[gid], S, n1, cot)
+        F0, F1, own = _good_cells(G * q1[gid], S, n1, cot)
         W = W.at[1, jnp.asarray(good_ids)].add(own / Z)
 
         if s.neutralize and n0:
